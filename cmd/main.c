@@ -1,0 +1,60 @@
+/* squint: git-style dispatcher. `squint <command> [args]`; each command
+ * lives in its own cmd_*.c file. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "squint_version.h"
+
+static const sq_command commands[] = {
+    {"embed", "fp32 sentence embeddings from a Hugging Face BERT checkpoint", cmd_embed},
+    {"bench", "throughput and latency of the encoder", cmd_bench},
+};
+static const int n_commands = sizeof commands / sizeof commands[0];
+
+static void usage(FILE *fp)
+{
+    fprintf(fp,
+            "usage: squint <command> [options]\n"
+            "\n"
+            "squint turns fp32 transformer checkpoints into fast int8/int4 CPU models.\n"
+            "\n"
+            "commands:\n");
+    for (int i = 0; i < n_commands; i++)
+        fprintf(fp, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fprintf(fp, "  %-10s %s\n", "help", "this text, or 'squint help <command>'");
+    fprintf(fp, "  %-10s %s\n", "version", "print the version");
+    fprintf(fp, "\n'squint <command> --help' describes a command.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return SQ_EXIT_BADINPUT;
+    }
+    const char *name = argv[1];
+    if (strcmp(name, "help") == 0 || strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
+        if (argc >= 3) {
+            for (int i = 0; i < n_commands; i++)
+                if (strcmp(argv[2], commands[i].name) == 0) {
+                    char *sub[] = {(char *)commands[i].name, "--help", NULL};
+                    return commands[i].run(2, sub);
+                }
+            fprintf(stderr, "squint: unknown command '%s'\n", argv[2]);
+            return SQ_EXIT_BADINPUT;
+        }
+        usage(stdout);
+        return SQ_EXIT_OK;
+    }
+    if (strcmp(name, "version") == 0 || strcmp(name, "--version") == 0) {
+        printf("squint %s\n", SQUINT_VERSION);
+        return SQ_EXIT_OK;
+    }
+    for (int i = 0; i < n_commands; i++)
+        if (strcmp(name, commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "squint: unknown command '%s'\n\n", name);
+    usage(stderr);
+    return SQ_EXIT_BADINPUT;
+}

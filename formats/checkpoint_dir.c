@@ -1,0 +1,244 @@
+#include "checkpoint_dir.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fileio.h"
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static void remove_tree(const char *root)
+{
+    nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Accept only relative paths made of ordinary components. */
+static int safe_member_path(const char *p)
+{
+    if (!p[0] || p[0] == '/' || strlen(p) > 1024)
+        return 0;
+    const char *s = p;
+    while (*s) {
+        const char *e = strchr(s, '/');
+        size_t n = e ? (size_t)(e - s) : strlen(s);
+        if ((n == 2 && s[0] == '.' && s[1] == '.'))
+            return 0;
+        s += n;
+        if (*s == '/')
+            s++;
+    }
+    return 1;
+}
+
+static int mkdirs(const char *path)
+{
+    char *tmp = strdup(path);
+    if (!tmp)
+        return -1;
+    for (char *s = tmp + 1; *s; s++) {
+        if (*s == '/') {
+            *s = '\0';
+            if (mkdir(tmp, 0755) != 0 && errno != EEXIST) {
+                free(tmp);
+                return -1;
+            }
+            *s = '/';
+        }
+    }
+    int rc = (mkdir(tmp, 0755) != 0 && errno != EEXIST) ? -1 : 0;
+    free(tmp);
+    return rc;
+}
+
+static int extract(const char *arc_path, const char *root, sq_err *err)
+{
+    struct archive *a = archive_read_new();
+    if (!a)
+        return sq_err_set(err, "%s: out of memory", arc_path);
+    archive_read_support_filter_all(a);
+    archive_read_support_format_tar(a);
+    archive_read_support_format_zip(a);
+    int rc = -1;
+    if (archive_read_open_filename(a, arc_path, 1 << 16) != ARCHIVE_OK) {
+        sq_err_set(err, "%s: cannot read archive: %s", arc_path, archive_error_string(a));
+        goto out;
+    }
+    struct archive_entry *ent;
+    uint64_t total = 0;
+    int count = 0;
+    char buf[1 << 16];
+    for (;;) {
+        int r = archive_read_next_header(a, &ent);
+        if (r == ARCHIVE_EOF)
+            break;
+        if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
+            sq_err_set(err, "%s: corrupt archive: %s", arc_path, archive_error_string(a));
+            goto out;
+        }
+        if (++count > SQ_ARCHIVE_MAX_ENTRIES) {
+            sq_err_set(err, "%s: more than %d archive entries", arc_path, SQ_ARCHIVE_MAX_ENTRIES);
+            goto out;
+        }
+        const char *name = archive_entry_pathname(ent);
+        if (!name || !safe_member_path(name)) {
+            sq_err_set(err, "%s: archive member \"%s\" has an unsafe path", arc_path,
+                       name ? name : "(null)");
+            goto out;
+        }
+        mode_t type = archive_entry_filetype(ent);
+        char *dst = sq_path_join(root, name);
+        if (!dst) {
+            sq_err_set(err, "out of memory");
+            goto out;
+        }
+        if (type == AE_IFDIR) {
+            int m = mkdirs(dst);
+            free(dst);
+            if (m != 0) {
+                sq_err_set(err, "%s: cannot create directory for \"%s\"", arc_path, name);
+                goto out;
+            }
+            continue;
+        }
+        if (type != AE_IFREG) {
+            free(dst); /* links, devices etc. are skipped, never followed */
+            continue;
+        }
+        char *slash = strrchr(dst, '/');
+        *slash = '\0';
+        int m = mkdirs(dst);
+        *slash = '/';
+        int fd = m == 0 ? open(dst, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644) : -1;
+        if (fd < 0) {
+            sq_err_set(err, "%s: cannot extract \"%s\": %s", arc_path, name, strerror(errno));
+            free(dst);
+            goto out;
+        }
+        free(dst);
+        for (;;) {
+            la_ssize_t n = archive_read_data(a, buf, sizeof buf);
+            if (n == 0)
+                break;
+            if (n < 0) {
+                close(fd);
+                sq_err_set(err, "%s: corrupt data in \"%s\": %s", arc_path, name,
+                           archive_error_string(a));
+                goto out;
+            }
+            total += (uint64_t)n;
+            if (total > SQ_ARCHIVE_MAX_TOTAL) {
+                close(fd);
+                sq_err_set(err, "%s: archive expands beyond %llu bytes", arc_path,
+                           (unsigned long long)SQ_ARCHIVE_MAX_TOTAL);
+                goto out;
+            }
+            if (write(fd, buf, (size_t)n) != n) {
+                close(fd);
+                sq_err_set(err, "%s: cannot write extracted \"%s\": %s", arc_path, name,
+                           strerror(errno));
+                goto out;
+            }
+        }
+        close(fd);
+    }
+    rc = 0;
+out:
+    archive_read_free(a);
+    return rc;
+}
+
+/* The checkpoint is the root itself or its single top-level directory. */
+static char *find_config_dir(const char *root)
+{
+    char *cfg = sq_path_join(root, "config.json");
+    int here = cfg && sq_file_exists(cfg);
+    free(cfg);
+    if (here)
+        return strdup(root);
+    DIR *d = opendir(root);
+    if (!d)
+        return NULL;
+    char *found = NULL;
+    int ndirs = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2])))
+            continue;
+        char *sub = sq_path_join(root, e->d_name);
+        if (sub && sq_dir_exists(sub)) {
+            ndirs++;
+            free(found);
+            found = sub;
+        } else {
+            free(sub);
+        }
+    }
+    closedir(d);
+    if (ndirs != 1) {
+        free(found);
+        return NULL;
+    }
+    char *c2 = sq_path_join(found, "config.json");
+    int ok = c2 && sq_file_exists(c2);
+    free(c2);
+    if (!ok) {
+        free(found);
+        return NULL;
+    }
+    return found;
+}
+
+int sq_checkpoint_open(const char *arg, sq_checkpoint_dir *cd, sq_err *err)
+{
+    memset(cd, 0, sizeof *cd);
+    struct stat st;
+    if (stat(arg, &st) != 0)
+        return sq_err_set(err, "%s: %s", arg, strerror(errno));
+    if (S_ISDIR(st.st_mode)) {
+        cd->dir = strdup(arg);
+        return cd->dir ? 0 : sq_err_set(err, "out of memory");
+    }
+    if (!S_ISREG(st.st_mode))
+        return sq_err_set(err, "%s: not a directory or an archive file", arg);
+    const char *tmpdir = getenv("TMPDIR");
+    char *tmpl = sq_path_join(tmpdir && *tmpdir ? tmpdir : "/tmp", "squint-model-XXXXXX");
+    if (!tmpl || !mkdtemp(tmpl)) {
+        free(tmpl);
+        return sq_err_set(err, "cannot create a temporary directory to extract %s", arg);
+    }
+    cd->tmp_root = tmpl;
+    if (extract(arg, tmpl, err) != 0) {
+        sq_checkpoint_close(cd);
+        return -1;
+    }
+    cd->dir = find_config_dir(tmpl);
+    if (!cd->dir) {
+        sq_checkpoint_close(cd);
+        return sq_err_set(err, "%s: archive holds no config.json at its top level or in a single top-level directory", arg);
+    }
+    return 0;
+}
+
+void sq_checkpoint_close(sq_checkpoint_dir *cd)
+{
+    if (cd->tmp_root)
+        remove_tree(cd->tmp_root);
+    free(cd->tmp_root);
+    free(cd->dir);
+    memset(cd, 0, sizeof *cd);
+}

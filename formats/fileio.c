@@ -1,0 +1,201 @@
+#include "fileio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int sq_map_file(const char *path, sq_mapped_file *mf, sq_err *err)
+{
+    memset(mf, 0, sizeof *mf);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return sq_err_set(err, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return sq_err_set(err, "%s: cannot stat: %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return sq_err_set(err, "%s: not a regular file", path);
+    }
+    mf->size = (size_t)st.st_size;
+    if (mf->size > 0) {
+        void *p = mmap(NULL, mf->size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p == MAP_FAILED) {
+            int e = errno;
+            close(fd);
+            return sq_err_set(err, "%s: cannot map: %s", path, strerror(e));
+        }
+        mf->data = p;
+    }
+    close(fd);
+    mf->path = strdup(path);
+    return 0;
+}
+
+void sq_unmap_file(sq_mapped_file *mf)
+{
+    if (mf->data)
+        munmap((void *)mf->data, mf->size);
+    free(mf->path);
+    memset(mf, 0, sizeof *mf);
+}
+
+int sq_read_file(const char *path, size_t max_size, char **out, size_t *out_len, sq_err *err)
+{
+    *out = NULL;
+    if (out_len)
+        *out_len = 0;
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return sq_err_set(err, "%s: cannot open: %s", path, strerror(errno));
+    size_t cap = max_size < 4096 ? max_size : 4096, len = 0;
+    char *buf = malloc(cap + 1);
+    if (!buf) {
+        fclose(fp);
+        return sq_err_set(err, "%s: out of memory", path);
+    }
+    for (;;) {
+        if (len == cap) {
+            if (cap >= max_size) {
+                if (fgetc(fp) == EOF)
+                    break;
+                free(buf);
+                fclose(fp);
+                return sq_err_set(err, "%s: file larger than the %zu-byte limit", path, max_size);
+            }
+            size_t ncap = cap * 2 > max_size ? max_size : cap * 2;
+            char *nb = realloc(buf, ncap + 1);
+            if (!nb) {
+                free(buf);
+                fclose(fp);
+                return sq_err_set(err, "%s: out of memory", path);
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        size_t n = fread(buf + len, 1, cap - len, fp);
+        len += n;
+        if (n == 0) {
+            if (ferror(fp)) {
+                free(buf);
+                fclose(fp);
+                return sq_err_set(err, "%s: read error", path);
+            }
+            break;
+        }
+    }
+    fclose(fp);
+    buf[len] = '\0';
+    *out = buf;
+    if (out_len)
+        *out_len = len;
+    return 0;
+}
+
+int sq_atomic_open(sq_atomic_file *af, const char *path, sq_err *err)
+{
+    memset(af, 0, sizeof *af);
+    size_t n = strlen(path);
+    char *tmp = malloc(n + 16);
+    if (!tmp)
+        return sq_err_set(err, "%s: out of memory", path);
+    /* The temp file lives in the same directory so rename() is atomic. */
+    snprintf(tmp, n + 16, "%s.tmp.XXXXXX", path);
+    int fd = mkostemp(tmp, O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        free(tmp);
+        return sq_err_set(err, "%s: cannot create output: %s", path, strerror(e));
+    }
+    fchmod(fd, 0644);
+    af->fp = fdopen(fd, "wb");
+    if (!af->fp) {
+        int e = errno;
+        close(fd);
+        unlink(tmp);
+        free(tmp);
+        return sq_err_set(err, "%s: cannot open output: %s", path, strerror(e));
+    }
+    af->tmp_path = tmp;
+    af->path = strdup(path);
+    return 0;
+}
+
+static void atomic_reset(sq_atomic_file *af)
+{
+    free(af->path);
+    free(af->tmp_path);
+    memset(af, 0, sizeof *af);
+}
+
+int sq_atomic_commit(sq_atomic_file *af, sq_err *err)
+{
+    int rc = 0;
+    if (fflush(af->fp) != 0 || ferror(af->fp))
+        rc = sq_err_set(err, "%s: write failed: %s", af->path, strerror(errno));
+    else if (fsync(fileno(af->fp)) != 0)
+        rc = sq_err_set(err, "%s: fsync failed: %s", af->path, strerror(errno));
+    if (fclose(af->fp) != 0 && rc == 0)
+        rc = sq_err_set(err, "%s: close failed: %s", af->path, strerror(errno));
+    af->fp = NULL;
+    if (rc == 0 && rename(af->tmp_path, af->path) != 0)
+        rc = sq_err_set(err, "%s: cannot rename output into place: %s", af->path, strerror(errno));
+    if (rc != 0) {
+        unlink(af->tmp_path);
+    } else {
+        char *dcopy = strdup(af->path);
+        if (dcopy) {
+            int dfd = open(dirname(dcopy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            if (dfd >= 0) {
+                fsync(dfd);
+                close(dfd);
+            }
+            free(dcopy);
+        }
+    }
+    atomic_reset(af);
+    return rc;
+}
+
+void sq_atomic_abort(sq_atomic_file *af)
+{
+    if (af->fp)
+        fclose(af->fp);
+    if (af->tmp_path)
+        unlink(af->tmp_path);
+    atomic_reset(af);
+}
+
+char *sq_path_join(const char *dir, const char *name)
+{
+    size_t a = strlen(dir), b = strlen(name);
+    char *p = malloc(a + b + 2);
+    if (!p)
+        return NULL;
+    memcpy(p, dir, a);
+    size_t k = a;
+    if (a > 0 && dir[a - 1] != '/')
+        p[k++] = '/';
+    memcpy(p + k, name, b + 1);
+    return p;
+}
+
+int sq_file_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+int sq_dir_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}

@@ -1,0 +1,46 @@
+/* File helpers: read-only mappings, bounded whole-file reads, and atomic
+ * writes (temp file in the target directory, fsync, rename) so a crash or a
+ * failed write never leaves a partial file at the output path. */
+#ifndef SQ_FILEIO_H
+#define SQ_FILEIO_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stddef.h>
+
+#include "sq_error.h"
+
+typedef struct sq_mapped_file {
+    const uint8_t *data;
+    size_t size;
+    char *path;
+} sq_mapped_file;
+
+/* mmap a whole file read-only. Empty files map to data == NULL, size 0. */
+int sq_map_file(const char *path, sq_mapped_file *mf, sq_err *err);
+void sq_unmap_file(sq_mapped_file *mf);
+
+/* Read a whole file into a NUL-terminated heap buffer; refuses files larger
+ * than max_size bytes. */
+int sq_read_file(const char *path, size_t max_size, char **out, size_t *out_len, sq_err *err);
+
+/* Atomic output. sq_atomic_open creates a temp file next to `path`;
+ * sq_atomic_commit flushes, fsyncs and renames it over `path` (and fsyncs the
+ * directory); sq_atomic_abort removes the temp file. After commit or abort the
+ * struct is reset. */
+typedef struct sq_atomic_file {
+    FILE *fp;
+    char *path;
+    char *tmp_path;
+} sq_atomic_file;
+
+int sq_atomic_open(sq_atomic_file *af, const char *path, sq_err *err);
+int sq_atomic_commit(sq_atomic_file *af, sq_err *err);
+void sq_atomic_abort(sq_atomic_file *af);
+
+/* Path helpers. */
+char *sq_path_join(const char *dir, const char *name); /* malloc'd */
+int sq_file_exists(const char *path);
+int sq_dir_exists(const char *path);
+
+#endif

@@ -1,0 +1,236 @@
+#include "hf_config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "fileio.h"
+#include "json_util.h"
+
+int sq_bert_config_load(const char *path, sq_bert_config *cfg, sq_err *err)
+{
+    memset(cfg, 0, sizeof *cfg);
+    json_t *root = sq_json_load_object(path, err);
+    if (!root)
+        return -1;
+    int rc = -1;
+    const char *model_type, *act, *pos_type;
+    if (sq_json_str(root, "model_type", false, &model_type, path, err) != 0)
+        goto out;
+    if (strcmp(model_type, "bert") != 0) {
+        sq_err_set(err, "%s: model_type \"%s\" is not supported (squint reads BERT encoders: model_type \"bert\")",
+                   path, model_type);
+        goto out;
+    }
+    bool is_decoder = false;
+    if (sq_json_bool(root, "is_decoder", true, false, &is_decoder, path, err) != 0)
+        goto out;
+    if (is_decoder) {
+        sq_err_set(err, "%s: is_decoder is true; only encoders are supported", path);
+        goto out;
+    }
+    if (sq_json_str(root, "hidden_act", true, &act, path, err) != 0)
+        goto out;
+    if (act && strcmp(act, "gelu") != 0) {
+        sq_err_set(err, "%s: hidden_act \"%s\" is not supported (only \"gelu\", the exact erf GELU)",
+                   path, act);
+        goto out;
+    }
+    if (sq_json_str(root, "position_embedding_type", true, &pos_type, path, err) != 0)
+        goto out;
+    if (pos_type && strcmp(pos_type, "absolute") != 0) {
+        sq_err_set(err, "%s: position_embedding_type \"%s\" is not supported (only \"absolute\")",
+                   path, pos_type);
+        goto out;
+    }
+    int64_t v;
+#define GET_INT(field, key, lo, hi, hasdef, def)                                                   \
+    do {                                                                                           \
+        if (sq_json_int(root, key, lo, hi, hasdef, def, &v, path, err) != 0)                       \
+            goto out;                                                                              \
+        cfg->field = (int)v;                                                                       \
+    } while (0)
+    GET_INT(vocab_size, "vocab_size", 1, SQ_MAX_VOCAB, false, 0);
+    GET_INT(hidden, "hidden_size", 1, SQ_MAX_HIDDEN, false, 0);
+    GET_INT(layers, "num_hidden_layers", 1, SQ_MAX_LAYERS, false, 0);
+    GET_INT(heads, "num_attention_heads", 1, SQ_MAX_HIDDEN, false, 0);
+    GET_INT(ffn, "intermediate_size", 1, SQ_MAX_FFN, false, 0);
+    GET_INT(max_pos, "max_position_embeddings", 2, SQ_MAX_POSITIONS, false, 0);
+    GET_INT(type_vocab, "type_vocab_size", 1, 1024, true, 2);
+    GET_INT(pad_token_id, "pad_token_id", 0, SQ_MAX_VOCAB, true, 0);
+#undef GET_INT
+    if (cfg->hidden % cfg->heads != 0) {
+        sq_err_set(err, "%s: hidden_size %d is not divisible by num_attention_heads %d", path,
+                   cfg->hidden, cfg->heads);
+        goto out;
+    }
+    if (cfg->pad_token_id >= cfg->vocab_size) {
+        sq_err_set(err, "%s: pad_token_id %d is outside the vocabulary (%d)", path,
+                   cfg->pad_token_id, cfg->vocab_size);
+        goto out;
+    }
+    if (sq_json_real(root, "layer_norm_eps", true, 1e-12, &cfg->ln_eps, path, err) != 0)
+        goto out;
+    if (!(cfg->ln_eps > 0 && cfg->ln_eps <= 1e-2)) {
+        sq_err_set(err, "%s: layer_norm_eps %g is outside (0, 0.01]", path, cfg->ln_eps);
+        goto out;
+    }
+    rc = 0;
+out:
+    json_decref(root);
+    return rc;
+}
+
+const char *sq_pooling_name(sq_pooling p)
+{
+    return p == SQ_POOL_MEAN ? "mean" : "cls";
+}
+
+int sq_pooling_parse(const char *s, sq_pooling *out)
+{
+    if (strcmp(s, "cls") == 0)
+        *out = SQ_POOL_CLS;
+    else if (strcmp(s, "mean") == 0)
+        *out = SQ_POOL_MEAN;
+    else
+        return -1;
+    return 0;
+}
+
+/* A module path from modules.json must stay inside the checkpoint directory. */
+static bool safe_rel_path(const char *p)
+{
+    if (p[0] == '/' || strlen(p) > 256)
+        return false;
+    for (const char *s = p; *s; s++) {
+        if (s[0] == '.' && s[1] == '.' && (s == p || s[-1] == '/'))
+            return false;
+    }
+    return true;
+}
+
+static int read_pooling_module(const char *dir, const char *sub, sq_pooling_config *pc,
+                               sq_err *err)
+{
+    char *mdir = sq_path_join(dir, sub);
+    char *path = mdir ? sq_path_join(mdir, "config.json") : NULL;
+    free(mdir);
+    if (!path)
+        return sq_err_set(err, "out of memory");
+    json_t *root = sq_json_load_object(path, err);
+    int rc = -1;
+    if (!root)
+        goto out;
+    const char *mode;
+    if (sq_json_str(root, "pooling_mode", true, &mode, path, err) != 0)
+        goto out;
+    if (mode) {
+        if (sq_pooling_parse(mode, &pc->pooling) != 0) {
+            sq_err_set(err, "%s: pooling_mode \"%s\" is not supported (cls or mean)", path, mode);
+            goto out;
+        }
+    } else {
+        static const char *const other[] = {"pooling_mode_max_tokens",
+                                            "pooling_mode_mean_sqrt_len_tokens",
+                                            "pooling_mode_weightedmean_tokens",
+                                            "pooling_mode_lasttoken"};
+        bool cls = false, mean = false, b;
+        if (sq_json_bool(root, "pooling_mode_cls_token", true, false, &cls, path, err) != 0 ||
+            sq_json_bool(root, "pooling_mode_mean_tokens", true, false, &mean, path, err) != 0)
+            goto out;
+        for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
+            if (sq_json_bool(root, other[i], true, false, &b, path, err) != 0)
+                goto out;
+            if (b) {
+                sq_err_set(err, "%s: %s is not supported (cls or mean pooling only)", path,
+                           other[i]);
+                goto out;
+            }
+        }
+        if (cls == mean) {
+            sq_err_set(err, "%s: exactly one of pooling_mode_cls_token and "
+                            "pooling_mode_mean_tokens must be true",
+                       path);
+            goto out;
+        }
+        pc->pooling = cls ? SQ_POOL_CLS : SQ_POOL_MEAN;
+    }
+    rc = 0;
+out:
+    json_decref(root);
+    free(path);
+    return rc;
+}
+
+int sq_pooling_config_load_dir(const char *dir, sq_pooling_config *pc, sq_err *err)
+{
+    pc->pooling = SQ_POOL_CLS;
+    pc->normalize = false;
+    pc->from_sentence_transformers = false;
+    char *path = sq_path_join(dir, "modules.json");
+    if (!path)
+        return sq_err_set(err, "out of memory");
+    if (!sq_file_exists(path)) {
+        free(path);
+        return 0;
+    }
+    char *buf = NULL;
+    size_t len;
+    json_t *root = NULL;
+    json_error_t je;
+    int rc = -1;
+    if (sq_read_file(path, SQ_JSON_MAX_FILE, &buf, &len, err) != 0)
+        goto out;
+    root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+    if (!root) {
+        sq_err_set(err, "%s: invalid JSON at line %d, column %d: %s", path, je.line, je.column,
+                   je.text);
+        goto out;
+    }
+    if (!json_is_array(root)) {
+        sq_err_set(err, "%s: expected a JSON array of modules", path);
+        goto out;
+    }
+    bool have_pool = false;
+    size_t i;
+    json_t *m;
+    json_array_foreach(root, i, m)
+    {
+        const char *type, *sub;
+        if (!json_is_object(m)) {
+            sq_err_set(err, "%s: module %zu is not an object", path, i);
+            goto out;
+        }
+        if (sq_json_str(m, "type", false, &type, path, err) != 0 ||
+            sq_json_str(m, "path", true, &sub, path, err) != 0)
+            goto out;
+        const char *last = strrchr(type, '.');
+        last = last ? last + 1 : type;
+        if (strcmp(last, "Pooling") == 0) {
+            if (have_pool) {
+                sq_err_set(err, "%s: more than one Pooling module", path);
+                goto out;
+            }
+            if (!sub || !safe_rel_path(sub)) {
+                sq_err_set(err, "%s: Pooling module path is missing or leaves the model directory",
+                           path);
+                goto out;
+            }
+            if (read_pooling_module(dir, sub, pc, err) != 0)
+                goto out;
+            have_pool = true;
+        } else if (strcmp(last, "Normalize") == 0) {
+            pc->normalize = true;
+        } else if (strcmp(last, "Transformer") != 0) {
+            sq_err_set(err, "%s: module type \"%s\" is not supported (Transformer, Pooling, Normalize)",
+                       path, type);
+            goto out;
+        }
+    }
+    pc->from_sentence_transformers = true;
+    rc = 0;
+out:
+    json_decref(root);
+    free(buf);
+    free(path);
+    return rc;
+}

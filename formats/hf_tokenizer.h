@@ -1,0 +1,79 @@
+/* Reading Hugging Face tokenizer files for WordPiece (BERT) tokenizers:
+ * tokenizer.json (model.type WordPiece + BertNormalizer / Lowercase /
+ * BertPreTokenizer settings), vocab.txt and tokenizer_config.json.
+ * Produces a plain description; libquant/tokenizer_wordpiece builds the
+ * runnable tokenizer from it. */
+#ifndef SQ_HF_TOKENIZER_H
+#define SQ_HF_TOKENIZER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sq_error.h"
+
+/* Refusal limits for hostile files. */
+#define SQ_WORDPIECE_MAX_VOCAB (1 << 22)
+#define SQ_WORDPIECE_MAX_TOKEN_BYTES 1024
+#define SQ_WORDPIECE_MAX_PREFIX_BYTES 64
+#define SQ_WORDPIECE_MAX_WORD_CHARS (1 << 20)
+
+/* A token matched verbatim in the raw text before normalization and never
+ * split (HF "added tokens": [CLS], [SEP], [UNK], [PAD], [MASK], ...).
+ * lstrip/rstrip are not kept: with BertPreTokenizer whitespace next to an
+ * added token separates words anyway, so stripping it changes no id. */
+typedef struct sq_added_token {
+    char *content; /* == vocab[id] */
+    int32_t id;
+} sq_added_token;
+
+typedef struct sq_wordpiece_spec {
+    char **vocab;           /* vocab[id] = token string (UTF-8, NUL-terminated) */
+    int32_t vocab_size;
+    bool clean_text;        /* drop control chars, map whitespace to ' ' */
+    bool handle_chinese_chars;
+    bool lowercase;
+    int strip_accents;      /* -1: follow lowercase (HF default), 0: no, 1: yes */
+    char *continuing_subword_prefix;  /* "##" */
+    int32_t max_input_chars_per_word; /* 100 */
+    int32_t unk_id, cls_id, sep_id, pad_id, mask_id; /* -1 when absent */
+    int32_t model_max_length; /* from tokenizer_config.json, 0 if unknown */
+    /* Added tokens; when n_added is 0, sq_tokenizer_new uses the tokens of the
+     * unk/cls/sep/pad/mask ids (what BertTokenizer does for vocab.txt). */
+    sq_added_token *added;
+    int32_t n_added;
+} sq_wordpiece_spec;
+
+/* All loaders fill *spec completely (zeroing it first) and return 0, or
+ * return -1 with err naming the file and the problem, leaving *spec empty
+ * (safe to free). Tokens are checked for length and uniqueness here; UTF-8
+ * validity is checked by sq_tokenizer_new. */
+
+/* Load from a checkpoint directory: tokenizer.json if present (plus
+ * model_max_length and pad/mask token names from tokenizer_config.json), else
+ * vocab.txt with tokenizer_config.json for the BertTokenizer settings. */
+int sq_wordpiece_spec_load_dir(const char *dir, sq_wordpiece_spec *spec, sq_err *err);
+
+/* tokenizer.json: model WordPiece; normalizer BertNormalizer, Lowercase, a
+ * Sequence of those, or null; pre_tokenizer BertPreTokenizer; post_processor
+ * TemplateProcessing "[CLS] $A [SEP]", BertProcessing or null. Anything else
+ * is refused with a message. Vocab ids must be exactly 0..N-1. */
+int sq_wordpiece_spec_load_tokenizer_json(const char *path, sq_wordpiece_spec *spec, sq_err *err);
+
+/* vocab.txt: one token per line, id = line number (0-based). Lines end in
+ * "\n", "\r\n" or "\r" (Python's universal newlines, as HF load_vocab reads
+ * it); a final newline is optional. Empty lines and duplicate tokens are
+ * refused. Settings are BertTokenizer's defaults (lowercase, strip accents
+ * with lowercase, split CJK, clean text, "##", 100 chars); special tokens by
+ * their default names [UNK] (required), [CLS], [SEP], [PAD], [MASK]. */
+int sq_wordpiece_spec_load_vocab_txt(const char *path, sq_wordpiece_spec *spec, sq_err *err);
+
+/* Apply a tokenizer_config.json to a spec loaded from vocab.txt:
+ * do_lower_case, strip_accents, tokenize_chinese_chars, model_max_length and
+ * the unk/cls/sep/pad/mask token names (string or {"content": ...}).
+ * do_basic_tokenize false or a non-empty never_split are refused. */
+int sq_wordpiece_spec_apply_config(const char *path, sq_wordpiece_spec *spec, sq_err *err);
+
+/* Release everything the spec owns and zero it. */
+void sq_wordpiece_spec_free(sq_wordpiece_spec *spec);
+
+#endif

@@ -1,0 +1,24 @@
+/* Error reporting shared by every layer: a function that fails fills an
+ * sq_err with one human-readable line (naming the file and the problem) and
+ * returns -1. Callers add context with sq_err_prefix. */
+#ifndef SQ_ERROR_H
+#define SQ_ERROR_H
+
+#include <stddef.h>
+
+typedef struct sq_err {
+    char msg[1024];
+} sq_err;
+
+#if defined(__GNUC__)
+#define SQ_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define SQ_PRINTF(a, b)
+#endif
+
+/* Set the message (printf-style). Returns -1 so callers can `return sq_err_set(...)`. */
+int sq_err_set(sq_err *err, const char *fmt, ...) SQ_PRINTF(2, 3);
+/* Prepend "prefix: " to the existing message. Returns -1. */
+int sq_err_prefix(sq_err *err, const char *fmt, ...) SQ_PRINTF(2, 3);
+
+#endif

@@ -1,0 +1,23 @@
+/* A runnable embedding model: encoder + tokenizer + pooling, opened from a
+ * MODEL argument (checkpoint directory or archive of one). Later model file
+ * formats (.sqm) open through here too. */
+#ifndef SQ_EMBED_MODEL_H
+#define SQ_EMBED_MODEL_H
+
+#include "checkpoint_dir.h"
+#include "encoder.h"
+#include "hf_config.h"
+#include "tokenizer.h"
+
+typedef struct sq_embed_model {
+    sq_checkpoint_dir ckpt;
+    sq_encoder enc;
+    sq_tokenizer *tok;
+    sq_pooling_config pool;
+    int max_seq; /* default truncation length: min(max positions, tokenizer limit) */
+} sq_embed_model;
+
+int sq_embed_model_open(const char *arg, sq_embed_model *m, sq_err *err);
+void sq_embed_model_close(sq_embed_model *m);
+
+#endif

@@ -1,0 +1,180 @@
+#include "encoder.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops.h"
+#include "threads.h"
+
+const char *sq_linear_kind_name(sq_linear_kind k)
+{
+    static const char *const names[SQ_LIN_KINDS] = {"qkv", "attn_out", "ffn_up", "ffn_down"};
+    return (unsigned)k < SQ_LIN_KINDS ? names[k] : "?";
+}
+
+static float *alloc_floats(size_t n)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, 64, (n ? n : 1) * sizeof(float)) != 0)
+        return NULL;
+    return p;
+}
+
+void sq_workspace_free(sq_workspace *ws)
+{
+    free(ws->qkv);
+    free(ws->ctx);
+    free(ws->tmp);
+    free(ws->ffn);
+    free(ws->scores);
+    memset(ws, 0, sizeof *ws);
+}
+
+int sq_workspace_reserve(sq_workspace *ws, const sq_encoder *enc, int max_tokens, int max_len)
+{
+    int nt = sq_threads_count();
+    if (ws->qkv && max_tokens <= ws->max_tokens && max_len <= ws->max_len && nt <= ws->n_threads)
+        return 0;
+    if (ws->qkv) {
+        if (max_tokens < ws->max_tokens)
+            max_tokens = ws->max_tokens;
+        if (max_len < ws->max_len)
+            max_len = ws->max_len;
+    }
+    sq_workspace_free(ws);
+    size_t T = (size_t)max_tokens, H = (size_t)enc->cfg.hidden, F = (size_t)enc->cfg.ffn;
+    ws->qkv = alloc_floats(T * 3 * H);
+    ws->ctx = alloc_floats(T * H);
+    ws->tmp = alloc_floats(T * H);
+    ws->ffn = alloc_floats(T * F);
+    ws->scores = alloc_floats((size_t)nt * max_len * max_len);
+    if (!ws->qkv || !ws->ctx || !ws->tmp || !ws->ffn || !ws->scores) {
+        sq_workspace_free(ws);
+        return -1;
+    }
+    ws->max_tokens = max_tokens;
+    ws->max_len = max_len;
+    ws->n_threads = nt;
+    return 0;
+}
+
+static void embed(const sq_encoder *enc, const sq_batch *b, float *x)
+{
+    const int H = enc->cfg.hidden;
+#pragma omp parallel for schedule(static)
+    for (int s = 0; s < b->n_seq; s++) {
+        for (int t = b->offsets[s]; t < b->offsets[s + 1]; t++) {
+            int pos = t - b->offsets[s];
+            int tt = b->type_ids ? b->type_ids[t] : 0;
+            const float *we = enc->word_emb + (size_t)b->ids[t] * H;
+            const float *pe = enc->pos_emb + (size_t)pos * H;
+            const float *te = enc->type_emb + (size_t)tt * H;
+            float *o = x + (size_t)t * H;
+            for (int c = 0; c < H; c++)
+                o[c] = we[c] + te[c] + pe[c];
+        }
+    }
+}
+
+/* Multi-head self-attention core: ctx = softmax(Q K^T / sqrt(dh)) V per
+ * (sequence, head); qkv rows hold [Q | K | V]. */
+static void attention(const sq_encoder *enc, const sq_batch *b, const float *qkv, float *ctx,
+                      float *scores, int max_len)
+{
+    const int H = enc->cfg.hidden, A = enc->cfg.heads, dh = H / A, ld = 3 * H;
+    const float scale = 1.0f / sqrtf((float)dh);
+    const int jobs = b->n_seq * A;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int j = 0; j < jobs; j++) {
+        int s = j / A, h = j % A;
+        int t0 = b->offsets[s], L = b->offsets[s + 1] - t0;
+        float *S = scores + (size_t)omp_get_thread_num() * max_len * max_len;
+        const float *Q = qkv + (size_t)t0 * ld + h * dh;
+        const float *K = Q + H, *V = Q + 2 * H;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, L, L, dh, scale, Q, ld, K, ld, 0.0f,
+                    S, L);
+        for (int r = 0; r < L; r++)
+            sq_softmax_row(S + (size_t)r * L, L);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, L, dh, L, 1.0f, S, L, V, ld, 0.0f,
+                    ctx + (size_t)t0 * H + h * dh, H);
+    }
+}
+
+static void observe(const sq_observer *obs, int layer, sq_linear_kind k, const float *x, int rows,
+                    int cols)
+{
+    if (obs && obs->linear_input)
+        obs->linear_input(obs->ctx, layer, k, x, rows, cols);
+}
+
+int sq_encoder_forward(const sq_encoder *enc, sq_workspace *ws, const sq_batch *b,
+                       float *hidden_out, const sq_observer *obs, sq_err *err)
+{
+    const sq_bert_config *c = &enc->cfg;
+    const int H = c->hidden;
+    if (b->n_seq <= 0 || b->offsets[0] != 0)
+        return sq_err_set(err, "empty batch");
+    int T = b->offsets[b->n_seq], max_len = 0;
+    for (int s = 0; s < b->n_seq; s++) {
+        int L = b->offsets[s + 1] - b->offsets[s];
+        if (L <= 0 || L > c->max_pos)
+            return sq_err_set(err, "sequence %d has %d tokens (must be 1..%d)", s, L, c->max_pos);
+        if (L > max_len)
+            max_len = L;
+    }
+    for (int t = 0; t < T; t++) {
+        if (b->ids[t] < 0 || b->ids[t] >= c->vocab_size)
+            return sq_err_set(err, "token id %d is outside the vocabulary (%d)", b->ids[t],
+                              c->vocab_size);
+        if (b->type_ids && (b->type_ids[t] < 0 || b->type_ids[t] >= c->type_vocab))
+            return sq_err_set(err, "token type %d is outside [0, %d)", b->type_ids[t],
+                              c->type_vocab);
+    }
+    if (sq_workspace_reserve(ws, enc, T, max_len) != 0)
+        return sq_err_set(err, "out of memory for a batch of %d tokens", T);
+    float eps = (float)c->ln_eps;
+    float *x = hidden_out;
+    embed(enc, b, x);
+    sq_add_layernorm(x, NULL, T, H, enc->emb_ln_g, enc->emb_ln_b, eps);
+    for (int l = 0; l < c->layers; l++) {
+        const sq_encoder_layer *L = &enc->layers[l];
+        observe(obs, l, SQ_LIN_QKV, x, T, H);
+        sq_linear_forward(&L->lin[SQ_LIN_QKV], x, T, ws->qkv);
+        attention(enc, b, ws->qkv, ws->ctx, ws->scores, ws->max_len);
+        observe(obs, l, SQ_LIN_ATTN_OUT, ws->ctx, T, H);
+        sq_linear_forward(&L->lin[SQ_LIN_ATTN_OUT], ws->ctx, T, ws->tmp);
+        sq_add_layernorm(x, ws->tmp, T, H, L->ln_attn_g, L->ln_attn_b, eps);
+        observe(obs, l, SQ_LIN_FFN_UP, x, T, H);
+        sq_linear_forward(&L->lin[SQ_LIN_FFN_UP], x, T, ws->ffn);
+        sq_gelu_inplace(ws->ffn, (int64_t)T * c->ffn);
+        observe(obs, l, SQ_LIN_FFN_DOWN, ws->ffn, T, c->ffn);
+        sq_linear_forward(&L->lin[SQ_LIN_FFN_DOWN], ws->ffn, T, ws->tmp);
+        sq_add_layernorm(x, ws->tmp, T, H, L->ln_ffn_g, L->ln_ffn_b, eps);
+    }
+    return 0;
+}
+
+void sq_encoder_free(sq_encoder *enc)
+{
+    if (enc->layers) {
+        for (int l = 0; l < enc->cfg.layers; l++) {
+            sq_encoder_layer *L = &enc->layers[l];
+            for (int k = 0; k < SQ_LIN_KINDS; k++)
+                sq_linear_free(&L->lin[k]);
+            free(L->ln_attn_g);
+            free(L->ln_attn_b);
+            free(L->ln_ffn_g);
+            free(L->ln_ffn_b);
+        }
+    }
+    free(enc->layers);
+    free(enc->word_emb);
+    free(enc->pos_emb);
+    free(enc->type_emb);
+    free(enc->emb_ln_g);
+    free(enc->emb_ln_b);
+    memset(enc, 0, sizeof *enc);
+}

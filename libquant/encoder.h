@@ -1,0 +1,73 @@
+/* THE encoder executor: one implementation for every precision. A BERT
+ * post-LN encoder over a batch of variable-length sequences packed without
+ * padding (token rows concatenated), so padding never enters a statistic or
+ * an attention score. Every linear carries a qtype; an optional observer sees
+ * the input of every linear (calibration hooks in here). */
+#ifndef SQ_ENCODER_H
+#define SQ_ENCODER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hf_config.h"
+#include "linear.h"
+
+typedef enum sq_linear_kind {
+    SQ_LIN_QKV = 0,   /* fused query/key/value: [3H][H] */
+    SQ_LIN_ATTN_OUT,  /* attention output projection [H][H] */
+    SQ_LIN_FFN_UP,    /* intermediate [F][H] */
+    SQ_LIN_FFN_DOWN,  /* output [H][F] */
+    SQ_LIN_KINDS
+} sq_linear_kind;
+
+const char *sq_linear_kind_name(sq_linear_kind k);
+
+typedef struct sq_encoder_layer {
+    sq_linear lin[SQ_LIN_KINDS];
+    float *ln_attn_g, *ln_attn_b; /* attention.output.LayerNorm */
+    float *ln_ffn_g, *ln_ffn_b;   /* output.LayerNorm */
+} sq_encoder_layer;
+
+typedef struct sq_encoder {
+    sq_bert_config cfg;
+    float *word_emb;  /* [vocab][H] */
+    float *pos_emb;   /* [max_pos][H] */
+    float *type_emb;  /* [type_vocab][H] */
+    float *emb_ln_g, *emb_ln_b;
+    sq_encoder_layer *layers;
+} sq_encoder;
+
+/* Called with the rows feeding a linear (all rows are real tokens). */
+typedef struct sq_observer {
+    void (*linear_input)(void *ctx, int layer, sq_linear_kind kind, const float *x, int rows,
+                         int cols);
+    void *ctx;
+} sq_observer;
+
+/* A batch: n_seq sequences, sequence i is ids[offsets[i] .. offsets[i+1]). */
+typedef struct sq_batch {
+    int n_seq;
+    const int *offsets;     /* n_seq + 1 entries, offsets[0] == 0 */
+    const int32_t *ids;
+    const int32_t *type_ids; /* NULL: all zero */
+} sq_batch;
+
+/* Activation buffers, planned once for the largest (tokens, sequence length)
+ * and reused: no allocation inside the forward pass. */
+typedef struct sq_workspace {
+    int max_tokens, max_len, n_threads;
+    float *qkv, *ctx, *tmp, *ffn, *scores;
+} sq_workspace;
+
+int sq_workspace_reserve(sq_workspace *ws, const sq_encoder *enc, int max_tokens, int max_len);
+void sq_workspace_free(sq_workspace *ws);
+
+/* Run the encoder. hidden_out receives [total tokens][H] (the last hidden
+ * state); it may alias nothing in ws. Returns 0, or -1 with err set on bad
+ * ids or a batch that does not fit the workspace. */
+int sq_encoder_forward(const sq_encoder *enc, sq_workspace *ws, const sq_batch *batch,
+                       float *hidden_out, const sq_observer *obs, sq_err *err);
+
+void sq_encoder_free(sq_encoder *enc);
+
+#endif

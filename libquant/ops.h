@@ -1,0 +1,16 @@
+/* Elementwise and row operations of the encoder, in f32. */
+#ifndef SQ_OPS_H
+#define SQ_OPS_H
+
+#include <stdint.h>
+
+/* x[r] = LayerNorm(x[r] + add[r]) * gamma + beta for rows [0, rows);
+ * add may be NULL. Two-pass mean/variance in f32 with a double accumulator. */
+void sq_add_layernorm(float *x, const float *add, int rows, int cols, const float *gamma,
+                      const float *beta, float eps);
+/* Exact GELU: 0.5 x (1 + erf(x / sqrt 2)), in place. */
+void sq_gelu_inplace(float *x, int64_t n);
+/* Row-wise softmax over `cols` values, in place. */
+void sq_softmax_row(float *x, int cols);
+
+#endif

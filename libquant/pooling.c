@@ -1,0 +1,33 @@
+#include "pooling.h"
+
+#include <math.h>
+#include <string.h>
+
+void sq_pool(const float *hidden, const int *offsets, int n_seq, int H, sq_pooling mode,
+             bool normalize, float *out)
+{
+    for (int s = 0; s < n_seq; s++) {
+        float *o = out + (size_t)s * H;
+        int t0 = offsets[s], t1 = offsets[s + 1];
+        if (mode == SQ_POOL_CLS) {
+            memcpy(o, hidden + (size_t)t0 * H, (size_t)H * sizeof(float));
+        } else {
+            for (int c = 0; c < H; c++) {
+                double acc = 0;
+                for (int t = t0; t < t1; t++)
+                    acc += hidden[(size_t)t * H + c];
+                o[c] = (float)(acc / (t1 - t0));
+            }
+        }
+        if (normalize) {
+            double n2 = 0;
+            for (int c = 0; c < H; c++)
+                n2 += (double)o[c] * o[c];
+            /* torch.nn.functional.normalize: x / max(||x||, 1e-12) */
+            double n = sqrt(n2);
+            float inv = (float)(1.0 / (n > 1e-12 ? n : 1e-12));
+            for (int c = 0; c < H; c++)
+                o[c] *= inv;
+        }
+    }
+}

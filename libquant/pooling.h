@@ -1,0 +1,15 @@
+/* Sentence embedding from the last hidden state: CLS or mask-aware mean
+ * pooling (padding never exists in the packed layout), then optional L2
+ * normalization as sentence-transformers' Normalize module does. */
+#ifndef SQ_POOLING_H
+#define SQ_POOLING_H
+
+#include <stdbool.h>
+
+#include "hf_config.h"
+
+/* hidden: [offsets[n_seq]][H]; out: [n_seq][H]. */
+void sq_pool(const float *hidden, const int *offsets, int n_seq, int H, sq_pooling mode,
+             bool normalize, float *out);
+
+#endif

@@ -1,0 +1,11 @@
+/* Thread count policy. squint threads with OpenMP itself and keeps OpenBLAS
+ * single-threaded, so every row of every result is computed the same way
+ * whatever the thread count (deterministic output). */
+#ifndef SQ_THREADS_H
+#define SQ_THREADS_H
+
+/* Set the number of worker threads (<= 0: all online CPUs). Returns the count. */
+int sq_threads_init(int n);
+int sq_threads_count(void);
+
+#endif

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The main job on a bundled default: build squint, generate a deterministic
+# BERT fixture checkpoint (bge-small vocabulary when ../shared/data has it),
+# and embed a few sentences with squint's fp32 encoder.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+
+out=out/demo
+mkdir -p "$out"
+vocab_args=()
+shared="${SQUINT_SHARED_DATA:-../shared/data}"
+if [[ -f "$shared/bge-small-en-v1.5/vocab.txt" ]]; then
+  vocab_args=(--vocab "$shared/bge-small-en-v1.5/vocab.txt")
+fi
+build/tests/fixture/squint-gen-fixture "$out/model" --shape tiny --seed 1 --outliers 2 "${vocab_args[@]}"
+cat > "$out/texts.txt" <<'TXT'
+Quantized encoders make semantic search cheap on ordinary servers.
+A cat sat on the mat.
+The quick brown fox jumps over the lazy dog!
+Post-training static quantization needs calibration data.
+TXT
+build/squint embed "$out/model" --input "$out/texts.txt" --output "$out/embeddings.jsonl" --threads 2
+build/squint embed "$out/model" --input "$out/texts.txt" --output "$out/embeddings.npy" --quiet
+echo "demo: wrote $out/embeddings.jsonl and $out/embeddings.npy ($(wc -l < "$out/embeddings.jsonl") embeddings)"
+head -c 300 "$out/embeddings.jsonl"; echo " ..."

@@ -1,0 +1,34 @@
+/* Deterministic extraction of test sentences from the shared data files,
+ * mirrored line for line by js/gen_golden.mjs so that golden ids line up:
+ *  - *.inp (llama.cpp vocab tests): the file split on "\n__ggml_vocab_test__\n";
+ *    the piece after the last separator must be empty and is dropped.
+ *  - GLUE *.tsv with a header row: lines split on '\n' (one trailing '\r'
+ *    removed), empty lines skipped, fields split on '\t' (quotes are not
+ *    special); the named columns of each row, in column-list order.
+ *  - STS-B original/*.tsv (no header): fields 5 and 6 of each row.
+ * Each source is a table row in sentences.c (and SOURCES in gen_golden.mjs). */
+#ifndef TK_SENTENCES_H
+#define TK_SENTENCES_H
+
+#include <stddef.h>
+
+typedef struct tk_sentences {
+    char *buf;      /* the file contents; sentences point into it */
+    const char **s; /* NUL-terminated sentences */
+    size_t *len;
+    size_t n;
+} tk_sentences;
+
+/* The relative paths (under the shared data dir) of every golden source, NULL-terminated. */
+extern const char *const tk_sources[];
+
+/* Load the sentences of source `rel` under data_dir. Returns 0, or -1 with a
+ * message in errbuf. */
+int tk_sentences_load(const char *data_dir, const char *rel, tk_sentences *out, char *errbuf,
+                      size_t errlen);
+void tk_sentences_free(tk_sentences *s);
+
+/* Read a whole file (NUL-terminated); NULL on failure. */
+char *tk_read_file(const char *path, size_t *len);
+
+#endif
