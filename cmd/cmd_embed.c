@@ -21,6 +21,7 @@ static const char *const help =
     "  --input FILE          texts: one per line, or JSONL (see --field); '-' = stdin\n"
     "  --field PATH          JSONL field holding the text (dotted path; default 'text' for .jsonl)\n"
     "  --output FILE         .jsonl, .npy or .f32 (default: JSONL on stdout)\n"
+    "  --format F            jsonl, npy or f32, overriding the --output extension\n"
     "  --batch N             sequences per forward pass (default 32)\n"
     "  --max-seq N           truncate to N tokens including [CLS]/[SEP] (default: model limit)\n"
     "  --threads N           worker threads (default: all CPUs)\n"
@@ -37,16 +38,16 @@ static const char *const help =
 
 int cmd_embed(int argc, char **argv)
 {
-    enum { O_FIELD = 256, O_MAXSEQ, O_POOL, O_NORM, O_NONORM, O_TOK, O_HID, O_QUIET };
+    enum { O_FIELD = 256, O_MAXSEQ, O_POOL, O_NORM, O_NONORM, O_TOK, O_HID, O_QUIET, O_FORMAT };
     static const struct option opts[] = {
         {"input", required_argument, 0, 'i'},   {"output", required_argument, 0, 'o'},
         {"field", required_argument, 0, O_FIELD}, {"batch", required_argument, 0, 'b'},
         {"max-seq", required_argument, 0, O_MAXSEQ}, {"threads", required_argument, 0, 't'},
         {"pooling", required_argument, 0, O_POOL}, {"normalize", no_argument, 0, O_NORM},
         {"no-normalize", no_argument, 0, O_NONORM}, {"tokens-output", required_argument, 0, O_TOK},
-        {"hidden-output", required_argument, 0, O_HID}, {"quiet", no_argument, 0, O_QUIET},
+        {"hidden-output", required_argument, 0, O_HID}, {"quiet", no_argument, 0, O_QUIET}, {"format", required_argument, 0, O_FORMAT},
         {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
-    const char *input = NULL, *output = "-", *field = NULL, *tok_out = NULL, *hid_out = NULL;
+    const char *input = NULL, *output = "-", *format = NULL, *field = NULL, *tok_out = NULL, *hid_out = NULL;
     long batch = 32, max_seq = 0, threads = 0;
     int norm = -1, quiet = 0;
     const char *pool_s = NULL;
@@ -75,6 +76,7 @@ int cmd_embed(int argc, char **argv)
         case O_TOK: tok_out = optarg; break;
         case O_HID: hid_out = optarg; break;
         case O_QUIET: quiet = 1; break;
+        case O_FORMAT: format = optarg; break;
         case 'h': fputs(help, stdout); return SQ_EXIT_OK;
         default: return cli_usage_error("embed", "invalid option");
         }
@@ -127,7 +129,7 @@ int cmd_embed(int argc, char **argv)
         cli_progress_finish(&prog);
         if ((tok_out && write_tokens_jsonl(tok_out, &res, &err) != 0) ||
             (hid_out && write_hidden_npy(hid_out, &res, &err) != 0) ||
-            write_embeddings(output, &res, &err) != 0)
+            write_embeddings(output, format, &res, &err) != 0)
             rc = cli_fail("embed", &err);
         sq_embed_result_free(&res);
     }

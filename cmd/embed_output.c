@@ -52,8 +52,18 @@ static int emit_npy(FILE *fp, const sq_embed_result *r)
     return emit_f32(fp, r);
 }
 
-int write_embeddings(const char *path, const sq_embed_result *r, sq_err *err)
+int write_embeddings(const char *path, const char *format, const sq_embed_result *r, sq_err *err)
 {
+    if (format) {
+        if (strcmp(format, "npy") == 0)
+            return write_atomic(path, emit_npy, r, err);
+        if (strcmp(format, "f32") == 0)
+            return write_atomic(path, emit_f32, r, err);
+        if (strcmp(format, "jsonl") == 0 && strcmp(path, "-") != 0)
+            return write_atomic(path, emit_jsonl, r, err);
+        if (strcmp(format, "jsonl") != 0)
+            return sq_err_set(err, "unknown --format '%s' (jsonl, npy or f32)", format);
+    }
     if (strcmp(path, "-") == 0) {
         if (emit_jsonl(stdout, r) != 0 || fflush(stdout) != 0)
             return sq_err_set(err, "standard output: write failed");

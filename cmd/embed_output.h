@@ -6,7 +6,8 @@
 
 #include "embedder.h"
 
-int write_embeddings(const char *path, const sq_embed_result *r, sq_err *err);
+/* format: "jsonl", "npy", "f32", or NULL to choose by the file extension. */
+int write_embeddings(const char *path, const char *format, const sq_embed_result *r, sq_err *err);
 int write_tokens_jsonl(const char *path, const sq_embed_result *r, sq_err *err);
 int write_hidden_npy(const char *path, const sq_embed_result *r, sq_err *err);
 

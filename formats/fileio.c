@@ -103,6 +103,18 @@ int sq_read_file(const char *path, size_t max_size, char **out, size_t *out_len,
 int sq_atomic_open(sq_atomic_file *af, const char *path, sq_err *err)
 {
     memset(af, 0, sizeof *af);
+    /* An existing non-regular file (a pipe, /dev/stdout, /dev/full) is written
+     * in place: renaming over a device node would replace it. */
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        if (S_ISDIR(st.st_mode))
+            return sq_err_set(err, "%s: is a directory", path);
+        af->fp = fopen(path, "wb");
+        if (!af->fp)
+            return sq_err_set(err, "%s: cannot open output: %s", path, strerror(errno));
+        af->path = strdup(path);
+        return 0;
+    }
     size_t n = strlen(path);
     char *tmp = malloc(n + 16);
     if (!tmp)
@@ -139,6 +151,15 @@ static void atomic_reset(sq_atomic_file *af)
 int sq_atomic_commit(sq_atomic_file *af, sq_err *err)
 {
     int rc = 0;
+    if (!af->tmp_path) { /* written in place (not a regular file) */
+        if (fflush(af->fp) != 0 || ferror(af->fp))
+            rc = sq_err_set(err, "%s: write failed: %s", af->path, strerror(errno));
+        if (fclose(af->fp) != 0 && rc == 0)
+            rc = sq_err_set(err, "%s: close failed: %s", af->path, strerror(errno));
+        af->fp = NULL;
+        atomic_reset(af);
+        return rc;
+    }
     if (fflush(af->fp) != 0 || ferror(af->fp))
         rc = sq_err_set(err, "%s: write failed: %s", af->path, strerror(errno));
     else if (fsync(fileno(af->fp)) != 0)

@@ -8,9 +8,13 @@
  * add may be NULL. Two-pass mean/variance in f32 with a double accumulator. */
 void sq_add_layernorm(float *x, const float *add, int rows, int cols, const float *gamma,
                       const float *beta, float eps);
-/* Exact GELU: 0.5 x (1 + erf(x / sqrt 2)), in place. */
+/* Exact (erf) GELU: 0.5 x (1 + erf(x / sqrt 2)), in place. Uses AVX2+FMA
+ * when the CPU has it (erf within 1.5e-7 absolute), libm's erff otherwise. */
 void sq_gelu_inplace(float *x, int64_t n);
-/* Row-wise softmax over `cols` values, in place. */
+/* Row-wise softmax over `cols` values, in place (AVX2 exp when available). */
 void sq_softmax_row(float *x, int cols);
+/* The libm versions, always available (tests compare against them). */
+void sq_gelu_inplace_scalar(float *x, int64_t n);
+void sq_softmax_row_scalar(float *x, int cols);
 
 #endif

@@ -1,5 +1,6 @@
 #include "sentences.h"
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,12 +15,13 @@ const char *const tk_sources[] = {
     "stsb-glue/original/sts-dev.tsv",
     "stsb-glue/original/sts-test.tsv",
     "sst2-glue/dev.tsv",
+    "squint:edge_strings.json",
     NULL,
 };
 
 /* How each source's sentences are found: header column names, or fixed fields. */
 typedef struct source_rule {
-    const char *suffix;
+    const char *dir; /* path prefix the rule applies to */
     const char *columns[3]; /* header names, NULL-terminated; empty = use fields */
     int fields[3];          /* fixed field indices when there is no header, -1 ends */
 } source_rule;
@@ -97,6 +99,46 @@ static int split_ggml(tk_sentences *out, size_t len, char *err, size_t errlen)
     return 0;
 }
 
+/* A JSON array of strings (may hold NULs); copied into a fresh buffer. */
+static int split_json(tk_sentences *out, size_t len, char *err, size_t errlen)
+{
+    json_error_t je;
+    json_t *root = json_loadb(out->buf, len, JSON_ALLOW_NUL, &je);
+    if (!root || !json_is_array(root)) {
+        snprintf(err, errlen, "not a JSON array: %s", root ? "" : je.text);
+        json_decref(root);
+        return -1;
+    }
+    size_t total = 0, i, cap = 0;
+    json_t *v;
+    json_array_foreach(root, i, v) {
+        if (!json_is_string(v)) {
+            json_decref(root);
+            return snprintf(err, errlen, "element %zu is not a string", i), -1;
+        }
+        total += json_string_length(v) + 1;
+    }
+    char *buf = malloc(total + 1), *p = buf;
+    if (!buf) {
+        json_decref(root);
+        return snprintf(err, errlen, "out of memory"), -1;
+    }
+    free(out->buf);
+    out->buf = buf;
+    json_array_foreach(root, i, v) {
+        size_t l = json_string_length(v);
+        memcpy(p, json_string_value(v), l);
+        p[l] = '\0';
+        if (push(out, &cap, p, l) != 0) {
+            json_decref(root);
+            return snprintf(err, errlen, "out of memory"), -1;
+        }
+        p += l + 1;
+    }
+    json_decref(root);
+    return 0;
+}
+
 /* Split a line into at most maxf tab-separated fields (in place). */
 static size_t split_fields(char *line, char **f, size_t maxf)
 {
@@ -167,9 +209,11 @@ int tk_sentences_load(const char *data_dir, const char *rel, tk_sentences *out, 
     size_t rl = strlen(rel);
     if (rl > 4 && strcmp(rel + rl - 4, ".inp") == 0) {
         rc = split_ggml(out, len, err, errlen);
+    } else if (rl > 5 && strcmp(rel + rl - 5, ".json") == 0) {
+        rc = split_json(out, len, err, errlen);
     } else {
         for (size_t k = 0; k < sizeof rules / sizeof rules[0]; k++) {
-            if (strncmp(rel, rules[k].suffix, strlen(rules[k].suffix)) == 0) {
+            if (strncmp(rel, rules[k].dir, strlen(rules[k].dir)) == 0) {
                 rc = split_tsv(out, len, &rules[k], err, errlen);
                 break;
             }

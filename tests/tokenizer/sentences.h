@@ -5,7 +5,9 @@
  *  - GLUE *.tsv with a header row: lines split on '\n' (one trailing '\r'
  *    removed), empty lines skipped, fields split on '\t' (quotes are not
  *    special); the named columns of each row, in column-list order.
- *  - STS-B original/*.tsv (no header): fields 5 and 6 of each row.
+ *  - STS-B original/ TSVs (no header): fields 5 and 6 of each row.
+ *  - *.json: an array of strings (tests/tokenizer/edge_strings.json, named
+ *    "squint:edge_strings.json" in the golden file).
  * Each source is a table row in sentences.c (and SOURCES in gen_golden.mjs). */
 #ifndef TK_SENTENCES_H
 #define TK_SENTENCES_H

@@ -217,6 +217,28 @@ START_TEST(ops_exact)
     const double in[5] = {-3, -0.5, 0, 0.5, 3};
     for (int i = 0; i < 5; i++)
         ck_assert(fabs(x[i] - 0.5 * in[i] * (1 + erf(in[i] / sqrt(2.0)))) < 1e-6);
+    /* The vectorized GELU stays within 1e-6 (relative to max(1, |x|)) of double erf. */
+    enum { N = 20001 };
+    static float g[N];
+    for (int i = 0; i < N; i++)
+        g[i] = -10.0f + 20.0f * i / (N - 1);
+    sq_gelu_inplace(g, N);
+    for (int i = 0; i < N; i++) {
+        double v = -10.0 + 20.0 * i / (N - 1);
+        v = (float)v;
+        double want = 0.5 * v * (1 + erf(v / sqrt(2.0)));
+        ck_assert_msg(fabs(g[i] - want) <= 1e-6 * fmax(1, fabs(v)), "gelu(%g) = %g, want %g", v, g[i], want);
+    }
+    /* Vector softmax against the libm one, odd lengths included. */
+    for (int len = 1; len < 70; len += 3) {
+        float a[70], b[70];
+        for (int i = 0; i < len; i++)
+            a[i] = b[i] = 30.0f * frand();
+        sq_softmax_row(a, len);
+        sq_softmax_row_scalar(b, len);
+        for (int i = 0; i < len; i++)
+            ck_assert(fabsf(a[i] - b[i]) <= 1e-6f);
+    }
     float s[3] = {1000, 1000, -1e30f};
     sq_softmax_row(s, 3);
     ck_assert(fabsf(s[0] - 0.5f) < 1e-7f && s[2] == 0);
