@@ -3,6 +3,7 @@
 #include <cblas.h>
 #include <math.h>
 #include <omp.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,12 +83,13 @@ static void embed(const sq_encoder *enc, const sq_batch *b, float *x)
 /* Multi-head self-attention core: ctx = softmax(Q K^T / sqrt(dh)) V per
  * (sequence, head); qkv rows hold [Q | K | V]. */
 static void attention(const sq_encoder *enc, const sq_batch *b, const float *qkv, float *ctx,
-                      float *scores, int max_len)
+                      float *scores, int max_len, float *prange)
 {
     const int H = enc->cfg.hidden, A = enc->cfg.heads, dh = H / A, ld = 3 * H;
     const float scale = 1.0f / sqrtf((float)dh);
     const int jobs = b->n_seq * A;
-#pragma omp parallel for schedule(dynamic, 1)
+    float pmin = 1.0f, pmax = 0.0f; /* min/max reductions are order-independent */
+#pragma omp parallel for schedule(dynamic, 1) reduction(min : pmin) reduction(max : pmax)
     for (int j = 0; j < jobs; j++) {
         int s = j / A, h = j % A;
         int t0 = b->offsets[s], L = b->offsets[s + 1] - t0;
@@ -98,8 +100,17 @@ static void attention(const sq_encoder *enc, const sq_batch *b, const float *qkv
                     S, L);
         for (int r = 0; r < L; r++)
             sq_softmax_row(S + (size_t)r * L, L);
+        if (prange)
+            for (int i = 0; i < L * L; i++) {
+                pmin = S[i] < pmin ? S[i] : pmin;
+                pmax = S[i] > pmax ? S[i] : pmax;
+            }
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, L, dh, L, 1.0f, S, L, V, ld, 0.0f,
                     ctx + (size_t)t0 * H + h * dh, H);
+    }
+    if (prange) {
+        prange[0] = pmin;
+        prange[1] = pmax;
     }
 }
 
@@ -143,7 +154,11 @@ int sq_encoder_forward(const sq_encoder *enc, sq_workspace *ws, const sq_batch *
         const sq_encoder_layer *L = &enc->layers[l];
         observe(obs, l, SQ_LIN_QKV, x, T, H);
         sq_linear_forward(&L->lin[SQ_LIN_QKV], x, T, ws->qkv);
-        attention(enc, b, ws->qkv, ws->ctx, ws->scores, ws->max_len);
+        float prange[2];
+        bool want_p = obs && obs->attn_probs;
+        attention(enc, b, ws->qkv, ws->ctx, ws->scores, ws->max_len, want_p ? prange : NULL);
+        if (want_p)
+            obs->attn_probs(obs->ctx, l, prange[0], prange[1]);
         observe(obs, l, SQ_LIN_ATTN_OUT, ws->ctx, T, H);
         sq_linear_forward(&L->lin[SQ_LIN_ATTN_OUT], ws->ctx, T, ws->tmp);
         sq_add_layernorm(x, ws->tmp, T, H, L->ln_attn_g, L->ln_attn_b, eps);

@@ -37,10 +37,14 @@ typedef struct sq_encoder {
     sq_encoder_layer *layers;
 } sq_encoder;
 
-/* Called with the rows feeding a linear (all rows are real tokens). */
+/* Called with the rows feeding a linear (all rows are real tokens), from
+ * outside any parallel region. The FFN_DOWN input is the GELU output.
+ * attn_probs (optional) gets the range of the attention probabilities of a
+ * layer after its attention has run. */
 typedef struct sq_observer {
     void (*linear_input)(void *ctx, int layer, sq_linear_kind kind, const float *x, int rows,
                          int cols);
+    void (*attn_probs)(void *ctx, int layer, float pmin, float pmax);
     void *ctx;
 } sq_observer;
 

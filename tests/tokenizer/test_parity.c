@@ -205,14 +205,14 @@ static int check_golden(const sq_tokenizer *t, const char *data, const char *gol
     return rc;
 }
 
-static sq_tokenizer *load_variant(const char *dir, bool from_vocab_txt)
+static sq_tokenizer *load_variant(const char dir[static 4096], bool from_vocab_txt)
 {
     sq_err err = {{0}};
     sq_tokenizer *t = NULL;
     if (!from_vocab_txt) {
         t = sq_tokenizer_load_dir(dir, &err);
     } else {
-        char vocab[4096], cfg[4096];
+        char vocab[4200], cfg[4200]; /* dir is at most 4096 bytes */
         snprintf(vocab, sizeof vocab, "%s/vocab.txt", dir);
         snprintf(cfg, sizeof cfg, "%s/tokenizer_config.json", dir);
         sq_wordpiece_spec spec;
