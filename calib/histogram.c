@@ -2,7 +2,6 @@
 
 #include <float.h>
 #include <math.h>
-#include <omp.h>
 #include <string.h>
 
 /* Below this many values one thread is faster than waking the team. */
@@ -11,9 +10,10 @@
 #define BLOCK_VALUES 16384
 /* Each thread counts into NSUB interleaved 32-bit sub-histograms: consecutive
  * values often land in the same bin (bin 0 after GELU) and one counter would
- * serialize on store-to-load forwarding. A block (<= BLOCK_VALUES) cannot
- * overflow 32 bits; blocks are flushed into 64-bit counts. */
+ * serialize on store-to-load forwarding. They are flushed into 64-bit counts
+ * before any counter could reach 2^32 and at the end. */
 #define NSUB 4
+#define FLUSH_VALUES ((size_t)1 << 31)
 
 void sq_hist_init(sq_hist *h)
 {
@@ -135,13 +135,19 @@ static void count_all(sq_hist *h, const float *x, size_t n)
         uint64_t local[SQ_HIST_BINS];
         memset(sub, 0, sizeof sub);
         memset(local, 0, sizeof local);
+        size_t pending = 0;
 #pragma omp for schedule(static)
         for (size_t b = 0; b < nblocks; b++) {
             size_t lo = b * BLOCK_VALUES;
             size_t len = n - lo < BLOCK_VALUES ? n - lo : BLOCK_VALUES;
+            if (pending + len >= FLUSH_VALUES) {
+                flush(local, sub);
+                pending = 0;
+            }
             count_block(sub, x + lo, len, inv, &zeros);
-            flush(local, sub);
+            pending += len;
         }
+        flush(local, sub);
         uint64_t c = 0;
         for (int k = 0; k < SQ_HIST_BINS; k++)
             c += local[k];
@@ -168,10 +174,9 @@ size_t sq_hist_add(sq_hist *h, const float *x, size_t n)
     reduction(+ : bad)
     for (size_t i = 0; i < n; i++) {
         float a = fabsf(x[i]);
-        if (a <= FLT_MAX)
-            m = a > m ? a : m;
-        else
-            bad++;
+        int ok = a <= FLT_MAX; /* false for NaN and Inf; branch-free so it vectorizes */
+        m = ok && a > m ? a : m;
+        bad += !ok;
     }
     sq_hist_grow(h, m);
     count_all(h, x, n);
