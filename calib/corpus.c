@@ -1,6 +1,7 @@
 /* The corpus iterator: chains files, walks each file's members (corpus_input)
  * and hands each member's lines (line_source) to the reader of its format. */
 #include "corpus.h"
+#include "file_hash.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -83,45 +84,6 @@ int sq_qasper_parts_parse(const char *list, unsigned *mask, sq_err *err)
     return 0;
 }
 
-int sq_corpus_hash_file(const char *path, uint64_t *size, uint64_t *xxh64, sq_err *err)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return sq_err_set(err, "%s: cannot open: %s", path, strerror(errno));
-    XXH64_state_t *st = XXH64_createState();
-    char *buf = malloc((size_t)1 << 20);
-    if (!st || !buf) {
-        XXH64_freeState(st);
-        free(buf);
-        close(fd);
-        return sq_err_set(err, "%s: out of memory", path);
-    }
-    XXH64_reset(st, 0);
-    uint64_t total = 0;
-    int rc = 0;
-    for (;;) {
-        ssize_t r = read(fd, buf, (size_t)1 << 20);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            rc = sq_err_set(err, "%s: read error: %s", path, strerror(errno));
-            break;
-        }
-        if (r == 0)
-            break;
-        XXH64_update(st, buf, (size_t)r);
-        total += (uint64_t)r;
-    }
-    if (rc == 0) {
-        *size = total;
-        *xxh64 = XXH64_digest(st);
-    }
-    XXH64_freeState(st);
-    free(buf);
-    close(fd);
-    return rc;
-}
-
 static int valid_field_path(const char *f)
 {
     if (!*f || f[0] == '.' || f[strlen(f) - 1] == '.' || strstr(f, ".."))
@@ -169,7 +131,7 @@ sq_corpus *sq_corpus_open_many(const char *const *paths, size_t n_paths, const s
             sq_corpus_close(c);
             return NULL;
         }
-        if (sq_corpus_hash_file(paths[i], &c->files[i].size, &c->files[i].xxh64, err) != 0) {
+        if (sq_hash_file(paths[i], &c->files[i].size, &c->files[i].xxh64, err) != 0) {
             sq_corpus_close(c);
             return NULL;
         }

@@ -119,9 +119,6 @@ const sq_corpus_file_info *sq_corpus_files(const sq_corpus *c);
 
 void sq_corpus_close(sq_corpus *c);
 
-/* xxh64 (seed 0) and size of a file's raw bytes, read in blocks. */
-int sq_corpus_hash_file(const char *path, uint64_t *size, uint64_t *xxh64, sq_err *err);
-
 /* ---- deterministic sampling ---- */
 
 typedef struct sq_corpus_samples {
