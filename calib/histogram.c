@@ -87,6 +87,14 @@ void sq_hist_grow(sq_hist *h, float v)
         h->max_abs = v;
 }
 
+/* Bin of a finite |x| = a: exact floor(a * 2^(11-exp)). The clamp only
+ * matters for a caller of sq_hist_add_finite that understated max_abs. */
+static inline uint32_t bin_of(float a, float inv)
+{
+    float t = a * inv;
+    return t < (float)SQ_HIST_BINS ? (uint32_t)t : SQ_HIST_BINS - 1;
+}
+
 /* Count x[0..n) into sub-histograms sub[NSUB][BINS]; NaN/Inf skipped. */
 static void count_block(uint32_t (*sub)[SQ_HIST_BINS], const float *x, size_t n, float inv,
                         uint64_t *zeros)
@@ -97,8 +105,7 @@ static void count_block(uint32_t (*sub)[SQ_HIST_BINS], const float *x, size_t n,
         for (int s = 0; s < NSUB; s++) {
             float a = fabsf(x[i + s]);
             if (a <= FLT_MAX) {
-                uint32_t k = (uint32_t)(a * inv);
-                sub[s][k < SQ_HIST_BINS ? k : SQ_HIST_BINS - 1]++;
+                sub[s][bin_of(a, inv)]++;
                 z += a == 0.0f;
             }
         }
@@ -106,8 +113,7 @@ static void count_block(uint32_t (*sub)[SQ_HIST_BINS], const float *x, size_t n,
     for (; i < n; i++) {
         float a = fabsf(x[i]);
         if (a <= FLT_MAX) {
-            uint32_t k = (uint32_t)(a * inv);
-            sub[0][k < SQ_HIST_BINS ? k : SQ_HIST_BINS - 1]++;
+            sub[0][bin_of(a, inv)]++;
             z += a == 0.0f;
         }
     }

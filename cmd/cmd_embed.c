@@ -63,8 +63,8 @@ int cmd_embed(int argc, char **argv)
                 return cli_usage_error("embed", "--batch must be an integer in [1, 4096]");
             break;
         case O_MAXSEQ:
-            if (!cli_parse_int(optarg, 2, 65536, &max_seq))
-                return cli_usage_error("embed", "--max-seq must be an integer in [2, 65536]");
+            if (!cli_parse_int(optarg, 3, 65536, &max_seq))
+                return cli_usage_error("embed", "--max-seq must be an integer in [3, 65536]");
             break;
         case 't':
             if (!cli_parse_int(optarg, 1, 1024, &threads))

@@ -142,16 +142,19 @@ int sq_cdtype_size(unsigned code, int ndim, const uint64_t *dims, uint64_t *size
                               dtypes[code].name, code);
         return dtypes[code].packed_size(ndim, dims, size, err);
     }
+    /* A zero dimension makes the tensor empty whatever the others are;
+     * otherwise the product must fit in 64 bits. */
+    for (int i = 0; i < ndim; i++)
+        if (dims[i] == 0) {
+            *size = 0;
+            return 0;
+        }
     uint64_t bytes = dtypes[code].elem;
     for (int i = 0; i < ndim; i++) {
-        if (dims[i] != 0 && bytes > UINT64_MAX / dims[i])
+        if (bytes > UINT64_MAX / dims[i])
             return sq_err_set(err, "shape x %s size overflows 64 bits", dtypes[code].name);
         bytes *= dims[i];
     }
-    /* A zero dimension makes the tensor empty whatever the others are. */
-    for (int i = 0; i < ndim; i++)
-        if (dims[i] == 0)
-            bytes = 0;
     *size = bytes;
     return 0;
 }

@@ -6,18 +6,12 @@
 
 #include "pooling.h"
 
-typedef struct {
-    int64_t idx;
-    int len;
-} seq_ref;
-
-/* Longest first, ties by input position: a deterministic batch plan. */
-static int cmp_len_desc(const void *a, const void *b)
+void sq_token_seqs_free(sq_token_seqs *s)
 {
-    const seq_ref *x = a, *y = b;
-    if (x->len != y->len)
-        return x->len > y->len ? -1 : 1;
-    return x->idx < y->idx ? -1 : x->idx > y->idx;
+    free(s->offsets);
+    free(s->ids);
+    free(s->source);
+    memset(s, 0, sizeof *s);
 }
 
 void sq_embed_result_free(sq_embed_result *r)
@@ -29,116 +23,204 @@ void sq_embed_result_free(sq_embed_result *r)
     memset(r, 0, sizeof *r);
 }
 
-int sq_embed_texts(sq_embed_model *m, const char *const *texts, const size_t *lens, int64_t n,
-                   const sq_embed_opts *o, sq_embed_result *res, sq_err *err)
+/* Per-text token lists, then one contiguous array. */
+int sq_tokenize_texts(const sq_embed_model *m, const char *const *texts, const size_t *lens,
+                      int64_t n, int max_seq, bool windows, sq_token_seqs *out, sq_err *err)
 {
-    memset(res, 0, sizeof *res);
-    const int H = m->enc.cfg.hidden;
-    const int max_seq = o->max_seq;
+    memset(out, 0, sizeof *out);
     if (n <= 0)
         return sq_err_set(err, "no inputs");
-    if (max_seq < 2 || max_seq > m->enc.cfg.max_pos)
-        return sq_err_set(err, "max sequence length %d is outside [2, %d]", max_seq,
-                          m->enc.cfg.max_pos);
+    if (max_seq < 3)
+        return sq_err_set(err, "max sequence length %d is below 3", max_seq);
+    int32_t **tok = calloc((size_t)n, sizeof *tok);
+    int64_t *cnt = calloc((size_t)n, sizeof *cnt); /* content tokens, no [CLS]/[SEP] */
+    int failed = 0, rc = -1;
+    if (!tok || !cnt)
+        goto oom;
+    const int64_t body = max_seq - 2;
+#pragma omp parallel for schedule(dynamic, 32)
+    for (int64_t i = 0; i < n; i++) {
+        int64_t cap = windows ? 256 : body, k;
+        for (;;) {
+            int32_t *buf = malloc((size_t)(cap > 0 ? cap : 1) * sizeof *buf);
+            if (!buf) {
+                k = -1;
+                break;
+            }
+            k = sq_tokenizer_tokenize(m->tok, texts[i], lens[i], buf, cap);
+            if (k < 0 || !windows || k <= cap) {
+                tok[i] = buf;
+                break;
+            }
+            free(buf);
+            cap = k; /* windows keep every token: retry with room for all */
+        }
+        if (k < 0) {
+#pragma omp atomic write
+            failed = 1;
+            continue;
+        }
+        cnt[i] = windows ? k : (k < body ? k : body);
+    }
+    if (failed)
+        goto oom;
+    int64_t nseq = 0, ntok = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t w = windows ? (cnt[i] + body - 1) / body : 1;
+        if (w < 1)
+            w = 1;
+        nseq += w;
+        ntok += cnt[i] + 2 * w;
+    }
+    out->offsets = malloc((size_t)(nseq + 1) * sizeof *out->offsets);
+    out->ids = malloc((size_t)ntok * sizeof *out->ids);
+    out->source = malloc((size_t)nseq * sizeof *out->source);
+    if (!out->offsets || !out->ids || !out->source)
+        goto oom;
+    const int32_t cls = sq_tokenizer_cls_id(m->tok), sep = sq_tokenizer_sep_id(m->tok);
+    int64_t s = 0, t = 0;
+    out->offsets[0] = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t done = 0;
+        do {
+            int64_t len = cnt[i] - done < body ? cnt[i] - done : body;
+            out->ids[t++] = cls;
+            memcpy(out->ids + t, tok[i] + done, (size_t)len * sizeof(int32_t));
+            t += len;
+            out->ids[t++] = sep;
+            done += len;
+            out->source[s] = i;
+            out->offsets[++s] = t;
+        } while (done < cnt[i]);
+    }
+    out->n = nseq;
+    rc = 0;
+    goto out;
+oom:
+    sq_err_set(err, "out of memory tokenizing %lld texts", (long long)n);
+    sq_token_seqs_free(out);
+out:
+    if (tok)
+        for (int64_t i = 0; i < n; i++)
+            free(tok[i]);
+    free(tok);
+    free(cnt);
+    return rc;
+}
+
+typedef struct {
+    int64_t idx;
+    int len;
+} seq_ref;
+
+/* Longest first, ties by position: a deterministic batch plan. */
+static int cmp_len_desc(const void *a, const void *b)
+{
+    const seq_ref *x = a, *y = b;
+    if (x->len != y->len)
+        return x->len > y->len ? -1 : 1;
+    return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+int sq_encode_seqs(sq_embed_model *m, const sq_token_seqs *s, const sq_embed_opts *o,
+                   sq_embed_result *res, sq_err *err)
+{
+    const int H = m->enc.cfg.hidden;
+    const int64_t n = s->n;
+    if (n <= 0)
+        return sq_err_set(err, "no inputs");
     if (o->batch < 1)
         return sq_err_set(err, "batch size must be at least 1");
-
+    int max_len = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t L = s->offsets[i + 1] - s->offsets[i];
+        if (L < 1 || L > m->enc.cfg.max_pos)
+            return sq_err_set(err, "sequence %lld has %lld tokens (the model takes 1..%d)",
+                              (long long)i, (long long)L, m->enc.cfg.max_pos);
+        if (L > max_len)
+            max_len = (int)L;
+    }
     int rc = -1;
-    int32_t **tok = calloc((size_t)n, sizeof *tok);
-    seq_ref *order = calloc((size_t)n, sizeof *order);
-    int32_t *bids = malloc((size_t)o->batch * max_seq * sizeof *bids);
+    seq_ref *order = malloc((size_t)n * sizeof *order);
+    int32_t *bids = malloc((size_t)o->batch * max_len * sizeof *bids);
     int *boff = malloc(((size_t)o->batch + 1) * sizeof *boff);
-    float *hid = malloc((size_t)o->batch * max_seq * H * sizeof *hid);
+    float *hid = malloc((size_t)o->batch * max_len * H * sizeof *hid);
     float *pooled = malloc((size_t)o->batch * H * sizeof *pooled);
-    res->emb = malloc((size_t)n * H * sizeof(float));
     sq_workspace ws = {0};
-    if (!tok || !order || !bids || !boff || !hid || !pooled || !res->emb) {
-        sq_err_set(err, "out of memory for %lld inputs", (long long)n);
+    if (!order || !bids || !boff || !hid || !pooled) {
+        sq_err_set(err, "out of memory for %lld sequences", (long long)n);
         goto out;
     }
-    res->n = n;
-    res->dim = H;
-
-    /* Tokenize in parallel; each text's ids are kept until its batch runs. */
-    int failed = 0;
-#pragma omp parallel
-    {
-        int32_t *buf = malloc((size_t)max_seq * sizeof *buf);
-#pragma omp for schedule(dynamic, 64)
-        for (int64_t i = 0; i < n; i++) {
-            int k = buf ? sq_tokenizer_encode(m->tok, texts[i], lens[i], max_seq, buf) : -1;
-            if (k < 2 || !(tok[i] = malloc((size_t)k * sizeof **tok))) {
-#pragma omp atomic write
-                failed = 1;
-                continue;
-            }
-            memcpy(tok[i], buf, (size_t)k * sizeof *buf);
-            order[i].idx = i;
-            order[i].len = k;
-        }
-        free(buf);
-    }
-    if (failed) {
-        sq_err_set(err, "tokenization failed (out of memory)");
-        goto out;
-    }
-    if (o->keep_tokens || o->keep_hidden) {
-        res->offsets = malloc(((size_t)n + 1) * sizeof *res->offsets);
-        if (!res->offsets) {
-            sq_err_set(err, "out of memory");
-            goto out;
-        }
-        res->offsets[0] = 0;
-        for (int64_t i = 0; i < n; i++)
-            res->offsets[i + 1] = res->offsets[i] + order[i].len;
-        res->ids = malloc((size_t)res->offsets[n] * sizeof *res->ids);
-        if (o->keep_hidden)
-            res->hidden = malloc((size_t)res->offsets[n] * H * sizeof *res->hidden);
-        if (!res->ids || (o->keep_hidden && !res->hidden)) {
-            sq_err_set(err, "out of memory keeping %lld token rows", (long long)res->offsets[n]);
-            goto out;
-        }
-        for (int64_t i = 0; i < n; i++)
-            memcpy(res->ids + res->offsets[i], tok[i], (size_t)order[i].len * sizeof(int32_t));
+    for (int64_t i = 0; i < n; i++) {
+        order[i].idx = i;
+        order[i].len = (int)(s->offsets[i + 1] - s->offsets[i]);
     }
     qsort(order, (size_t)n, sizeof *order, cmp_len_desc);
 
     for (int64_t b0 = 0; b0 < n; b0 += o->batch) {
         int nb = (int)(n - b0 < o->batch ? n - b0 : o->batch);
         boff[0] = 0;
-        for (int s = 0; s < nb; s++) {
-            const seq_ref *r = &order[b0 + s];
-            memcpy(bids + boff[s], tok[r->idx], (size_t)r->len * sizeof *bids);
-            boff[s + 1] = boff[s] + r->len;
+        for (int k = 0; k < nb; k++) {
+            const seq_ref *r = &order[b0 + k];
+            memcpy(bids + boff[k], s->ids + s->offsets[r->idx], (size_t)r->len * sizeof *bids);
+            boff[k + 1] = boff[k] + r->len;
         }
         sq_batch batch = {.n_seq = nb, .offsets = boff, .ids = bids, .type_ids = NULL};
         if (sq_encoder_forward(&m->enc, &ws, &batch, hid, o->observer, err) != 0)
             goto out;
-        sq_pool(hid, boff, nb, H, o->pooling, o->normalize, pooled);
-        for (int s = 0; s < nb; s++) {
-            int64_t idx = order[b0 + s].idx;
-            memcpy(res->emb + (size_t)idx * H, pooled + (size_t)s * H, (size_t)H * sizeof(float));
-            if (res->hidden)
-                memcpy(res->hidden + (size_t)res->offsets[idx] * H, hid + (size_t)boff[s] * H,
-                       (size_t)(boff[s + 1] - boff[s]) * H * sizeof(float));
-            free(tok[idx]);
-            tok[idx] = NULL;
+        if (res) {
+            sq_pool(hid, boff, nb, H, o->pooling, o->normalize, pooled);
+            for (int k = 0; k < nb; k++) {
+                int64_t idx = order[b0 + k].idx;
+                memcpy(res->emb + (size_t)idx * H, pooled + (size_t)k * H, (size_t)H * sizeof(float));
+                if (res->hidden)
+                    memcpy(res->hidden + (size_t)s->offsets[idx] * H, hid + (size_t)boff[k] * H,
+                           (size_t)(boff[k + 1] - boff[k]) * H * sizeof(float));
+            }
         }
         if (o->progress)
             o->progress(o->progress_ctx, b0 + nb, n);
     }
     rc = 0;
 out:
-    if (tok)
-        for (int64_t i = 0; i < n; i++)
-            free(tok[i]);
-    free(tok);
     free(order);
     free(bids);
     free(boff);
     free(hid);
     free(pooled);
     sq_workspace_free(&ws);
+    return rc;
+}
+
+int sq_embed_texts(sq_embed_model *m, const char *const *texts, const size_t *lens, int64_t n,
+                   const sq_embed_opts *o, sq_embed_result *res, sq_err *err)
+{
+    memset(res, 0, sizeof *res);
+    if (o->max_seq < 3 || o->max_seq > m->enc.cfg.max_pos)
+        return sq_err_set(err, "max sequence length %d is outside [3, %d]", o->max_seq,
+                          m->enc.cfg.max_pos);
+    sq_token_seqs seqs;
+    if (sq_tokenize_texts(m, texts, lens, n, o->max_seq, false, &seqs, err) != 0)
+        return -1;
+    const int H = m->enc.cfg.hidden;
+    res->n = n;
+    res->dim = H;
+    res->emb = malloc((size_t)n * H * sizeof(float));
+    if (o->keep_hidden)
+        res->hidden = malloc((size_t)seqs.offsets[n] * H * sizeof(float));
+    if (!res->emb || (o->keep_hidden && !res->hidden)) {
+        sq_token_seqs_free(&seqs);
+        sq_embed_result_free(res);
+        return sq_err_set(err, "out of memory for %lld embeddings", (long long)n);
+    }
+    int rc = sq_encode_seqs(m, &seqs, o, res, err);
+    if (rc == 0 && (o->keep_tokens || o->keep_hidden)) {
+        res->offsets = seqs.offsets; /* hand the token arrays over */
+        res->ids = seqs.ids;
+        seqs.offsets = NULL;
+        seqs.ids = NULL;
+    }
+    sq_token_seqs_free(&seqs);
     if (rc != 0)
         sq_embed_result_free(res);
     return rc;
