@@ -87,7 +87,9 @@ int yt_check_keys(const yt_node *map, const char *const *allowed, sq_err *err);
  * (escapes quotes, backslashes, control and non-printable characters; other
  * UTF-8 is kept). Like snprintf: writes at most n bytes including the NUL and
  * returns the length needed (excluding the NUL). Returns SIZE_MAX (and
- * writes "" when n > 0) when s is not valid UTF-8. */
+ * writes "" when n > 0) when s is not valid UTF-8. The result fits on one
+ * line. As a mapping key it must stay under 1024 characters (YAML's limit on
+ * implicit keys); write longer keys in the explicit "? key\n: value" form. */
 size_t yt_quote(const char *s, char *buf, size_t n);
 /* Same into a malloc'd string; NULL when s is not valid UTF-8 or on OOM. */
 char *yt_quote_alloc(const char *s);
