@@ -18,6 +18,8 @@ typedef struct sq_command {
 } sq_command;
 
 int cmd_embed(int argc, char **argv);
+int cmd_calibrate(int argc, char **argv);
+int cmd_inspect(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 
 /* Print "squint CMD: message" to stderr; returns SQ_EXIT_BADINPUT. */

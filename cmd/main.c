@@ -8,6 +8,8 @@
 
 static const sq_command commands[] = {
     {"embed", "fp32 sentence embeddings from a Hugging Face BERT checkpoint", cmd_embed},
+    {"calibrate", "activation statistics on a corpus (.sqc)", cmd_calibrate},
+    {"inspect", "what is inside a .sqc file", cmd_inspect},
     {"bench", "throughput and latency of the encoder", cmd_bench},
 };
 static const int n_commands = sizeof commands / sizeof commands[0];

@@ -249,7 +249,8 @@ static void shape_text(const sq_container_tensor *t, char *buf, size_t n)
 {
     size_t k = (size_t)snprintf(buf, n, "[");
     for (int i = 0; i < t->ndim && k < n; i++)
-        k += (size_t)snprintf(buf + k, n - k, i ? ", %llu" : "%llu", (unsigned long long)t->dims[i]);
+        k +=
+            (size_t)snprintf(buf + k, n - k, i ? ", %llu" : "%llu", (unsigned long long)t->dims[i]);
     if (k < n)
         snprintf(buf + k, n - k, "]");
 }
@@ -272,8 +273,8 @@ static int check_section(const char *path, const char *what, uint64_t off, uint6
 
 /* Sections are contiguous: `what` must start at `want`, right after `prev`
  * (which ends at prev_end). */
-static int check_placement(const char *path, const char *prev, uint64_t prev_end,
-                           const char *what, uint64_t off, uint64_t want, sq_err *err)
+static int check_placement(const char *path, const char *prev, uint64_t prev_end, const char *what,
+                           uint64_t off, uint64_t want, sq_err *err)
 {
     if (off < prev_end)
         return sq_err_set(err, "%s: %s offset %llu overlaps the %s (which ends at %llu)", path,
@@ -306,14 +307,15 @@ static int check_header(sq_container *c, const char *path, uint32_t expected, sq
                           path, c->version_major, c->version_minor, SQ_CONTAINER_VERSION_MAJOR);
     uint64_t want = rd(p + H_HDR_HASH, 8), got = XXH64(p, H_HDR_HASH, 0);
     if (want != got)
-        return sq_err_set(err, "%s: header checksum mismatch (stored %016llx, computed %016llx): "
-                               "header corrupted",
+        return sq_err_set(err,
+                          "%s: header checksum mismatch (stored %016llx, computed %016llx): "
+                          "header corrupted",
                           path, (unsigned long long)want, (unsigned long long)got);
     c->kind = (uint32_t)rd(p + H_KIND, 4);
     char kb[8], eb[8];
     if (!kind_valid(c->kind))
-        return sq_err_set(err, "%s: invalid kind bytes %02x %02x %02x %02x", path, p[4], p[5],
-                          p[6], p[7]);
+        return sq_err_set(err, "%s: invalid kind bytes %02x %02x %02x %02x", path, p[4], p[5], p[6],
+                          p[7]);
     if (expected && c->kind != expected)
         return sq_err_set(err, "%s is a squint %s file, not a %s file", path,
                           sq_kind_describe(c->kind, kb), sq_kind_describe(expected, eb));
@@ -367,8 +369,9 @@ static int check_sections(sq_container *c, const char *path, sq_err *err)
 
     uint64_t want = rd(p + H_META_HASH, 8), got = XXH64(p + mo, ms, 0);
     if (want != got)
-        return sq_err_set(err, "%s: metadata checksum mismatch (stored %016llx, computed %016llx): "
-                               "metadata corrupted",
+        return sq_err_set(err,
+                          "%s: metadata checksum mismatch (stored %016llx, computed %016llx): "
+                          "metadata corrupted",
                           path, (unsigned long long)want, (unsigned long long)got);
     size_t bad = utf8_invalid_at(p + mo, ms);
     if (bad != ms)
@@ -377,8 +380,9 @@ static int check_sections(sq_container *c, const char *path, sq_err *err)
         return sq_err_set(err, "%s: metadata contains a NUL byte", path);
     want = rd(p + H_DIR_HASH, 8), got = XXH64(p + d_o, ds, 0);
     if (want != got)
-        return sq_err_set(err, "%s: directory checksum mismatch (stored %016llx, computed "
-                               "%016llx): directory corrupted",
+        return sq_err_set(err,
+                          "%s: directory checksum mismatch (stored %016llx, computed "
+                          "%016llx): directory corrupted",
                           path, (unsigned long long)want, (unsigned long long)got);
     c->metadata = malloc(ms + 1);
     if (!c->metadata)
@@ -524,7 +528,8 @@ static int parse_directory(sq_container *c, const char *path, sq_err *err)
         t->data = c->bytes + c->data_offset + t->offset;
         long dup = index_insert(c->index, c->index_cap, t->name, i, reader_name_of, c);
         if (dup >= 0)
-            return sq_err_set(err, "%s: duplicate tensor name \"%s\" (directory entries %ld and %u)",
+            return sq_err_set(err,
+                              "%s: duplicate tensor name \"%s\" (directory entries %ld and %u)",
                               path, t->name, dup, i);
         c->n_tensors = i + 1;
     }
@@ -596,8 +601,9 @@ static int zstd_decode(const uint8_t *src, size_t n, const char *path, uint64_t 
             if (in.pos != in_before || ob.pos != out_before)
                 continue; /* progress: maybe it finishes without more room */
             if (cap >= limit) {
-                rc = sq_err_set(err, "%s: zstd stream decompresses to more than the %llu-byte limit",
-                                path, (unsigned long long)limit);
+                rc =
+                    sq_err_set(err, "%s: zstd stream decompresses to more than the %llu-byte limit",
+                               path, (unsigned long long)limit);
                 goto done;
             }
             size_t ncap = cap > limit / 2 ? (size_t)limit : 2 * cap;
@@ -629,11 +635,10 @@ done:
     return rc;
 }
 
-static int open_bytes(sq_container *c, const char *name, const sq_container_opts *opts,
-                      sq_err *err)
+static int open_bytes(sq_container *c, const char *name, const sq_container_opts *opts, sq_err *err)
 {
-    uint64_t limit = opts && opts->max_decompressed ? opts->max_decompressed
-                                                    : SQ_CONTAINER_MAX_DECOMPRESSED;
+    uint64_t limit =
+        opts && opts->max_decompressed ? opts->max_decompressed : SQ_CONTAINER_MAX_DECOMPRESSED;
     if (is_zstd(c->bytes, c->size)) {
         size_t len = 0;
         if (zstd_decode(c->bytes, c->size, name, limit, &c->owned, &len, err) != 0)
@@ -757,8 +762,9 @@ int sq_container_verify(const sq_container *c, sq_err *err)
     size_t body = c->size - TRL;
     uint64_t want = rd(c->bytes + body + 8, 8), got = XXH64(c->bytes, body, 0);
     if (want != got)
-        return sq_err_set(err, "%s: whole-file checksum mismatch (trailer %016llx, computed "
-                               "%016llx): file corrupted",
+        return sq_err_set(err,
+                          "%s: whole-file checksum mismatch (trailer %016llx, computed "
+                          "%016llx): file corrupted",
                           c->path, (unsigned long long)want, (unsigned long long)got);
     return 0;
 }
@@ -871,8 +877,7 @@ static int writer_grow(sq_container_writer *w, sq_err *err)
 }
 
 static int add_tensor(sq_container_writer *w, const char *name, unsigned dtype, int ndim,
-                      const uint64_t *dims, const void *data, uint64_t size, bool copy,
-                      sq_err *err)
+                      const uint64_t *dims, const void *data, uint64_t size, bool copy, sq_err *err)
 {
     size_t nlen = strlen(name);
     if (nlen == 0 || nlen > SQ_CONTAINER_MAX_NAME)
@@ -924,15 +929,15 @@ static int add_tensor(sq_container_writer *w, const char *name, unsigned dtype, 
 }
 
 int sq_container_writer_add_tensor(sq_container_writer *w, const char *name, unsigned dtype,
-                                   int ndim, const uint64_t *dims, const void *data,
-                                   uint64_t size, sq_err *err)
+                                   int ndim, const uint64_t *dims, const void *data, uint64_t size,
+                                   sq_err *err)
 {
     return add_tensor(w, name, dtype, ndim, dims, data, size, true, err);
 }
 
-int sq_container_writer_add_tensor_ref(sq_container_writer *w, const char *name,
-                                       unsigned dtype, int ndim, const uint64_t *dims,
-                                       const void *data, uint64_t size, sq_err *err)
+int sq_container_writer_add_tensor_ref(sq_container_writer *w, const char *name, unsigned dtype,
+                                       int ndim, const uint64_t *dims, const void *data,
+                                       uint64_t size, sq_err *err)
 {
     return add_tensor(w, name, dtype, ndim, dims, data, size, false, err);
 }

@@ -32,7 +32,7 @@
 
 /* Kinds: the 4 kind bytes read as a little-endian u32. */
 #define SQ_KIND_CODE(a, b, c, d)                                                                   \
-    ((uint32_t)(uint8_t)(a) | (uint32_t)(uint8_t)(b) << 8 | (uint32_t)(uint8_t)(c) << 16 |        \
+    ((uint32_t)(uint8_t)(a) | (uint32_t)(uint8_t)(b) << 8 | (uint32_t)(uint8_t)(c) << 16 |         \
      (uint32_t)(uint8_t)(d) << 24)
 #define SQ_KIND_SQC SQ_KIND_CODE('S', 'Q', 'C', 0) /* calibration statistics */
 #define SQ_KIND_SQM SQ_KIND_CODE('S', 'Q', 'M', 0) /* packed model */
@@ -41,8 +41,8 @@
 #define SQ_CONTAINER_MAX_TENSORS 1000000u
 #define SQ_CONTAINER_MAX_NAME 512 /* bytes of UTF-8 */
 #define SQ_CONTAINER_MAX_DIMS 8
-#define SQ_CONTAINER_MAX_METADATA ((uint64_t)256 << 20)  /* 256 MiB */
-#define SQ_CONTAINER_MAX_DIRECTORY ((uint64_t)1 << 30)   /* 1 GiB */
+#define SQ_CONTAINER_MAX_METADATA ((uint64_t)256 << 20)    /* 256 MiB */
+#define SQ_CONTAINER_MAX_DIRECTORY ((uint64_t)1 << 30)     /* 1 GiB */
 #define SQ_CONTAINER_MAX_DECOMPRESSED ((uint64_t)16 << 30) /* 16 GiB, zstd form */
 
 /* ---- dtypes: one table (container.c); a code is one byte on disk ---- */
@@ -60,7 +60,7 @@ typedef enum sq_cdtype {
     /* 0x40..0x7f: packed quantized weights. The codes below are reserved for
      * the packing issue; until it adds their size rule, readers and writers
      * refuse them. */
-    SQ_CDT_S8_PANEL = 0x40,   /* int8, [N/16][K/4][16][4] VNNI panels */
+    SQ_CDT_S8_PANEL = 0x40,     /* int8, [N/16][K/4][16][4] VNNI panels */
     SQ_CDT_S4G128_PANEL = 0x41, /* int4 nibbles unpacking to the same panels */
 } sq_cdtype;
 
@@ -82,10 +82,10 @@ typedef struct sq_container_tensor {
     unsigned dtype;   /* sq_cdtype */
     int ndim;
     uint64_t dims[SQ_CONTAINER_MAX_DIMS]; /* outermost first (row-major) */
-    uint64_t offset;  /* relative to the data section; multiple of 64 */
-    uint64_t size;    /* bytes */
-    uint64_t xxh64;   /* of the tensor bytes, as stored in the directory */
-    const void *data; /* 64-byte aligned; valid until sq_container_close */
+    uint64_t offset;                      /* relative to the data section; multiple of 64 */
+    uint64_t size;                        /* bytes */
+    uint64_t xxh64;                       /* of the tensor bytes, as stored in the directory */
+    const void *data;                     /* 64-byte aligned; valid until sq_container_close */
 } sq_container_tensor;
 
 typedef struct sq_container {
@@ -117,7 +117,9 @@ typedef struct sq_container_opts {
 } sq_container_opts;
 
 /* Open and validate (not the tensor checksums: see verify). expected_kind 0
- * accepts any kind. On failure c is zeroed and err names the file. */
+ * accepts any kind; opts NULL means kind 0 and the default limit. On
+ * failure c is zeroed and err names the file. A zstd file is decompressed
+ * into memory (c->compressed = 1); a plain file is memory-mapped. */
 int sq_container_open(const char *path, uint32_t expected_kind, sq_container *c, sq_err *err);
 int sq_container_open_ex(const char *path, const sq_container_opts *opts, sq_container *c,
                          sq_err *err);
@@ -153,13 +155,14 @@ int sq_container_writer_set_metadata(sq_container_writer *w, const char *text, s
  * until sq_container_writer_write returns (use it for large tensors: no
  * second copy is made). Errors name the tensor, not a file. */
 int sq_container_writer_add_tensor(sq_container_writer *w, const char *name, unsigned dtype,
-                                   int ndim, const uint64_t *dims, const void *data,
-                                   uint64_t size, sq_err *err);
-int sq_container_writer_add_tensor_ref(sq_container_writer *w, const char *name,
-                                       unsigned dtype, int ndim, const uint64_t *dims,
-                                       const void *data, uint64_t size, sq_err *err);
+                                   int ndim, const uint64_t *dims, const void *data, uint64_t size,
+                                   sq_err *err);
+int sq_container_writer_add_tensor_ref(sq_container_writer *w, const char *name, unsigned dtype,
+                                       int ndim, const uint64_t *dims, const void *data,
+                                       uint64_t size, sq_err *err);
 
-/* zstd-compress the whole file when written (level 1..22; 0 = plain). */
+/* zstd-compress the whole file when written: level 1..22, negative for
+ * zstd's fast modes, 0 = plain (the default). Out-of-range levels are clamped. */
 void sq_container_writer_set_zstd(sq_container_writer *w, int level);
 
 /* Write atomically (sq_atomic_*): on failure nothing is left at path and an

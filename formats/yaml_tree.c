@@ -232,8 +232,8 @@ static int on_event(builder *b, yaml_event_t *ev, bool *done)
     case YAML_SEQUENCE_START_EVENT:
     case YAML_MAPPING_START_EVENT: {
         bool seq = ev->type == YAML_SEQUENCE_START_EVENT;
-        if (refuse_anchor_tag(b, m, seq ? ev->data.sequence_start.anchor
-                                        : ev->data.mapping_start.anchor,
+        if (refuse_anchor_tag(b, m,
+                              seq ? ev->data.sequence_start.anchor : ev->data.mapping_start.anchor,
                               seq ? ev->data.sequence_start.tag : ev->data.mapping_start.tag))
             return -1;
         if (b->depth >= YT_MAX_DEPTH) {
@@ -361,8 +361,7 @@ bool yt_is_null(const yt_node *n)
     if (!yt_is_plain(n))
         return false;
     const char *s = n->text;
-    return !*s || !strcmp(s, "~") || !strcmp(s, "null") || !strcmp(s, "Null") ||
-           !strcmp(s, "NULL");
+    return !*s || !strcmp(s, "~") || !strcmp(s, "null") || !strcmp(s, "Null") || !strcmp(s, "NULL");
 }
 
 size_t yt_len(const yt_node *n)
@@ -441,8 +440,7 @@ static bool is_decimal_number(const char *s)
     return *s == '\0';
 }
 
-int yt_as_double(const yt_node *n, const char *what, double lo, double hi, double *out,
-                 sq_err *err)
+int yt_as_double(const yt_node *n, const char *what, double lo, double hi, double *out, sq_err *err)
 {
     double v = 0;
     bool ok = yt_is_plain(n) && is_decimal_number(n->text);
@@ -641,14 +639,30 @@ size_t yt_quote(const char *s, char *buf, size_t n)
         char esc[16];
         const char *e = NULL;
         switch (cp) {
-        case '"': e = "\\\""; break;
-        case '\\': e = "\\\\"; break;
-        case '\n': e = "\\n"; break;
-        case '\t': e = "\\t"; break;
-        case '\r': e = "\\r"; break;
-        case 0x85: e = "\\N"; break;
-        case 0x2028: e = "\\L"; break;
-        case 0x2029: e = "\\P"; break;
+        case '"':
+            e = "\\\"";
+            break;
+        case '\\':
+            e = "\\\\";
+            break;
+        case '\n':
+            e = "\\n";
+            break;
+        case '\t':
+            e = "\\t";
+            break;
+        case '\r':
+            e = "\\r";
+            break;
+        case 0x85:
+            e = "\\N";
+            break;
+        case 0x2028:
+            e = "\\L";
+            break;
+        case 0x2029:
+            e = "\\P";
+            break;
         default:
             /* Outside YAML's printable set, or a BOM: escape. */
             if (cp < 0x20 || (cp >= 0x7f && cp <= 0x9f)) {

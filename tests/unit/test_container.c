@@ -90,8 +90,18 @@ static void put16(uint8_t *p, unsigned v)
 }
 
 /* Header field offsets (SPEC.md). */
-enum { META_OFF = 16, META_SIZE = 24, DIR_OFF = 32, DIR_SIZE = 40, DATA_OFF = 48, DATA_SIZE = 56,
-       FILE_SIZE = 64, META_HASH = 72, DIR_HASH = 80, HDR_HASH = 120 };
+enum {
+    META_OFF = 16,
+    META_SIZE = 24,
+    DIR_OFF = 32,
+    DIR_SIZE = 40,
+    DATA_OFF = 48,
+    DATA_SIZE = 56,
+    FILE_SIZE = 64,
+    META_HASH = 72,
+    DIR_HASH = 80,
+    HDR_HASH = 120
+};
 
 /* After editing the directory or the header, make their checksums right
  * again so the reader gets to the field under test. */
@@ -327,7 +337,8 @@ START_TEST(deterministic_output)
     char *za = write_sample(dir, "a.sqm.zst", SQ_KIND_SQM, 0, 3);
     char *zb = write_sample(dir, "b.sqm.zst", SQ_KIND_SQM, 1, 3);
     size_t la, lb, lza, lzb;
-    uint8_t *ba = slurp(a, &la), *bb = slurp(b, &lb), *bza = slurp(za, &lza), *bzb = slurp(zb, &lzb);
+    uint8_t *ba = slurp(a, &la), *bb = slurp(b, &lb), *bza = slurp(za, &lza),
+            *bzb = slurp(zb, &lzb);
     ck_assert_uint_eq(la, lb);
     ck_assert_mem_eq(ba, bb, la);
     ck_assert_uint_eq(lza, lzb);
@@ -506,14 +517,38 @@ static void mutate_expect(mutator m, int fix_hashes, const char *needle)
     tmpdir_free(dir);
 }
 
-static void m_magic(uint8_t *b, size_t len) { b[1] = 'X'; }
-static void m_major(uint8_t *b, size_t len) { put16(b + 8, 2); }
-static void m_hdr_byte(uint8_t *b, size_t len) { b[100] ^= 1; }
-static void m_kind(uint8_t *b, size_t len) { b[4] = 's'; }
-static void m_flags(uint8_t *b, size_t len) { b[12] = 1; }
-static void m_file_size(uint8_t *b, size_t len) { put64(b + FILE_SIZE, len + 64); }
-static void m_data_past_eof(uint8_t *b, size_t len) { put64(b + DATA_OFF, len + 4096); }
-static void m_meta_overflow(uint8_t *b, size_t len) { put64(b + META_SIZE, UINT64_MAX - 64); }
+static void m_magic(uint8_t *b, size_t len)
+{
+    b[1] = 'X';
+}
+static void m_major(uint8_t *b, size_t len)
+{
+    put16(b + 8, 2);
+}
+static void m_hdr_byte(uint8_t *b, size_t len)
+{
+    b[100] ^= 1;
+}
+static void m_kind(uint8_t *b, size_t len)
+{
+    b[4] = 's';
+}
+static void m_flags(uint8_t *b, size_t len)
+{
+    b[12] = 1;
+}
+static void m_file_size(uint8_t *b, size_t len)
+{
+    put64(b + FILE_SIZE, len + 64);
+}
+static void m_data_past_eof(uint8_t *b, size_t len)
+{
+    put64(b + DATA_OFF, len + 4096);
+}
+static void m_meta_overflow(uint8_t *b, size_t len)
+{
+    put64(b + META_SIZE, UINT64_MAX - 64);
+}
 static void m_dir_overlaps_meta(uint8_t *b, size_t len)
 {
     put64(b + DIR_OFF, get64(b + DIR_OFF) - 8);
@@ -528,7 +563,10 @@ static void m_data_misaligned(uint8_t *b, size_t len)
     put64(b + DATA_OFF, get64(b + DATA_OFF) + 8);
     put64(b + DATA_SIZE, get64(b + DATA_SIZE) - 8);
 }
-static void m_trailer(uint8_t *b, size_t len) { b[len - 16] = 'X'; }
+static void m_trailer(uint8_t *b, size_t len)
+{
+    b[len - 16] = 'X';
+}
 static void m_dup_name(uint8_t *b, size_t len)
 {
     /* "big" -> "ids": same length as an earlier name. */
@@ -557,17 +595,50 @@ static void m_tensor_size_overflow(uint8_t *b, size_t len)
     entry_pos e = entry_at(b, 0);
     put64(b + e.dims, UINT64_MAX / 4);
 }
-static void m_dtype_unknown(uint8_t *b, size_t len) { b[entry_at(b, 0).dtype] = 0x33; }
-static void m_dtype_reserved(uint8_t *b, size_t len) { b[entry_at(b, 6).dtype] = SQ_CDT_S8_PANEL; }
-static void m_ndim(uint8_t *b, size_t len) { b[entry_at(b, 0).ndim] = 9; }
-static void m_name_utf8(uint8_t *b, size_t len) { b[entry_at(b, 0).name] = 0xff; }
-static void m_name_nul(uint8_t *b, size_t len) { b[entry_at(b, 0).name + 2] = 0; }
-static void m_name_empty(uint8_t *b, size_t len) { put16(b + entry_at(b, 0).name_len, 0); }
-static void m_name_long(uint8_t *b, size_t len) { put16(b + entry_at(b, 0).name_len, 513); }
-static void m_count_huge(uint8_t *b, size_t len) { put64(b + get64(b + DIR_OFF), 2000000); }
-static void m_count_big(uint8_t *b, size_t len) { b[get64(b + DIR_OFF)] = 200; }
-static void m_count_small(uint8_t *b, size_t len) { b[get64(b + DIR_OFF)] = 9; }
-static void m_meta_bad_utf8(uint8_t *b, size_t len) { b[get64(b + META_OFF) + 8] = 0xc0; }
+static void m_dtype_unknown(uint8_t *b, size_t len)
+{
+    b[entry_at(b, 0).dtype] = 0x33;
+}
+static void m_dtype_reserved(uint8_t *b, size_t len)
+{
+    b[entry_at(b, 6).dtype] = SQ_CDT_S8_PANEL;
+}
+static void m_ndim(uint8_t *b, size_t len)
+{
+    b[entry_at(b, 0).ndim] = 9;
+}
+static void m_name_utf8(uint8_t *b, size_t len)
+{
+    b[entry_at(b, 0).name] = 0xff;
+}
+static void m_name_nul(uint8_t *b, size_t len)
+{
+    b[entry_at(b, 0).name + 2] = 0;
+}
+static void m_name_empty(uint8_t *b, size_t len)
+{
+    put16(b + entry_at(b, 0).name_len, 0);
+}
+static void m_name_long(uint8_t *b, size_t len)
+{
+    put16(b + entry_at(b, 0).name_len, 513);
+}
+static void m_count_huge(uint8_t *b, size_t len)
+{
+    put64(b + get64(b + DIR_OFF), 2000000);
+}
+static void m_count_big(uint8_t *b, size_t len)
+{
+    b[get64(b + DIR_OFF)] = 200;
+}
+static void m_count_small(uint8_t *b, size_t len)
+{
+    b[get64(b + DIR_OFF)] = 9;
+}
+static void m_meta_bad_utf8(uint8_t *b, size_t len)
+{
+    b[get64(b + META_OFF) + 8] = 0xc0;
+}
 
 START_TEST(corrupt_headers_refused)
 {
@@ -592,7 +663,8 @@ END_TEST
 START_TEST(corrupt_directory_refused)
 {
     mutate_expect(m_dup_name, 1, "duplicate tensor name \"ids\"");
-    mutate_expect(m_tensor_misaligned, 1, "\"layer.0.scale\": data offset 200 is not a multiple of 64");
+    mutate_expect(m_tensor_misaligned, 1,
+                  "\"layer.0.scale\": data offset 200 is not a multiple of 64");
     mutate_expect(m_tensor_overlap, 1, "tensors \"layer.0.scale\"");
     mutate_expect(m_tensor_overlap, 1, "overlap");
     mutate_expect(m_tensor_outside, 1, "\"u32\": data");
@@ -623,8 +695,8 @@ START_TEST(writer_refuses_bad_tensors)
     ck_assert_str_eq(err.msg, "duplicate tensor name \"a\"");
     ck_assert_int_ne(sq_container_writer_add_tensor(w, "b", SQ_CDT_F32, 2, d2, f, 20, &err), 0);
     ck_assert_str_eq(err.msg, "tensor \"b\": 20 bytes given but the shape needs 24");
-    ck_assert_int_ne(sq_container_writer_add_tensor(w, "b", SQ_CDT_S4G128_PANEL, 2, d2, f, 24, &err),
-                     0);
+    ck_assert_int_ne(
+        sq_container_writer_add_tensor(w, "b", SQ_CDT_S4G128_PANEL, 2, d2, f, 24, &err), 0);
     ck_assert_msg(strstr(err.msg, "reserved"), "%s", err.msg);
     ck_assert_int_ne(sq_container_writer_add_tensor(w, "b", 0x7e, 2, d2, f, 24, &err), 0);
     ck_assert_msg(strstr(err.msg, "unknown dtype code 0x7e"), "%s", err.msg);
@@ -633,13 +705,16 @@ START_TEST(writer_refuses_bad_tensors)
     char longname[600];
     memset(longname, 'x', sizeof longname - 1);
     longname[sizeof longname - 1] = '\0';
-    ck_assert_int_ne(sq_container_writer_add_tensor(w, longname, SQ_CDT_F32, 2, d2, f, 24, &err), 0);
+    ck_assert_int_ne(sq_container_writer_add_tensor(w, longname, SQ_CDT_F32, 2, d2, f, 24, &err),
+                     0);
     longname[512] = '\0';
-    ck_assert_int_eq(sq_container_writer_add_tensor(w, longname, SQ_CDT_F32, 2, d2, f, 24, &err), 0);
+    ck_assert_int_eq(sq_container_writer_add_tensor(w, longname, SQ_CDT_F32, 2, d2, f, 24, &err),
+                     0);
     ck_assert_int_ne(sq_container_writer_add_tensor(w, "bad\xc3", SQ_CDT_F32, 2, d2, f, 24, &err),
                      0);
     ck_assert_int_ne(sq_container_writer_set_metadata(w, "a\0b", 3, &err), 0);
-    ck_assert_int_ne(sq_container_writer_set_metadata(w, "\xed\xa0\x80", 3, &err), 0); /* surrogate */
+    ck_assert_int_ne(sq_container_writer_set_metadata(w, "\xed\xa0\x80", 3, &err),
+                     0); /* surrogate */
     sq_container_writer_free(w);
 }
 END_TEST
@@ -757,8 +832,8 @@ START_TEST(zstd_unknown_size)
     sq_container_writer *w = sq_container_writer_new(SQ_KIND_SQC);
     uint64_t d[1] = {BIG};
     sq_err err;
-    ck_assert_int_eq(sq_container_writer_add_tensor_ref(w, "zeros", SQ_CDT_U8, 1, d, zeros, BIG, &err),
-                     0);
+    ck_assert_int_eq(
+        sq_container_writer_add_tensor_ref(w, "zeros", SQ_CDT_U8, 1, d, zeros, BIG, &err), 0);
     char *dir = tmpdir_new();
     char *path = sq_path_join(dir, "z.sqc");
     ck_assert_msg(sq_container_writer_write(w, path, &err) == 0, "%s", err.msg);
@@ -784,8 +859,9 @@ START_TEST(zstd_unknown_size)
     sq_container_close(&c);
     sq_container_opts o = {.max_decompressed = 100000};
     ck_assert_int_ne(sq_container_open_buffer(zb, ob.pos, "u.sqc.zst", &o, &c, &err), 0);
-    ck_assert_msg(strstr(err.msg, "u.sqc.zst: zstd stream decompresses to more than the 100000-byte "
-                                  "limit"),
+    ck_assert_msg(strstr(err.msg,
+                         "u.sqc.zst: zstd stream decompresses to more than the 100000-byte "
+                         "limit"),
                   "%s", err.msg);
     free(zb), free(plain), free(zeros), free(path);
     tmpdir_free(dir);
@@ -849,8 +925,8 @@ START_TEST(failed_writes_leave_nothing)
     for (int i = 0; i < 4096; i++)
         noise[i] = (uint8_t)(i * 2654435761u >> 13);
     uint64_t d[1] = {4096};
-    ck_assert_int_eq(sq_container_writer_add_tensor_ref(w, "noise", SQ_CDT_U8, 1, d, noise, 4096, &err),
-                     0);
+    ck_assert_int_eq(
+        sq_container_writer_add_tensor_ref(w, "noise", SQ_CDT_U8, 1, d, noise, 4096, &err), 0);
     rc = sq_container_writer_write(w, path, &err);
     setrlimit(RLIMIT_FSIZE, &old);
     ck_assert_int_ne(rc, 0);

@@ -122,13 +122,14 @@ START_TEST(typed_getters)
     ck_assert_ptr_nonnull(yt_require(r, "alpha", &err));
     ck_assert_int_eq(yt_expect(yt_get(r, "skip"), YT_MAPPING, "skip", &err), -1);
     ck_assert_str_eq(err.msg, "test.yaml:5:7: 'skip' must be a mapping, not a sequence");
-    const char *allowed[] = {"model", "layers", "alpha", "enabled", "skip", "groups", "empty",
-                             "tilde", "quoted_null", "text", NULL};
+    const char *allowed[] = {"model", "layers", "alpha",       "enabled", "skip", "groups",
+                             "empty", "tilde",  "quoted_null", "text",    NULL};
     ck_assert_int_eq(yt_check_keys(r, allowed, &err), 0);
     allowed[2] = "beta";
     ck_assert_int_eq(yt_check_keys(r, allowed, &err), -1);
-    ck_assert_msg(strncmp(err.msg, "test.yaml:3:1: unknown key 'alpha' (expected one of: model, "
-                                   "layers, beta,",
+    ck_assert_msg(strncmp(err.msg,
+                          "test.yaml:3:1: unknown key 'alpha' (expected one of: model, "
+                          "layers, beta,",
                           72) == 0,
                   "%s", err.msg);
     yt_free(d);
@@ -139,8 +140,8 @@ START_TEST(number_syntax)
 {
     const char *good[] = {"0", "-1.5", "+2", "1e3", "1.", ".5", "-0.25E-2", "3.0e+1"};
     const double want[] = {0, -1.5, 2, 1000, 1, 0.5, -0.0025, 30};
-    const char *bad[] = {"'1'", "\"2\"", "0x10", "1_000", ".inf", ".nan", "1e", "e5", ".", "+-1",
-                         "1.2.3", "1e999", "nan", "inf", "1 2"};
+    const char *bad[] = {"'1'", "\"2\"", "0x10",  "1_000", ".inf", ".nan", "1e", "e5",
+                         ".",   "+-1",   "1.2.3", "1e999", "nan",  "inf",  "1 2"};
     char doc[64];
     for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
         snprintf(doc, sizeof doc, "v: %s\n", good[i]);
@@ -303,8 +304,9 @@ static void quote_round_trip(const char *s)
     size_t n = 4 * strlen(q) + 64;
     char *doc = malloc(n);
     /* YAML limits implicit keys to 1024 characters: longer ones need "? ". */
-    snprintf(doc, n, strlen(q) < 1000 ? "- %s\n- %s: v\n- [%s]\n- {k: %s}\n"
-                                      : "- %s\n- ? %s\n  : v\n- [%s]\n- {k: %s}\n",
+    snprintf(doc, n,
+             strlen(q) < 1000 ? "- %s\n- %s: v\n- [%s]\n- {k: %s}\n"
+                              : "- %s\n- ? %s\n  : v\n- [%s]\n- {k: %s}\n",
              q, q, q, q);
     sq_err err;
     yt_doc *d = yt_parse_buffer(doc, strlen(doc), "q.yaml", &err);
@@ -323,16 +325,62 @@ static void quote_round_trip(const char *s)
 
 START_TEST(quote_round_trips)
 {
-    static const char *cases[] = {
-        "", "plain", "with \"double\" quotes", "'single'", "colon: here", "key:value",
-        "new\nline", "\r\n", "tab\there", "back\\slash", "\\n literally", "  leading spaces",
-        "trailing  ", " ", "yes", "no", "null", "~", "true", "123", "0x1F", "1e3", ".inf",
-        "# comment", "- dash", "[bracket]", "{brace}", "&anchor", "*alias", "!tag", "%directive",
-        "@at", "`tick`", "|", ">", "a #b", "ünïcødé ✓ 日本語 😀", "\x01\x02\x1b\x1f\x7f",
-        "\xc2\x85 NEL", "\xc2\x9f C1", "\xc2\xa0 nbsp", "\xe2\x80\xa8 LS \xe2\x80\xa9 PS",
-        "\xef\xbb\xbf BOM", "\xef\xbf\xbe \xef\xbf\xbf", "---", "...", "? q", "tokenizer.json",
-        "/path/to/my model/file.sqm", "##wordpiece", "[UNK]", "<s>", "\xe2\x96\x81word",
-        "a\n\n b\n ", "\"", "\\"};
+    static const char *cases[] = {"",
+                                  "plain",
+                                  "with \"double\" quotes",
+                                  "'single'",
+                                  "colon: here",
+                                  "key:value",
+                                  "new\nline",
+                                  "\r\n",
+                                  "tab\there",
+                                  "back\\slash",
+                                  "\\n literally",
+                                  "  leading spaces",
+                                  "trailing  ",
+                                  " ",
+                                  "yes",
+                                  "no",
+                                  "null",
+                                  "~",
+                                  "true",
+                                  "123",
+                                  "0x1F",
+                                  "1e3",
+                                  ".inf",
+                                  "# comment",
+                                  "- dash",
+                                  "[bracket]",
+                                  "{brace}",
+                                  "&anchor",
+                                  "*alias",
+                                  "!tag",
+                                  "%directive",
+                                  "@at",
+                                  "`tick`",
+                                  "|",
+                                  ">",
+                                  "a #b",
+                                  "ünïcødé ✓ 日本語 😀",
+                                  "\x01\x02\x1b\x1f\x7f",
+                                  "\xc2\x85 NEL",
+                                  "\xc2\x9f C1",
+                                  "\xc2\xa0 nbsp",
+                                  "\xe2\x80\xa8 LS \xe2\x80\xa9 PS",
+                                  "\xef\xbb\xbf BOM",
+                                  "\xef\xbf\xbe \xef\xbf\xbf",
+                                  "---",
+                                  "...",
+                                  "? q",
+                                  "tokenizer.json",
+                                  "/path/to/my model/file.sqm",
+                                  "##wordpiece",
+                                  "[UNK]",
+                                  "<s>",
+                                  "\xe2\x96\x81word",
+                                  "a\n\n b\n ",
+                                  "\"",
+                                  "\\"};
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         quote_round_trip(cases[i]);
     /* Every byte value that can appear in valid UTF-8 alone. */
@@ -360,9 +408,9 @@ START_TEST(quote_buffer_and_invalid)
     ck_assert_str_eq(buf, "\"\\n\"");
     ck_assert_uint_eq(yt_quote("bad\xff", buf, sizeof buf), SIZE_MAX);
     ck_assert_str_eq(buf, "");
-    ck_assert_uint_eq(yt_quote("\xc0\x80", buf, sizeof buf), SIZE_MAX); /* overlong NUL */
+    ck_assert_uint_eq(yt_quote("\xc0\x80", buf, sizeof buf), SIZE_MAX);     /* overlong NUL */
     ck_assert_uint_eq(yt_quote("\xed\xa0\x80", buf, sizeof buf), SIZE_MAX); /* surrogate */
-    ck_assert_uint_eq(yt_quote("\xe2\x82", buf, sizeof buf), SIZE_MAX); /* truncated */
+    ck_assert_uint_eq(yt_quote("\xe2\x82", buf, sizeof buf), SIZE_MAX);     /* truncated */
     ck_assert_ptr_null(yt_quote_alloc("\xf5\x80\x80\x80"));
 }
 END_TEST

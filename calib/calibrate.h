@@ -1,0 +1,30 @@
+/* A calibration run: draw samples from the corpus, tokenize them (truncated
+ * or in windows), run the fp32 executor with the statistics observer on every
+ * linear input, and fill a calib_stats with the results and provenance. */
+#ifndef SQ_CALIBRATE_H
+#define SQ_CALIBRATE_H
+
+#include "calib_stats.h"
+#include "corpus.h"
+#include "embed_model.h"
+
+typedef struct sq_calibrate_opts {
+    const char *const *corpus;  /* corpus files; n_corpus == 0: the bundled corpus */
+    size_t n_corpus;
+    const char *bundled_corpus; /* path of the bundled corpus */
+    sq_corpus_opts corpus_opts;
+    uint64_t samples;           /* texts to draw; 0 = all */
+    uint64_t seed;
+    int max_seq;
+    bool windows;               /* split long texts instead of truncating */
+    int batch;
+    sq_scale_params scale;
+    void (*progress)(void *ctx, int64_t done, int64_t total);
+    void *progress_ctx;
+} sq_calibrate_opts;
+
+/* model_arg is recorded as the model source; m->ckpt.dir is hashed. */
+int sq_calibrate(sq_embed_model *m, const char *model_arg, const sq_calibrate_opts *o,
+                 sq_calib_stats *out, sq_err *err);
+
+#endif
