@@ -1,0 +1,43 @@
+/* A quantized linear layer's weights as stored in a .sqm and run by the
+ * int8 runtime. Shapes: N output channels, K inputs; W is [N][K] row-major
+ * (Hugging Face layout) before packing.
+ *
+ * Packed layout (DESIGN.md "Packed layout"): VNNI-4 panels of 16 output
+ * channels, [N_pad/16][K_pad/4][16][4] int8, i.e. for panel p, k-group g,
+ * lane i, byte j: W[16p + i][4g + j]. N_pad = N rounded up to 16, K_pad = K
+ * rounded up to 4 (int8) or to 128 (int4); padding is zero. One 64-byte row
+ * of a panel is one k-group of 16 channels: the same bytes feed AVX2
+ * (vpmaddubsw with the sign trick), AVX-VNNI / AVX512-VNNI (vpdpbusd, u8 + 128
+ * with the stored compensation) and AMX B tiles. */
+#ifndef SQ_QWEIGHT_H
+#define SQ_QWEIGHT_H
+
+#include <stdint.h>
+
+#include "qtype.h"
+#include "sq_error.h"
+
+#define SQ_PANEL_N 16 /* output channels per panel */
+#define SQ_PANEL_K 4  /* consecutive k bytes per channel (VNNI-4) */
+#define SQ_INT4_GROUP 128
+
+typedef struct sq_qweight {
+    sq_qtype qtype;   /* SQ_QT_S8 or SQ_QT_S4G128 */
+    int n, k;         /* logical shape */
+    int n_pad, k_pad; /* padded shape of the panels */
+    /* int8: panels [n_pad/16][k_pad/4][16][4], values in [-127, 127].
+     * int4: nibbles, n_pad * k_pad / 2 bytes, in an order that unpacks to the
+     * same panel layout (see pack.h); values in [-7, 7] (symmetric RTN). */
+    void *data;
+    uint64_t data_size;
+    /* int8: scale[n] per output channel. int4: scale[n][k_pad/128]. */
+    float *scale;
+    /* sum over k of the quantized W[n][k], per output channel (n_pad entries;
+     * int4: sum over each group, [n_pad][k_pad/128]): the u8 compensation of
+     * vpdpbusd, 128 * wsum. */
+    int32_t *wsum;
+} sq_qweight;
+
+void sq_qweight_free(sq_qweight *q);
+
+#endif
