@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job on a bundled default: build squint, generate a deterministic
-# BERT fixture checkpoint (bge-small vocabulary when ../shared/data has it),
-# and embed a few sentences with squint's fp32 encoder.
+# BERT fixture checkpoint with planted outlier channels (bge-small vocabulary
+# when ../shared/data has it), calibrate it on the bundled QASPER corpus,
+# show the statistics, and embed a few sentences with squint's fp32 encoder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -13,7 +14,10 @@ shared="${SQUINT_SHARED_DATA:-../shared/data}"
 if [[ -f "$shared/bge-small-en-v1.5/vocab.txt" ]]; then
   vocab_args=(--vocab "$shared/bge-small-en-v1.5/vocab.txt")
 fi
+rm -rf "$out/model"
 build/tests/fixture/squint-gen-fixture "$out/model" --shape tiny --seed 1 --outliers 2 "${vocab_args[@]}"
+build/squint calibrate "$out/model" --samples 200 -o "$out/model.sqc"
+build/squint inspect "$out/model.sqc" --top 4 | tail -6
 cat > "$out/texts.txt" <<'TXT'
 Quantized encoders make semantic search cheap on ordinary servers.
 A cat sat on the mat.
