@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "embedder.h"
+#include "file_hash.h"
 
 static int record_provenance(sq_embed_model *m, const char *model_arg, const sq_calibrate_opts *o,
                              const sq_corpus_samples *smp, sq_calib_stats *st, sq_err *err)
@@ -67,6 +68,106 @@ int sq_calibrate(sq_embed_model *m, const char *model_arg, const sq_calibrate_op
     goto out;
 fail:
     sq_calib_stats_free(st);
+out:
+    sq_token_seqs_free(&seqs);
+    sq_corpus_samples_free(&smp);
+    return rc;
+}
+
+int sq_calib_replay(sq_embed_model *m, const sq_calib_stats *st, const char *bundled_corpus,
+                    const char *const *corpus_override, size_t n_override, int batch,
+                    const sq_observer *obs, int64_t max_sequences, sq_err *err)
+{
+    const char **paths = calloc((size_t)st->n_corpus_files + n_override + 1, sizeof *paths);
+    size_t n_paths = 0;
+    if (!paths)
+        return sq_err_set(err, "out of memory");
+    if (n_override) {
+        for (size_t i = 0; i < n_override; i++)
+            paths[n_paths++] = corpus_override[i];
+    } else if (st->runs > 1) {
+        free(paths);
+        return sq_err_set(err, "the statistics merge %d calibration runs, which cannot be "
+                               "replayed; pass --corpus", st->runs);
+    } else {
+        for (int i = 0; i < st->n_corpus_files; i++) {
+            const sq_file_digest *f = &st->corpus_files[i];
+            const char *p = st->corpus_bundled ? bundled_corpus : f->name;
+            uint64_t size, h;
+            if (sq_hash_file(p, &size, &h, err) != 0 || size != f->size || h != f->xxh64) {
+                free(paths);
+                return sq_err_set(err, "calibration corpus %s is missing or changed since "
+                                       "calibration (pass --corpus)", p);
+            }
+            paths[n_paths++] = p;
+        }
+    }
+    sq_corpus_opts co = {0};
+    if (st->corpus_format && sq_corpus_parse_format(st->corpus_format, &co.format, err) != 0) {
+        free(paths);
+        return -1;
+    }
+    co.field = st->corpus_field;
+    co.qasper_parts = st->qasper_parts;
+    sq_corpus_samples smp;
+    int rc = sq_corpus_sample(paths, n_paths, &co, st->samples_requested, st->seed, &smp, err);
+    free(paths);
+    if (rc != 0)
+        return -1;
+    sq_token_seqs seqs = {0};
+    rc = -1;
+    int max_seq = st->max_seq < m->enc.cfg.max_pos ? st->max_seq : m->enc.cfg.max_pos;
+    if (sq_tokenize_texts(m, (const char *const *)smp.text, smp.len, (int64_t)smp.count, max_seq,
+                          st->windows, &seqs, err) != 0)
+        goto out;
+    if (max_sequences > 0 && seqs.n > max_sequences) {
+        /* Keep the longest sequences: the run's batch order starts with them. */
+        int64_t *order = malloc((size_t)seqs.n * sizeof *order);
+        if (!order) {
+            sq_err_set(err, "out of memory");
+            goto out;
+        }
+        for (int64_t i = 0; i < seqs.n; i++)
+            order[i] = i;
+        /* selection by length desc, ties by position (insertion sort is fine: bounded n) */
+        for (int64_t i = 1; i < seqs.n; i++) {
+            int64_t v = order[i], lv = seqs.offsets[v + 1] - seqs.offsets[v], j = i;
+            while (j > 0) {
+                int64_t u = order[j - 1], lu = seqs.offsets[u + 1] - seqs.offsets[u];
+                if (lu > lv || (lu == lv && u < v))
+                    break;
+                order[j] = u;
+                j--;
+            }
+            order[j] = v;
+        }
+        sq_token_seqs sub = {0};
+        sub.offsets = malloc((size_t)(max_sequences + 1) * sizeof *sub.offsets);
+        sub.source = malloc((size_t)max_sequences * sizeof *sub.source);
+        int64_t ntok = 0;
+        for (int64_t i = 0; i < max_sequences; i++)
+            ntok += seqs.offsets[order[i] + 1] - seqs.offsets[order[i]];
+        sub.ids = malloc((size_t)ntok * sizeof *sub.ids);
+        if (!sub.offsets || !sub.source || !sub.ids) {
+            free(order);
+            sq_token_seqs_free(&sub);
+            sq_err_set(err, "out of memory");
+            goto out;
+        }
+        sub.offsets[0] = 0;
+        for (int64_t i = 0; i < max_sequences; i++) {
+            int64_t v = order[i], L = seqs.offsets[v + 1] - seqs.offsets[v];
+            memcpy(sub.ids + sub.offsets[i], seqs.ids + seqs.offsets[v], (size_t)L * sizeof(int32_t));
+            sub.offsets[i + 1] = sub.offsets[i] + L;
+            sub.source[i] = seqs.source[v];
+        }
+        sub.n = max_sequences;
+        free(order);
+        sq_token_seqs_free(&seqs);
+        seqs = sub;
+    }
+    sq_embed_opts eo = {.batch = batch, .max_seq = max_seq, .observer = obs};
+    rc = sq_encode_seqs(m, &seqs, &eo, NULL, err);
 out:
     sq_token_seqs_free(&seqs);
     sq_corpus_samples_free(&smp);

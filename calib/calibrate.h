@@ -28,3 +28,12 @@ int sq_calibrate(sq_embed_model *m, const char *model_arg, const sq_calibrate_op
                  sq_calib_stats *out, sq_err *err);
 
 #endif
+
+/* Run the calibration samples recorded in `st` through the encoder again,
+ * with another observer: the same corpus files (their hashes must match;
+ * corpus_override replaces them), the same seed, sample count, max-seq and
+ * windowing, hence the same sequences in the same order. max_sequences > 0
+ * stops after that many sequences (longest first). */
+int sq_calib_replay(sq_embed_model *m, const sq_calib_stats *st, const char *bundled_corpus,
+                    const char *const *corpus_override, size_t n_override, int batch,
+                    const sq_observer *obs, int64_t max_sequences, sq_err *err);

@@ -9,19 +9,23 @@
 #include "calib_stats.h"
 #include "cli.h"
 #include "container.h"
+#include "inspect_sqm.h"
 
 static const char *const help =
-    "usage: squint inspect FILE [--top K] [--json] [--method M]\n"
+    "usage: squint inspect FILE [--top K] [--json] [--method M] [--tensors]\n"
     "\n"
     "Show what a squint file holds. For calibration statistics (.sqc): provenance,\n"
     "the activation range of every linear input per layer with the clip value (amax)\n"
     "of the observer method, the attention-probability range, and the hidden channels\n"
-    "with the largest max|x| (the outliers SmoothQuant targets).\n"
+    "with the largest max|x| (the outliers SmoothQuant targets). For models (.sqm):\n"
+    "metadata summary, bytes per qtype, every linear's type, shape, activation scale\n"
+    "and SmoothQuant alpha, and the checksum status (exit 1 when damaged).\n"
     "\n"
     "options:\n"
     "  --top K      outlier channels to list (default 8)\n"
     "  --method M   clip method for the amax column (default: the file's observer)\n"
     "  --json       machine-readable output\n"
+    "  --tensors    models: list every tensor (name, dtype, shape, bytes, xxh64)\n"
     "\n"
     "example:\n"
     "  squint inspect bge-small.sqc --top 5\n";
@@ -201,11 +205,12 @@ int cmd_inspect(int argc, char **argv)
 {
     static const struct option opts[] = {{"top", required_argument, 0, 'k'},
                                          {"json", no_argument, 0, 'j'},
+                                         {"tensors", no_argument, 0, 't'},
                                          {"method", required_argument, 0, 'm'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     long top = 8;
-    int json = 0;
+    int json = 0, tensors = 0;
     const char *method = NULL;
     optind = 1;
     int c;
@@ -216,6 +221,7 @@ int cmd_inspect(int argc, char **argv)
                 return cli_usage_error("inspect", "--top must be an integer in [1, 100000]");
             break;
         case 'j': json = 1; break;
+        case 't': tensors = 1; break;
         case 'm': method = optarg; break;
         case 'h': fputs(help, stdout); return SQ_EXIT_OK;
         default: return cli_usage_error("inspect", "invalid option");
@@ -232,6 +238,8 @@ int cmd_inspect(int argc, char **argv)
     sq_container_close(&cont);
     if (kind == SQ_KIND_SQC)
         return inspect_sqc(path, (int)top, method, json);
+    if (kind == SQ_KIND_SQM)
+        return inspect_sqm(path, json, tensors);
     char kb[8];
     fprintf(stderr, "squint inspect: error: %s: %s files are not supported yet\n", path,
             sq_kind_describe(kind, kb));

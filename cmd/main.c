@@ -9,7 +9,10 @@
 static const sq_command commands[] = {
     {"embed", "fp32 sentence embeddings from a Hugging Face BERT checkpoint", cmd_embed},
     {"calibrate", "activation statistics on a corpus (.sqc)", cmd_calibrate},
-    {"inspect", "what is inside a .sqc file", cmd_inspect},
+    {"quantize", "SmoothQuant + int8/int4 weights -> packed .sqm", cmd_quantize},
+    {"inspect", "what is inside a .sqc or .sqm file", cmd_inspect},
+    {"verify", "check a squint file's checksums and model consistency", cmd_verify},
+    {"diff", "what changed between two squint files (exit 1 if they differ)", cmd_diff},
     {"bench", "throughput and latency of the encoder", cmd_bench},
 };
 static const int n_commands = sizeof commands / sizeof commands[0];

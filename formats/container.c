@@ -98,6 +98,39 @@ static size_t utf8_invalid_at(const uint8_t *s, size_t n)
 }
 
 /* ---- dtype table (SPEC.md "Dtype codes") ---- */
+
+/* Packed weight panels (SPEC.md 6.1): dims are the logical [N, K] of the
+ * weight matrix, from which the padded layout follows (N up to a multiple of
+ * 16, K up to a multiple of k_align). Logical dims keep the exact N and K in
+ * the directory, which physical panel dims would round away. */
+static int panel_size(const char *name, uint64_t k_align, uint64_t bytes_div, int ndim,
+                      const uint64_t *dims, uint64_t *size, sq_err *err)
+{
+    if (ndim != 2)
+        return sq_err_set(err, "%s needs 2 dimensions [N, K], not %d", name, ndim);
+    if (dims[0] == 0 || dims[1] == 0) {
+        *size = 0;
+        return 0;
+    }
+    if (dims[0] > UINT64_MAX - 15 || dims[1] > UINT64_MAX - (k_align - 1))
+        return sq_err_set(err, "shape x %s size overflows 64 bits", name);
+    uint64_t n_pad = (dims[0] + 15) / 16 * 16, k_pad = (dims[1] + k_align - 1) / k_align * k_align;
+    if (n_pad > UINT64_MAX / k_pad)
+        return sq_err_set(err, "shape x %s size overflows 64 bits", name);
+    *size = n_pad * k_pad / bytes_div;
+    return 0;
+}
+
+static int s8_panel_size(int ndim, const uint64_t *dims, uint64_t *size, sq_err *err)
+{
+    return panel_size("s8-panel", 4, 1, ndim, dims, size, err);
+}
+
+static int s4g128_panel_size(int ndim, const uint64_t *dims, uint64_t *size, sq_err *err)
+{
+    return panel_size("s4g128-panel", 128, 2, ndim, dims, size, err);
+}
+
 static const struct {
     const char *name;
     unsigned elem; /* bytes per element; 0 = packed (size rule below) */
@@ -114,8 +147,8 @@ static const struct {
     [SQ_CDT_U8] = {"u8", 1, NULL},
     [SQ_CDT_F16] = {"f16", 2, NULL},
     [SQ_CDT_BF16] = {"bf16", 2, NULL},
-    [SQ_CDT_S8_PANEL] = {"s8-panel", 0, NULL},
-    [SQ_CDT_S4G128_PANEL] = {"s4g128-panel", 0, NULL},
+    [SQ_CDT_S8_PANEL] = {"s8-panel", 0, s8_panel_size},
+    [SQ_CDT_S4G128_PANEL] = {"s4g128-panel", 0, s4g128_panel_size},
 };
 
 const char *sq_cdtype_name(unsigned code)

@@ -57,9 +57,10 @@ typedef enum sq_cdtype {
     SQ_CDT_U8 = 0x08,
     SQ_CDT_F16 = 0x09,
     SQ_CDT_BF16 = 0x0a,
-    /* 0x40..0x7f: packed quantized weights. The codes below are reserved for
-     * the packing issue; until it adds their size rule, readers and writers
-     * refuse them. */
+    /* 0x40..0x7f: packed quantized weights (SPEC.md 6.1). dims are the
+     * logical [N, K] of the weight matrix; the bytes are the padded panels
+     * (libquant/pack.h), size = round_up(N, 16) * round_up(K, 4) for s8 and
+     * round_up(N, 16) * round_up(K, 128) / 2 for s4g128. */
     SQ_CDT_S8_PANEL = 0x40,     /* int8, [N/16][K/4][16][4] VNNI panels */
     SQ_CDT_S4G128_PANEL = 0x41, /* int4 nibbles unpacking to the same panels */
 } sq_cdtype;
@@ -70,7 +71,8 @@ const char *sq_cdtype_name(unsigned code);
 unsigned sq_cdtype_elem_size(unsigned code);
 /* Byte size of a tensor of this dtype and shape. Returns 0 and sets *size, or
  * -1 (with a message in err, no file name) when the code is unknown or
- * reserved, the shape is invalid for the dtype, or the size overflows. */
+ * reserved, the shape is invalid for the dtype (a packed type needs 2 dims),
+ * or the size overflows. */
 int sq_cdtype_size(unsigned code, int ndim, const uint64_t *dims, uint64_t *size, sq_err *err);
 
 /* "statistics" for SQC, "model" for SQM, else the kind bytes as text in buf. */

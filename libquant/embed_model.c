@@ -12,13 +12,10 @@ int sq_embed_model_open(const char *arg, sq_embed_model *m, sq_err *err)
     const char *dir = m->ckpt.dir;
     if (sq_bert_load_dir(dir, &m->enc, err) != 0)
         goto fail;
-    sq_wordpiece_spec spec;
-    memset(&spec, 0, sizeof spec);
-    if (sq_wordpiece_spec_load_dir(dir, &spec, err) != 0)
+    if (sq_wordpiece_spec_load_dir(dir, &m->tok_spec, err) != 0)
         goto fail;
-    m->tok = sq_tokenizer_new(&spec, err);
-    int limit = spec.model_max_length;
-    sq_wordpiece_spec_free(&spec);
+    m->tok = sq_tokenizer_new(&m->tok_spec, err);
+    int limit = m->tok_spec.model_max_length;
     if (!m->tok)
         goto fail;
     if (sq_tokenizer_vocab_size(m->tok) > m->enc.cfg.vocab_size) {
@@ -41,6 +38,7 @@ void sq_embed_model_close(sq_embed_model *m)
 {
     sq_encoder_free(&m->enc);
     sq_tokenizer_free(m->tok);
+    sq_wordpiece_spec_free(&m->tok_spec);
     sq_checkpoint_close(&m->ckpt);
     memset(m, 0, sizeof *m);
 }

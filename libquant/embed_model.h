@@ -13,6 +13,7 @@ typedef struct sq_embed_model {
     sq_checkpoint_dir ckpt;
     sq_encoder enc;
     sq_tokenizer *tok;
+    sq_wordpiece_spec tok_spec; /* kept: quantize writes it into the .sqm */
     sq_pooling_config pool;
     int max_seq; /* default truncation length: min(max positions, tokenizer limit) */
 } sq_embed_model;

@@ -21,6 +21,9 @@
 #define SQ_PANEL_K 4  /* consecutive k bytes per channel (VNNI-4) */
 #define SQ_INT4_GROUP 128
 
+/* Largest N or K accepted (padding must not overflow an int). */
+#define SQ_QWEIGHT_MAX_DIM (1 << 28)
+
 typedef struct sq_qweight {
     sq_qtype qtype;   /* SQ_QT_S8 or SQ_QT_S4G128 */
     int n, k;         /* logical shape */
@@ -30,14 +33,39 @@ typedef struct sq_qweight {
      * same panel layout (see pack.h); values in [-7, 7] (symmetric RTN). */
     void *data;
     uint64_t data_size;
-    /* int8: scale[n] per output channel. int4: scale[n][k_pad/128]. */
+    /* int8: scale[n] per output channel. int4: scale[n][k_pad/128].
+     * Allocated for n_pad rows; the padding rows are 0, so a kernel that runs
+     * whole panels writes 0 for the padded channels. */
     float *scale;
     /* sum over k of the quantized W[n][k], per output channel (n_pad entries;
      * int4: sum over each group, [n_pad][k_pad/128]): the u8 compensation of
      * vpdpbusd, 128 * wsum. */
     int32_t *wsum;
+    /* 1 when data, scale and wsum point into memory owned elsewhere (a mapped
+     * .sqm): sq_qweight_free then leaves them alone. 0 for sq_qweight_alloc. */
+    int borrowed;
 } sq_qweight;
 
+/* Scale (and wsum) columns per output channel: 1 for int8, k_pad/128 for int4. */
+int sq_qweight_groups(const sq_qweight *q);
+
+/* Set qtype and the logical and padded shapes of q (zeroing the rest) after
+ * checking them: qt must be SQ_QT_S8 or SQ_QT_S4G128, 1 <= n, k <=
+ * SQ_QWEIGHT_MAX_DIM. Allocates nothing. */
+int sq_qweight_shape(sq_qweight *q, sq_qtype qt, int n, int k, sq_err *err);
+
+/* sq_qweight_shape, then allocate data, scale and wsum zero-filled and 64-byte
+ * aligned. On failure q is left empty (safe to free). */
+int sq_qweight_alloc(sq_qweight *q, sq_qtype qt, int n, int k, sq_err *err);
+
+/* A borrowed view over packed bytes, scales and sums that live elsewhere
+ * (e.g. the tensors of a mapped .sqm). data_size must equal
+ * sq_packed_size(qt, n, k); data must be 64-byte aligned; scale and wsum hold
+ * n_pad * groups entries. Nothing is copied; q->borrowed is set. */
+int sq_qweight_view(sq_qweight *q, sq_qtype qt, int n, int k, const void *data,
+                    uint64_t data_size, const float *scale, const int32_t *wsum, sq_err *err);
+
+/* Free what q owns (nothing when borrowed) and zero it. NULL is a no-op. */
 void sq_qweight_free(sq_qweight *q);
 
 #endif

@@ -599,8 +599,9 @@ static void m_dtype_unknown(uint8_t *b, size_t len)
 {
     b[entry_at(b, 0).dtype] = 0x33;
 }
-static void m_dtype_reserved(uint8_t *b, size_t len)
+static void m_dtype_packed_shape(uint8_t *b, size_t len)
 {
+    /* "q" is [130]: as a packed panel tensor it lacks the [N, K] shape. */
     b[entry_at(b, 6).dtype] = SQ_CDT_S8_PANEL;
 }
 static void m_ndim(uint8_t *b, size_t len)
@@ -672,7 +673,8 @@ START_TEST(corrupt_directory_refused)
     mutate_expect(m_tensor_size, 1, "size 140 bytes but shape [6, 5] x f32 is 120");
     mutate_expect(m_tensor_size_overflow, 1, "overflows 64 bits");
     mutate_expect(m_dtype_unknown, 1, "unknown dtype code 0x33");
-    mutate_expect(m_dtype_reserved, 1, "tensor \"q\": dtype s8-panel (0x40) is reserved");
+    mutate_expect(m_dtype_packed_shape, 1,
+                  "tensor \"q\": s8-panel needs 2 dimensions [N, K], not 1");
     mutate_expect(m_ndim, 1, "9 dimensions");
     mutate_expect(m_name_utf8, 1, "name is not valid UTF-8");
     mutate_expect(m_name_nul, 1, "name contains a NUL byte");
@@ -695,9 +697,10 @@ START_TEST(writer_refuses_bad_tensors)
     ck_assert_str_eq(err.msg, "duplicate tensor name \"a\"");
     ck_assert_int_ne(sq_container_writer_add_tensor(w, "b", SQ_CDT_F32, 2, d2, f, 20, &err), 0);
     ck_assert_str_eq(err.msg, "tensor \"b\": 20 bytes given but the shape needs 24");
+    /* A packed [2, 3] int4 tensor is one padded panel: 16 x 128 / 2 bytes. */
     ck_assert_int_ne(
         sq_container_writer_add_tensor(w, "b", SQ_CDT_S4G128_PANEL, 2, d2, f, 24, &err), 0);
-    ck_assert_msg(strstr(err.msg, "reserved"), "%s", err.msg);
+    ck_assert_str_eq(err.msg, "tensor \"b\": 24 bytes given but the shape needs 1024");
     ck_assert_int_ne(sq_container_writer_add_tensor(w, "b", 0x7e, 2, d2, f, 24, &err), 0);
     ck_assert_msg(strstr(err.msg, "unknown dtype code 0x7e"), "%s", err.msg);
     ck_assert_int_ne(sq_container_writer_add_tensor(w, "b", SQ_CDT_U8, 9, d9, f, 1, &err), 0);
@@ -959,6 +962,17 @@ START_TEST(dtype_table)
     ck_assert_ptr_null(sq_cdtype_name(200));
     ck_assert_uint_eq(sq_cdtype_elem_size(SQ_CDT_F64), 8);
     ck_assert_uint_eq(sq_cdtype_elem_size(SQ_CDT_S8_PANEL), 0);
+    /* Packed panels: dims [N, K], N padded to 16, K to 4 (s8) or 128 (s4). */
+    uint64_t nk[2] = {17, 130};
+    ck_assert_int_eq(sq_cdtype_size(SQ_CDT_S8_PANEL, 2, nk, &size, &err), 0);
+    ck_assert_uint_eq(size, 32 * 132);
+    ck_assert_int_eq(sq_cdtype_size(SQ_CDT_S4G128_PANEL, 2, nk, &size, &err), 0);
+    ck_assert_uint_eq(size, 32 * 256 / 2);
+    ck_assert_int_ne(sq_cdtype_size(SQ_CDT_S8_PANEL, 1, nk, &size, &err), 0);
+    uint64_t nk_huge[2] = {UINT64_MAX - 3, 4};
+    ck_assert_int_ne(sq_cdtype_size(SQ_CDT_S8_PANEL, 2, nk_huge, &size, &err), 0);
+    uint64_t nk_big[2] = {1ull << 40, 1ull << 30};
+    ck_assert_int_ne(sq_cdtype_size(SQ_CDT_S4G128_PANEL, 2, nk_big, &size, &err), 0);
     ck_assert_int_eq(sq_cdtype_size(SQ_CDT_I64, 2, d, &size, &err), 0);
     ck_assert_uint_eq(size, 120);
     ck_assert_int_eq(sq_cdtype_size(SQ_CDT_I8, 0, d, &size, &err), 0);

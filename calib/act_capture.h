@@ -1,0 +1,34 @@
+/* An encoder observer that keeps a bounded sample of real activation rows
+ * for every linear input (the first max_rows rows seen, in the run's
+ * deterministic batch order), and optionally the statistics of the smoothed
+ * activations x_j / s_j (SmoothQuant changes the tensor whose range the
+ * activation scale must cover). quantize uses it to search SmoothQuant's
+ * alpha, to measure each quantized linear's output error, and to pick the
+ * activation scale on the smoothed histogram. */
+#ifndef SQ_ACT_CAPTURE_H
+#define SQ_ACT_CAPTURE_H
+
+#include "act_stats.h"
+#include "encoder.h"
+
+typedef struct sq_act_capture {
+    int layers, max_rows;
+    float **rows;   /* [layers * SQ_LIN_KINDS]: [n_rows][cols] */
+    int *n_rows;
+    int *cols;
+    /* Smoothed statistics: when smooth[i] is non-NULL (K floats), stats[i]
+     * accumulates x_j / smooth[i][j]. */
+    const float **smooth;
+    sq_act_stats *stats;
+    bool failed;
+    sq_err first_err;
+} sq_act_capture;
+
+int sq_act_capture_init(sq_act_capture *c, const sq_bert_config *cfg, int max_rows, sq_err *err);
+void sq_act_capture_free(sq_act_capture *c);
+sq_observer sq_act_capture_observer(sq_act_capture *c);
+int sq_act_capture_check(const sq_act_capture *c, sq_err *err);
+/* True once every linear input holds max_rows rows (a capture-only run can stop). */
+bool sq_act_capture_full(const sq_act_capture *c);
+
+#endif

@@ -1,0 +1,647 @@
+#include "quantizer.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "act_capture.h"
+#include "calibrate.h"
+#include "container.h"
+#include "file_hash.h"
+#include "pack.h"
+#include "qlinear_ref.h"
+#include "quant_embed.h"
+#include "quant_weights.h"
+#include "scale_select.h"
+#include "smoothquant.h"
+#include "squint_version.h"
+#include "strbuf.h"
+
+void sq_quantize_report_free(sq_quantize_report *r)
+{
+    free(r->linears);
+    memset(r, 0, sizeof *r);
+}
+
+/* Everything decided for one linear before it is written. */
+typedef struct plan_linear {
+    sq_resolved_linear res;
+    float *s;        /* SmoothQuant factors [k] or NULL */
+    bool folded;     /* attn_out: s folded into V, no runtime multiplier */
+    float alpha;
+    float act_amax;
+    sq_qweight qw;   /* quantized and packed (when not fp32) */
+} plan_linear;
+
+static sq_scale_params recipe_scale(const sq_recipe *r)
+{
+    static const sq_calib_method map[SQ_OBS_COUNT] = {
+        [SQ_OBS_MINMAX] = SQ_CALIB_MINMAX, [SQ_OBS_PERCENTILE] = SQ_CALIB_PERCENTILE,
+        [SQ_OBS_ENTROPY] = SQ_CALIB_ENTROPY, [SQ_OBS_MSE] = SQ_CALIB_MSE};
+    sq_scale_params p;
+    sq_scale_params_default(&p, map[r->observer]);
+    p.percentile = r->percentile;
+    p.skip_zeros = r->skip_zeros;
+    return p;
+}
+
+static void logf_(const sq_quantize_opts *o, const char *fmt, ...) SQ_PRINTF(2, 3);
+static void logf_(const sq_quantize_opts *o, const char *fmt, ...)
+{
+    if (!o->log)
+        return;
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    o->log(o->log_ctx, line);
+}
+
+/* Relative output error of the quantized linear as the runtime will compute
+ * it: activations x / s quantized to int8 with act_scale, times the
+ * dequantized packed weights, plus bias, against x W^T + b in fp32. */
+static int quantized_error(const float *x, int rows, const float *w_ref, const float *bias, int N,
+                           int K, const float *s, float act_scale, const sq_qweight *qw,
+                           double *out, sq_err *err)
+{
+    float *m = malloc((size_t)K * sizeof *m), *xq = malloc((size_t)rows * K * sizeof *xq),
+          *wd = malloc((size_t)N * K * sizeof *wd), *y = malloc((size_t)rows * N * sizeof *y),
+          *ref = malloc((size_t)rows * N * sizeof *ref);
+    int8_t *q = malloc((size_t)rows * K);
+    int rc = -1;
+    if (!m || !xq || !wd || !y || !ref || !q) {
+        sq_err_set(err, "out of memory");
+        goto out;
+    }
+    sq_ref_act_multipliers(s, K, act_scale, m);
+    sq_ref_quantize_acts(x, rows, K, m, q);
+    for (size_t i = 0; i < (size_t)rows * K; i++)
+        xq[i] = q[i] * act_scale;
+    sq_dequantize_weights(qw, wd);
+    /* xq ~ x / s and wd ~ W diag(s): their product approximates x W^T. */
+    sq_fp32_linear(xq, rows, K, wd, N, bias, y);
+    sq_fp32_linear(x, rows, K, w_ref, N, bias, ref);
+    *out = sq_rel_error(y, ref, (size_t)rows * N);
+    rc = 0;
+out:
+    free(m);
+    free(xq);
+    free(wd);
+    free(y);
+    free(ref);
+    free(q);
+    return rc;
+}
+
+/* Quantize W (times diag(scale_s) when given) to qt. The int4 importance of
+ * input j is the calibration sum of x_j^2 / imp_s_j^2 (the smoothed input). */
+static int quantize_linear(const sq_linear *lin, const float *scale_s, const float *imp_s,
+                           const sq_act_stats *xs, sq_qtype qt, bool int4_search, sq_qweight *qw,
+                           sq_err *err)
+{
+    const int K = lin->in, N = lin->out;
+    float *w = malloc((size_t)N * K * sizeof *w), *imp = malloc((size_t)K * sizeof *imp);
+    if (!w || !imp) {
+        free(w);
+        free(imp);
+        return sq_err_set(err, "out of memory");
+    }
+    memcpy(w, lin->w, (size_t)N * K * sizeof *w);
+    for (int j = 0; j < K; j++)
+        imp[j] = (float)(xs->ch_sumsq[j] / (imp_s ? (double)imp_s[j] * imp_s[j] : 1.0));
+    if (scale_s)
+        sq_smooth_scale_weights(w, N, K, scale_s);
+    sq_quant_opts qo = {.importance = imp, .int4_search = int4_search};
+    int rc = sq_quantize_weights(w, N, K, qt, &qo, qw, err);
+    free(w);
+    free(imp);
+    return rc;
+}
+
+static uint64_t packed_bytes(const sq_qweight *q)
+{
+    int cols = q->qtype == SQ_QT_S4G128 ? q->k_pad / SQ_INT4_GROUP : 1;
+    return q->data_size + (uint64_t)q->n * cols * 4 + (uint64_t)q->n_pad * cols * 4;
+}
+
+/* ---------- writing the .sqm ---------- */
+
+static void yaml_tokenizer(sq_strbuf *sb, const sq_wordpiece_spec *t)
+{
+    sq_sb_printf(sb,
+                 "tokenizer:\n  type: wordpiece\n  vocab_size: %d\n  lowercase: %s\n"
+                 "  strip_accents: %s\n  clean_text: %s\n  handle_chinese_chars: %s\n"
+                 "  continuing_subword_prefix: ",
+                 t->vocab_size, t->lowercase ? "true" : "false",
+                 t->strip_accents < 0 ? "null" : t->strip_accents ? "true" : "false",
+                 t->clean_text ? "true" : "false", t->handle_chinese_chars ? "true" : "false");
+    sq_sb_yaml_str(sb, t->continuing_subword_prefix ? t->continuing_subword_prefix : "##");
+    sq_sb_printf(sb,
+                 "\n  max_input_chars_per_word: %d\n  unk_id: %d\n  cls_id: %d\n  sep_id: %d\n"
+                 "  pad_id: %d\n  mask_id: %d\n  model_max_length: %d\n  added_tokens:",
+                 t->max_input_chars_per_word, t->unk_id, t->cls_id, t->sep_id, t->pad_id,
+                 t->mask_id, t->model_max_length);
+    if (t->n_added == 0)
+        sq_sb_printf(sb, " []");
+    for (int i = 0; i < t->n_added; i++)
+        sq_sb_printf(sb, "\n    - %d", t->added[i].id);
+    sq_sb_printf(sb, "\n");
+}
+
+static char *build_metadata(const sq_embed_model *m, const sq_calib_stats *st, uint64_t st_hash,
+                            uint64_t model_digest, const char *model_arg, const sq_recipe *r,
+                            const sq_scale_params *sp, const plan_linear *pl,
+                            const sq_quantize_report *rep, const char *emb_type)
+{
+    const sq_bert_config *c = &m->enc.cfg;
+    sq_pooling_config pc = m->pool;
+    sq_recipe_apply_pooling(r, &pc);
+    sq_strbuf sb = {0};
+    sq_sb_printf(&sb, "format: squint-model\nformat_version: 1\ntool: \"squint %s\"\n"
+                      "architecture: bert\n", SQUINT_VERSION);
+    sq_sb_printf(&sb,
+                 "config:\n  vocab_size: %d\n  hidden: %d\n  layers: %d\n  heads: %d\n  ffn: %d\n"
+                 "  max_positions: %d\n  type_vocab: %d\n  pad_token_id: %d\n"
+                 "  layer_norm_eps: %.17g\n",
+                 c->vocab_size, c->hidden, c->layers, c->heads, c->ffn, c->max_pos, c->type_vocab,
+                 c->pad_token_id, c->ln_eps);
+    sq_sb_printf(&sb, "pooling: %s\nnormalize: %s\nmax_seq: %d\nembeddings_type: %s\n",
+                 sq_pooling_name(pc.pooling), pc.normalize ? "true" : "false", m->max_seq,
+                 emb_type);
+    yaml_tokenizer(&sb, &m->tok_spec);
+    sq_sb_printf(&sb, "source:\n  path: ");
+    sq_sb_yaml_str(&sb, model_arg);
+    sq_sb_printf(&sb, "\n  digest: \"%016" PRIx64 "\"\n", model_digest);
+    sq_sb_printf(&sb, "calibration:\n  digest: \"%016" PRIx64 "\"\n  date: ", st_hash);
+    sq_sb_yaml_str(&sb, st->date ? st->date : "");
+    sq_sb_printf(&sb, "\n  observer: {method: %s, percentile: %.17g}\n  corpus:",
+                 sq_calib_method_name(sp->method), sp->percentile);
+    if (st->n_corpus_files == 0)
+        sq_sb_printf(&sb, " []");
+    for (int i = 0; i < st->n_corpus_files; i++) {
+        sq_sb_printf(&sb, "\n    - {name: ");
+        sq_sb_yaml_str(&sb, st->corpus_files[i].name);
+        sq_sb_printf(&sb, ", size: %" PRIu64 ", xxh64: \"%016" PRIx64 "\"}",
+                     st->corpus_files[i].size, st->corpus_files[i].xxh64);
+    }
+    sq_sb_printf(&sb, "\n  samples: %" PRIu64 "\n  seed: %" PRIu64 "\n  max_seq: %d\n",
+                 st->samples_requested, st->seed, st->max_seq);
+    char *ry = sq_recipe_to_yaml(r);
+    sq_sb_printf(&sb, "recipe: |\n");
+    for (const char *p = ry ? ry : ""; *p;) {
+        const char *e = strchr(p, '\n');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        sq_sb_printf(&sb, "  %.*s\n", (int)n, p);
+        p += n + (e ? 1 : 0);
+    }
+    free(ry);
+    sq_sb_printf(&sb, "linears:\n");
+    for (int i = 0; i < rep->n_linears; i++) {
+        const sq_linear_report *lr = &rep->linears[i];
+        sq_sb_printf(&sb, "  - {name: %s, type: %s, shape: [%d, %d], smooth: %s", lr->name,
+                     sq_qtype_get(lr->qtype)->name, lr->n, lr->k, lr->smooth ? "true" : "false");
+        if (lr->smooth)
+            sq_sb_printf(&sb, ", alpha: %.3g%s", (double)lr->alpha, pl[i].folded ? ", folded_into_v: true" : "");
+        if (lr->qtype != SQ_QT_F32)
+            sq_sb_printf(&sb, ", act_amax: %.9g, err: %.6g", (double)lr->act_amax, lr->err);
+        if (lr->smooth)
+            sq_sb_printf(&sb, ", err_nosmooth: %.6g", lr->err_nosmooth);
+        sq_sb_printf(&sb, "}\n");
+    }
+    if (sb.failed) {
+        sq_sb_free(&sb);
+        return NULL;
+    }
+    return sb.s;
+}
+
+/* Storage that must live until the writer has written. */
+typedef struct keep {
+    void **p;
+    int n, cap;
+} keep;
+
+static void *keep_add(keep *k, void *p)
+{
+    if (!p)
+        return NULL;
+    if (k->n == k->cap) {
+        int nc = k->cap ? k->cap * 2 : 64;
+        void **a = realloc(k->p, (size_t)nc * sizeof *a);
+        if (!a) {
+            free(p);
+            return NULL;
+        }
+        k->p = a;
+        k->cap = nc;
+    }
+    k->p[k->n++] = p;
+    return p;
+}
+
+static void keep_free(keep *k)
+{
+    for (int i = 0; i < k->n; i++)
+        free(k->p[i]);
+    free(k->p);
+}
+
+#define ADD_REF(name, dt, nd, dims, ptr, size)                                                     \
+    do {                                                                                           \
+        if (sq_container_writer_add_tensor_ref(w, name, dt, nd, dims, ptr, size, err) != 0)        \
+            goto fail;                                                                             \
+    } while (0)
+
+static int write_sqm(const sq_embed_model *m, const plan_linear *pl, const char *meta,
+                     sq_qtype emb_qt, int zstd_level, const char *path, sq_err *err)
+{
+    const sq_encoder *e = &m->enc;
+    const sq_bert_config *c = &e->cfg;
+    const int H = c->hidden;
+    sq_container_writer *w = sq_container_writer_new(SQ_KIND_SQM);
+    keep kp = {0};
+    int rc = -1;
+    if (!w) {
+        sq_err_set(err, "out of memory");
+        goto out;
+    }
+    if (sq_container_writer_set_metadata(w, meta, strlen(meta), err) != 0)
+        goto fail;
+    /* tokenizer.vocab: token strings in id order, NUL after each */
+    const sq_wordpiece_spec *ts = &m->tok_spec;
+    uint64_t vbytes = 0;
+    for (int i = 0; i < ts->vocab_size; i++)
+        vbytes += strlen(ts->vocab[i]) + 1;
+    char *vocab = keep_add(&kp, malloc(vbytes ? vbytes : 1));
+    if (!vocab) {
+        sq_err_set(err, "out of memory");
+        goto out;
+    }
+    for (int i = 0, o = 0; i < ts->vocab_size; i++) {
+        size_t n = strlen(ts->vocab[i]) + 1;
+        memcpy(vocab + o, ts->vocab[i], n);
+        o += (int)n;
+    }
+    ADD_REF("tokenizer.vocab", SQ_CDT_U8, 1, &vbytes, vocab, vbytes);
+
+    uint64_t V = (uint64_t)c->vocab_size, d2[2] = {V, (uint64_t)H};
+    if (emb_qt == SQ_QT_F32) {
+        ADD_REF("embeddings.word", SQ_CDT_F32, 2, d2, e->word_emb, V * H * 4);
+    } else if (emb_qt == SQ_QT_S8) {
+        int8_t *q = keep_add(&kp, malloc(V * H));
+        float *sc = keep_add(&kp, malloc(V * 4));
+        if (!q || !sc) {
+            sq_err_set(err, "out of memory");
+            goto out;
+        }
+        sq_embed_quant_s8(e->word_emb, (int)V, H, q, sc);
+        ADD_REF("embeddings.word", SQ_CDT_I8, 2, d2, q, V * H);
+        ADD_REF("embeddings.word.scale", SQ_CDT_F32, 1, &V, sc, V * 4);
+    } else {
+        uint64_t G = (uint64_t)sq_embed_s4_groups(H), dq[2] = {V, (uint64_t)H / 2}, ds[2] = {V, G};
+        uint8_t *q = keep_add(&kp, calloc(V * H / 2, 1));
+        float *sc = keep_add(&kp, malloc(V * G * 4));
+        if (!q || !sc) {
+            sq_err_set(err, "out of memory");
+            goto out;
+        }
+        sq_embed_quant_s4(e->word_emb, (int)V, H, q, sc);
+        ADD_REF("embeddings.word", SQ_CDT_U8, 2, dq, q, V * H / 2);
+        ADD_REF("embeddings.word.scale", SQ_CDT_F32, 2, ds, sc, V * G * 4);
+    }
+    uint64_t dp[2] = {(uint64_t)c->max_pos, (uint64_t)H}, dt[2] = {(uint64_t)c->type_vocab, (uint64_t)H},
+             dh = (uint64_t)H;
+    ADD_REF("embeddings.position", SQ_CDT_F32, 2, dp, e->pos_emb, dp[0] * H * 4);
+    ADD_REF("embeddings.token_type", SQ_CDT_F32, 2, dt, e->type_emb, dt[0] * H * 4);
+    ADD_REF("embeddings.ln.gamma", SQ_CDT_F32, 1, &dh, e->emb_ln_g, dh * 4);
+    ADD_REF("embeddings.ln.beta", SQ_CDT_F32, 1, &dh, e->emb_ln_b, dh * 4);
+    char name[96];
+    for (int l = 0; l < c->layers; l++) {
+        const sq_encoder_layer *L = &e->layers[l];
+#define NAME(...) (snprintf(name, sizeof name, __VA_ARGS__), name)
+        ADD_REF(NAME("layer.%d.ln_attn.gamma", l), SQ_CDT_F32, 1, &dh, L->ln_attn_g, dh * 4);
+        ADD_REF(NAME("layer.%d.ln_attn.beta", l), SQ_CDT_F32, 1, &dh, L->ln_attn_b, dh * 4);
+        ADD_REF(NAME("layer.%d.ln_ffn.gamma", l), SQ_CDT_F32, 1, &dh, L->ln_ffn_g, dh * 4);
+        ADD_REF(NAME("layer.%d.ln_ffn.beta", l), SQ_CDT_F32, 1, &dh, L->ln_ffn_b, dh * 4);
+        for (int k = 0; k < SQ_LIN_KINDS; k++) {
+            const plan_linear *p = &pl[l * SQ_LIN_KINDS + k];
+            const sq_linear *lin = &L->lin[k];
+            const char *kn = sq_linear_kind_name((sq_linear_kind)k);
+            uint64_t N = (uint64_t)lin->out, K = (uint64_t)lin->in, dw[2] = {N, K};
+            if (p->res.qtype == SQ_QT_F32) {
+                ADD_REF(NAME("layer.%d.%s.weight", l, kn), SQ_CDT_F32, 2, dw, lin->w, N * K * 4);
+                ADD_REF(NAME("layer.%d.%s.bias", l, kn), SQ_CDT_F32, 1, &N, lin->b, N * 4);
+                continue;
+            }
+            const sq_qweight *q = &p->qw;
+            bool s4 = q->qtype == SQ_QT_S4G128;
+            uint64_t G = s4 ? (uint64_t)q->k_pad / SQ_INT4_GROUP : 1, NP = (uint64_t)q->n_pad;
+            uint64_t dsc[2] = {N, G}, dws[2] = {NP, G}, one = 1;
+            ADD_REF(NAME("layer.%d.%s.weight", l, kn), s4 ? SQ_CDT_S4G128_PANEL : SQ_CDT_S8_PANEL,
+                    2, dw, q->data, q->data_size);
+            ADD_REF(NAME("layer.%d.%s.scale", l, kn), SQ_CDT_F32, s4 ? 2 : 1, dsc, q->scale, N * G * 4);
+            ADD_REF(NAME("layer.%d.%s.wsum", l, kn), SQ_CDT_I32, s4 ? 2 : 1, dws, q->wsum, NP * G * 4);
+            ADD_REF(NAME("layer.%d.%s.bias", l, kn), SQ_CDT_F32, 1, &N, lin->b, N * 4);
+            if (p->s && !p->folded)
+                ADD_REF(NAME("layer.%d.%s.smooth", l, kn), SQ_CDT_F32, 1, &K, p->s, K * 4);
+            float *as = keep_add(&kp, malloc(4));
+            if (!as) {
+                sq_err_set(err, "out of memory");
+                goto out;
+            }
+            *as = p->act_amax / 127.0f;
+            ADD_REF(NAME("layer.%d.%s.act_scale", l, kn), SQ_CDT_F32, 1, &one, as, 4);
+#undef NAME
+        }
+    }
+    sq_container_writer_set_zstd(w, zstd_level);
+    if (sq_container_writer_write(w, path, err) != 0)
+        goto out;
+    rc = 0;
+    goto out;
+fail:
+    sq_err_prefix(err, "%s", path);
+out:
+    sq_container_writer_free(w);
+    keep_free(&kp);
+    return rc;
+}
+
+/* ---------- the driver ---------- */
+
+static void warn_to_log(void *ctx, const char *msg)
+{
+    const sq_quantize_opts *o = ctx;
+    logf_(o, "warning: %s", msg);
+}
+
+static float safe_amax(float a)
+{
+    return isfinite(a) && a > 0 ? a : 1e-6f; /* an all-zero input: any scale works */
+}
+
+static void free_plan(plan_linear *pl, int n, float **w_orig)
+{
+    for (int i = 0; pl && i < n; i++) {
+        free(pl[i].s);
+        sq_qweight_free(&pl[i].qw);
+        if (w_orig)
+            free(w_orig[i]);
+    }
+    free(pl);
+    free(w_orig);
+}
+
+int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_stats *st,
+                      const char *st_path, const sq_quantize_opts *o, const char *out_path,
+                      sq_quantize_report *rep, sq_err *err)
+{
+    memset(rep, 0, sizeof *rep);
+    const sq_recipe *r = o->recipe;
+    const sq_bert_config *c = &m->enc.cfg;
+    const int L = c->layers, NL = L * SQ_LIN_KINDS;
+    plan_linear *pl = calloc((size_t)NL, sizeof *pl);
+    float **w_orig = calloc((size_t)NL, sizeof *w_orig); /* attn_out before the V fold */
+    sq_act_capture cap = {0}, cap2 = {0};
+    sq_model_digest md = {0};
+    char *meta = NULL;
+    float *ones = NULL;
+    int rc = -1;
+    rep->linears = calloc((size_t)NL, sizeof *rep->linears);
+    if (!pl || !w_orig || !rep->linears) {
+        sq_err_set(err, "out of memory");
+        goto out;
+    }
+    rep->n_linears = NL;
+
+    /* 0. The statistics must be of this very model. */
+    if (sq_model_digest_dir(m->ckpt.dir, &md, err) != 0)
+        goto out;
+    if (md.combined != st->model_digest || memcmp(&st->cfg, c, sizeof *c) != 0) {
+        sq_err_set(err, "%s: statistics are of a different model (model digest %016" PRIx64
+                        ", statistics recorded %016" PRIx64 "); recalibrate",
+                   st_path, md.combined, st->model_digest);
+        goto out;
+    }
+    for (int i = 0; i < md.n_files; i++)
+        rep->bytes_in += md.files[i].size;
+
+    /* 1. Recipe against the model. */
+    if (sq_recipe_check_model(r, c, err) != 0)
+        goto out;
+    if (sq_recipe_check_overrides_layers(r, L, o->strict, warn_to_log, (void *)o, err) < 0)
+        goto out;
+    bool any_quant = false, any_smooth = false;
+    for (int l = 0; l < L; l++)
+        for (int k = 0; k < SQ_LIN_KINDS; k++) {
+            int i = l * SQ_LIN_KINDS + k;
+            sq_linear_report *lr = &rep->linears[i];
+            const sq_linear *lin = &m->enc.layers[l].lin[k];
+            sq_linear_name(lr->name, sizeof lr->name, l, (sq_linear_kind)k);
+            if (sq_recipe_resolve(r, lr->name, &pl[i].res, err) != 0)
+                goto out;
+            lr->qtype = pl[i].res.qtype;
+            lr->n = lin->out;
+            lr->k = lin->in;
+            lr->smooth = pl[i].res.smooth;
+            lr->alpha = pl[i].res.alpha.is_auto ? -1.0f : (float)pl[i].res.alpha.value;
+            lr->err = lr->err_nosmooth = NAN;
+            lr->bytes_fp32 = (uint64_t)lin->out * lin->in * 4 + (uint64_t)lin->out * 4;
+            lr->bytes_packed = lr->qtype == SQ_QT_F32
+                                   ? lr->bytes_fp32
+                                   : sq_packed_size(lr->qtype, lin->out, lin->in);
+            any_quant |= lr->qtype != SQ_QT_F32;
+            any_smooth |= lr->smooth;
+        }
+    if (o->dry_run) {
+        rc = 0;
+        goto out;
+    }
+    const sq_scale_params sp = recipe_scale(r);
+    const bool int4_search = o->int4_search || r->int4_scale_search;
+
+    /* 2. Real activation rows of every linear input (a few sequences). */
+    if (any_quant) {
+        if (sq_act_capture_init(&cap, c, o->capture_rows, err) != 0)
+            goto out;
+        sq_observer obs = sq_act_capture_observer(&cap);
+        logf_(o, "replaying calibration samples for activation rows ...");
+        if (sq_calib_replay(m, st, o->bundled_corpus, o->corpus, o->n_corpus, o->batch, &obs, 64,
+                            err) != 0 ||
+            sq_act_capture_check(&cap, err) != 0)
+            goto out;
+    }
+
+    /* 3. SmoothQuant factors; attn_out folded into V first, since the fold
+     * changes the V rows that qkv's factors look at. */
+    sq_smooth_search search = {.step = (float)r->sq_auto_step};
+    static const sq_linear_kind order[SQ_LIN_KINDS] = {SQ_LIN_ATTN_OUT, SQ_LIN_QKV, SQ_LIN_FFN_UP,
+                                                       SQ_LIN_FFN_DOWN};
+    for (int l = 0; l < L; l++) {
+        sq_encoder_layer *Ly = &m->enc.layers[l];
+        for (int t = 0; t < SQ_LIN_KINDS; t++) {
+            sq_linear_kind k = order[t];
+            int i = l * SQ_LIN_KINDS + k;
+            plan_linear *p = &pl[i];
+            if (!p->res.smooth)
+                continue;
+            sq_linear *lin = &Ly->lin[k];
+            const sq_act_stats *xs = sq_calib_stats_at(st, l, k);
+            int K = lin->in, N = lin->out;
+            float *wmax = calloc((size_t)K, sizeof *wmax);
+            p->s = malloc((size_t)K * sizeof *p->s);
+            if (!wmax || !p->s) {
+                free(wmax);
+                sq_err_set(err, "out of memory");
+                goto out;
+            }
+            sq_smooth_weight_absmax(lin->w, N, K, wmax);
+            float alpha = (float)p->res.alpha.value;
+            if (p->res.alpha.is_auto &&
+                sq_smooth_search_alpha(cap.rows[i], cap.n_rows[i], K, lin->w, N, lin->b,
+                                       xs->ch_max_abs, wmax, &search, &alpha, NULL, NULL,
+                                       err) != 0) {
+                free(wmax);
+                sq_err_prefix(err, "%s", rep->linears[i].name);
+                goto out;
+            }
+            sq_smooth_factors(xs->ch_max_abs, wmax, K, alpha, p->s);
+            free(wmax);
+            p->alpha = alpha;
+            rep->linears[i].alpha = alpha;
+            if (k == SQ_LIN_ATTN_OUT) {
+                w_orig[i] = malloc((size_t)N * K * sizeof(float));
+                if (!w_orig[i]) {
+                    sq_err_set(err, "out of memory");
+                    goto out;
+                }
+                memcpy(w_orig[i], lin->w, (size_t)N * K * sizeof(float));
+                if (sq_smooth_fold_v_out(&Ly->lin[SQ_LIN_QKV], lin, p->s, err) != 0)
+                    goto out;
+                p->folded = true;
+            }
+        }
+    }
+
+    /* 4. Activation clip ranges. Smoothed inputs need the histogram of x / s:
+     * replay the calibration with the smoothing applied (not for minmax,
+     * whose range follows exactly from the per-channel maxima). */
+    bool pass_b = any_smooth && sp.method != SQ_CALIB_MINMAX;
+    if (pass_b) {
+        if (sq_act_capture_init(&cap2, c, 0, err) != 0)
+            goto out;
+        ones = malloc((size_t)(c->ffn > c->hidden ? c->ffn : c->hidden) * sizeof *ones);
+        if (!ones) {
+            sq_err_set(err, "out of memory");
+            goto out;
+        }
+        for (int j = 0; j < (c->ffn > c->hidden ? c->ffn : c->hidden); j++)
+            ones[j] = 1.0f;
+        for (int i = 0; i < NL; i++)
+            if (pl[i].s) /* folded inputs arrive already divided by s */
+                cap2.smooth[i] = pl[i].folded ? ones : pl[i].s;
+        sq_observer obs2 = sq_act_capture_observer(&cap2);
+        logf_(o, "replaying calibration samples for the smoothed activation ranges ...");
+        if (sq_calib_replay(m, st, o->bundled_corpus, o->corpus, o->n_corpus, o->batch, &obs2, 0,
+                            err) != 0 ||
+            sq_act_capture_check(&cap2, err) != 0)
+            goto out;
+    }
+    for (int i = 0; i < NL; i++) {
+        plan_linear *p = &pl[i];
+        if (p->res.qtype == SQ_QT_F32)
+            continue;
+        const sq_act_stats *xs = sq_calib_stats_at(st, i / SQ_LIN_KINDS, (sq_linear_kind)(i % SQ_LIN_KINDS));
+        float amax = 0;
+        if (p->s && pass_b) {
+            if (sq_select_amax(&cap2.stats[i].hist, &sp, &amax, err) != 0)
+                goto out;
+        } else if (p->s) {
+            amax = sq_smooth_act_absmax(xs->ch_max_abs, p->s, xs->channels);
+        } else if (sq_select_amax(&xs->hist, &sp, &amax, err) != 0) {
+            goto out;
+        }
+        p->act_amax = safe_amax(amax);
+        rep->linears[i].act_amax = p->act_amax;
+    }
+
+    /* 5. Quantize and pack every linear; measure its output error. */
+    for (int i = 0; i < NL; i++) {
+        plan_linear *p = &pl[i];
+        sq_linear_report *lr = &rep->linears[i];
+        int l = i / SQ_LIN_KINDS;
+        sq_linear_kind k = (sq_linear_kind)(i % SQ_LIN_KINDS);
+        const sq_linear *lin = &m->enc.layers[l].lin[k];
+        const sq_act_stats *xs = sq_calib_stats_at(st, l, k);
+        if (p->res.qtype != SQ_QT_F32) {
+            if (quantize_linear(lin, p->folded ? NULL : p->s, p->s, xs, p->res.qtype, int4_search,
+                                &p->qw, err) != 0) {
+                sq_err_prefix(err, "%s", lr->name);
+                goto out;
+            }
+            const float *wref = p->folded ? w_orig[i] : lin->w;
+            if (quantized_error(cap.rows[i], cap.n_rows[i], wref, lin->b, lin->out, lin->in, p->s,
+                                p->act_amax / 127.0f, &p->qw, &lr->err, err) != 0)
+                goto out;
+            if (p->s) { /* the same linear without SmoothQuant, for the report */
+                sq_linear plain = {.in = lin->in, .out = lin->out, .w = (float *)wref, .b = lin->b};
+                sq_qweight qn = {0};
+                float amax_n = 0;
+                if (quantize_linear(&plain, NULL, NULL, xs, p->res.qtype, int4_search, &qn, err) != 0 ||
+                    sq_select_amax(&xs->hist, &sp, &amax_n, err) != 0 ||
+                    quantized_error(cap.rows[i], cap.n_rows[i], wref, lin->b, lin->out, lin->in,
+                                    NULL, safe_amax(amax_n) / 127.0f, &qn, &lr->err_nosmooth,
+                                    err) != 0) {
+                    sq_qweight_free(&qn);
+                    goto out;
+                }
+                sq_qweight_free(&qn);
+            }
+            lr->bytes_packed = packed_bytes(&p->qw);
+        }
+        if (lr->qtype == SQ_QT_F32)
+            logf_(o, "%-18s [%5d x %5d] %-9s %9" PRIu64 " bytes (kept)", lr->name, lr->n, lr->k,
+                  "fp32", lr->bytes_fp32);
+        else if (lr->smooth)
+            logf_(o, "%-18s [%5d x %5d] %-9s %9" PRIu64 " -> %8" PRIu64 " bytes  alpha %.2f  err %.4f (no smoothing %.4f)",
+                  lr->name, lr->n, lr->k, sq_qtype_get(lr->qtype)->name, lr->bytes_fp32,
+                  lr->bytes_packed, (double)lr->alpha, lr->err, lr->err_nosmooth);
+        else
+            logf_(o, "%-18s [%5d x %5d] %-9s %9" PRIu64 " -> %8" PRIu64 " bytes  err %.4f", lr->name,
+                  lr->n, lr->k, sq_qtype_get(lr->qtype)->name, lr->bytes_fp32, lr->bytes_packed,
+                  lr->err);
+    }
+
+    /* 6. Write. */
+    uint64_t st_size, st_hash = 0;
+    if (st_path && sq_hash_file(st_path, &st_size, &st_hash, err) != 0)
+        goto out;
+    sq_qtype emb_qt = r->weight_type;
+    meta = build_metadata(m, st, st_hash, md.combined, model_arg, r, &sp, pl, rep,
+                          sq_qtype_get(emb_qt)->name);
+    if (!meta) {
+        sq_err_set(err, "out of memory building metadata");
+        goto out;
+    }
+    if (write_sqm(m, pl, meta, emb_qt, o->zstd_level, out_path, err) != 0)
+        goto out;
+    uint64_t h;
+    if (sq_hash_file(out_path, &rep->bytes_out, &h, err) != 0)
+        goto out;
+    rc = 0;
+out:
+    free(meta);
+    free(ones);
+    sq_act_capture_free(&cap);
+    sq_act_capture_free(&cap2);
+    sq_model_digest_free(&md);
+    free_plan(pl, NL, w_orig);
+    if (rc != 0)
+        sq_quantize_report_free(rep);
+    return rc;
+}

@@ -1,0 +1,230 @@
+/* squint quantize: fp32 checkpoint + calibration + recipe -> packed .sqm. */
+#include <getopt.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calibrate.h"
+#include "cli.h"
+#include "quantizer.h"
+#include "threads.h"
+
+#ifndef SQ_BUNDLED_CORPUS
+#define SQ_BUNDLED_CORPUS "calib/data/qasper-calib.jsonl.zst"
+#endif
+
+static const char *const help =
+    "usage: squint quantize MODEL [--calib X.sqc] [--recipe R.yaml] -o OUT.sqm [options]\n"
+    "\n"
+    "Quantize a Hugging Face BERT checkpoint: SmoothQuant on the inputs the recipe names,\n"
+    "int8 per-channel or int4 group-128 weights packed into VNNI-4 panels, static\n"
+    "activation scales from the calibration statistics, all written to one .sqm file\n"
+    "that also carries the tokenizer, pooling and provenance.\n"
+    "\n"
+    "options:\n"
+    "  --calib FILE.sqc   statistics from `squint calibrate` (default: calibrate on the\n"
+    "                     bundled corpus first, 256 samples)\n"
+    "  --recipe FILE      YAML recipe (recipes/README.md; default: int8, SmoothQuant 0.5\n"
+    "                     on the LayerNorm outputs, percentile 99.99)\n"
+    "  -o, --output FILE  the .sqm to write\n"
+    "  --corpus FILE      replay these corpus files instead of the ones the statistics\n"
+    "                     record (repeatable)\n"
+    "  --int4-search      weighted-MSE scale search for int4-g128 groups\n"
+    "  --compress[=L]     zstd-compress the file (level L, default 19); read transparently\n"
+    "  --strict           an override that matches no linear is an error\n"
+    "  --dry-run          print the plan (every linear and its type) and write nothing\n"
+    "  --json             print a machine-readable summary on stdout\n"
+    "  --threads T        worker threads (default: all CPUs)\n"
+    "\n"
+    "exit codes: 0 ok, 1 a --strict check failed, 2 bad input\n"
+    "\n"
+    "example:\n"
+    "  squint quantize bge-small/ --calib bge-small.sqc --recipe recipes/bge-small-en-v1.5.yaml -o bge-small.sqm\n";
+
+static void log_line(void *ctx, const char *line)
+{
+    (void)ctx;
+    fprintf(stderr, "%s\n", line);
+}
+
+static json_t *num_or_null(double v)
+{
+    return isfinite(v) ? json_real(v) : json_null();
+}
+
+static void print_json(const sq_quantize_report *rep, const char *out, bool dry)
+{
+    json_t *root = json_object(), *arr = json_array();
+    for (int i = 0; i < rep->n_linears; i++) {
+        const sq_linear_report *l = &rep->linears[i];
+        json_t *o = json_pack("{s:s,s:s,s:[i,i],s:b,s:I,s:I}", "name", l->name, "type",
+                              sq_qtype_get(l->qtype)->name, "shape", l->n, l->k, "smooth",
+                              l->smooth, "bytes_fp32", (json_int_t)l->bytes_fp32, "bytes_packed",
+                              (json_int_t)l->bytes_packed);
+        if (l->smooth)
+            json_object_set_new(o, "alpha", l->alpha >= 0 ? json_real(l->alpha) : json_string("auto"));
+        if (!dry && l->qtype != SQ_QT_F32) {
+            json_object_set_new(o, "act_amax", json_real(l->act_amax));
+            json_object_set_new(o, "err", num_or_null(l->err));
+            json_object_set_new(o, "err_nosmooth", num_or_null(l->err_nosmooth));
+        }
+        json_array_append_new(arr, o);
+    }
+    json_object_set_new(root, "output", dry ? json_null() : json_string(out));
+    json_object_set_new(root, "dry_run", json_boolean(dry));
+    json_object_set_new(root, "bytes_in", json_integer((json_int_t)rep->bytes_in));
+    json_object_set_new(root, "bytes_out", json_integer((json_int_t)rep->bytes_out));
+    json_object_set_new(root, "ratio", rep->bytes_in && !dry ? json_real((double)rep->bytes_out / rep->bytes_in) : json_null());
+    json_object_set_new(root, "linears", arr);
+    json_dumpf(root, stdout, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+    printf("\n");
+    json_decref(root);
+}
+
+int cmd_quantize(int argc, char **argv)
+{
+    enum { O_CALIB = 256, O_RECIPE, O_CORPUS, O_SEARCH, O_COMPRESS, O_STRICT, O_DRY, O_JSON };
+    static const struct option opts[] = {
+        {"calib", required_argument, 0, O_CALIB},   {"recipe", required_argument, 0, O_RECIPE},
+        {"output", required_argument, 0, 'o'},      {"corpus", required_argument, 0, O_CORPUS},
+        {"int4-search", no_argument, 0, O_SEARCH},  {"compress", optional_argument, 0, O_COMPRESS},
+        {"strict", no_argument, 0, O_STRICT},       {"dry-run", no_argument, 0, O_DRY},
+        {"json", no_argument, 0, O_JSON},           {"threads", required_argument, 0, 't'},
+        {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
+    const char *calib = NULL, *recipe_path = NULL, *out = NULL;
+    const char **corpus = calloc((size_t)argc + 1, sizeof *corpus);
+    size_t n_corpus = 0;
+    long threads = 0, lvl;
+    int zstd_level = 0, strict = 0, dry = 0, json = 0, search = 0, rc = SQ_EXIT_BADINPUT;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "o:t:h", opts, NULL)) != -1) {
+        switch (c) {
+        case O_CALIB: calib = optarg; break;
+        case O_RECIPE: recipe_path = optarg; break;
+        case 'o': out = optarg; break;
+        case O_CORPUS: corpus[n_corpus++] = optarg; break;
+        case O_SEARCH: search = 1; break;
+        case O_COMPRESS:
+            if (!optarg)
+                zstd_level = 19;
+            else if (cli_parse_int(optarg, 1, 22, &lvl))
+                zstd_level = (int)lvl;
+            else {
+                rc = cli_usage_error("quantize", "--compress level must be in [1, 22]");
+                goto done;
+            }
+            break;
+        case O_STRICT: strict = 1; break;
+        case O_DRY: dry = 1; break;
+        case O_JSON: json = 1; break;
+        case 't':
+            if (!cli_parse_int(optarg, 1, 1024, &threads)) {
+                rc = cli_usage_error("quantize", "--threads must be an integer in [1, 1024]");
+                goto done;
+            }
+            break;
+        case 'h': fputs(help, stdout); rc = SQ_EXIT_OK; goto done;
+        default: rc = cli_usage_error("quantize", "invalid option"); goto done;
+        }
+    }
+    if (optind != argc - 1) {
+        rc = cli_usage_error("quantize", "expected exactly one MODEL argument");
+        goto done;
+    }
+    if (!out && !dry) {
+        rc = cli_usage_error("quantize", "-o OUT.sqm is required (or --dry-run)");
+        goto done;
+    }
+    sq_threads_init((int)threads);
+    const char *model_arg = argv[optind];
+    const char *env_corpus = getenv("SQUINT_BUNDLED_CORPUS");
+    const char *bundled = env_corpus && *env_corpus ? env_corpus : SQ_BUNDLED_CORPUS;
+    sq_err err = {{0}};
+    sq_recipe recipe;
+    if ((recipe_path ? sq_recipe_load_file(recipe_path, &recipe, &err)
+                     : sq_recipe_default(&recipe)) != 0) {
+        rc = cli_fail("quantize", &err);
+        goto done;
+    }
+    sq_embed_model m;
+    if (sq_embed_model_open(model_arg, &m, &err) != 0) {
+        sq_recipe_free(&recipe);
+        rc = cli_fail("quantize", &err);
+        goto done;
+    }
+    sq_calib_stats st;
+    int have_st = 0;
+    if (calib) {
+        if (sq_calib_stats_load(calib, &st, &err) != 0)
+            goto fail;
+        have_st = 1;
+    } else if (!dry) {
+        fprintf(stderr, "squint quantize: no --calib: calibrating on the bundled corpus (256 samples)\n");
+        sq_calibrate_opts co = {.samples = 256, .batch = 16, .max_seq = m.max_seq,
+                                .bundled_corpus = bundled};
+        sq_scale_params_default(&co.scale, SQ_CALIB_PERCENTILE);
+        if (sq_calibrate(&m, model_arg, &co, &st, &err) != 0)
+            goto fail;
+        have_st = 1;
+    } else {
+        sq_calibrate_opts co = {0};
+        (void)co;
+        memset(&st, 0, sizeof st);
+    }
+    sq_quantize_opts qo = {.recipe = &recipe, .strict = strict, .int4_search = search,
+                           .bundled_corpus = bundled, .corpus = corpus, .n_corpus = n_corpus,
+                           .batch = 16, .capture_rows = 512, .zstd_level = zstd_level,
+                           .dry_run = dry, .log = json ? NULL : log_line};
+    sq_quantize_report rep;
+    if (dry && !have_st) {
+        /* A plan needs no statistics: fake the identity check away. */
+        st.cfg = m.enc.cfg;
+        sq_model_digest md;
+        if (sq_model_digest_dir(m.ckpt.dir, &md, &err) != 0)
+            goto fail;
+        st.model_digest = md.combined;
+        sq_model_digest_free(&md);
+    }
+    if (sq_quantize_model(&m, model_arg, &st, calib, &qo, out, &rep, &err) != 0) {
+        rc = strstr(err.msg, "matches no linear") ? SQ_EXIT_FAIL : SQ_EXIT_BADINPUT;
+        fprintf(stderr, "squint quantize: error: %s\n", err.msg);
+    } else {
+        if (json) {
+            print_json(&rep, out, dry);
+        } else if (dry) {
+            printf("plan for %s (%d linears):\n", model_arg, rep.n_linears);
+            for (int i = 0; i < rep.n_linears; i++) {
+                const sq_linear_report *l = &rep.linears[i];
+                printf("  %-18s [%5d x %5d]  %-9s", l->name, l->n, l->k, sq_qtype_get(l->qtype)->name);
+                if (l->smooth) {
+                    if (l->alpha >= 0)
+                        printf("  smoothquant alpha %.2f", (double)l->alpha);
+                    else
+                        printf("  smoothquant alpha auto");
+                }
+                printf("\n");
+            }
+        } else {
+            fprintf(stderr, "squint quantize: wrote %s: %llu bytes (%.1f%% of the %llu-byte checkpoint)\n",
+                    out, (unsigned long long)rep.bytes_out,
+                    rep.bytes_in ? 100.0 * rep.bytes_out / rep.bytes_in : 0.0,
+                    (unsigned long long)rep.bytes_in);
+        }
+        sq_quantize_report_free(&rep);
+        rc = SQ_EXIT_OK;
+    }
+    goto cleanup;
+fail:
+    rc = cli_fail("quantize", &err);
+cleanup:
+    if (have_st)
+        sq_calib_stats_free(&st);
+    sq_embed_model_close(&m);
+    sq_recipe_free(&recipe);
+done:
+    free(corpus);
+    return rc;
+}

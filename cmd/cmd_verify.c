@@ -1,0 +1,411 @@
+/* squint verify: is a squint file intact and, for a model, self-consistent?
+ * Exit 0 when it is, 1 naming the damaged part, 2 when it is not a readable
+ * squint file. */
+#include <getopt.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <xxhash.h>
+
+#include "cli.h"
+#include "container.h"
+#include "inspect_sqm.h"
+#include "yaml_tree.h"
+
+static const char *const help =
+    "usage: squint verify FILE [--json]\n"
+    "\n"
+    "Check a squint file (.sqc statistics or .sqm model, plain or zstd): the header,\n"
+    "metadata and directory checksums, every tensor's xxh64, the padding and the\n"
+    "whole-file checksum; for a model also that the metadata is a squint-model\n"
+    "document and that every linear has its companion tensors (scale, wsum, bias,\n"
+    "act_scale) with consistent shapes.\n"
+    "\n"
+    "Prints 'FILE: OK (N tensors, SIZE bytes, KIND)' and exits 0; exits 1 naming the\n"
+    "damaged tensor (or metadata, directory, header, trailer, padding, file size);\n"
+    "exits 2 when FILE cannot be read or is not a squint file.\n"
+    "\n"
+    "options:\n"
+    "  --json   machine-readable result\n"
+    "\n"
+    "example:\n"
+    "  squint verify bge-small.sqm\n";
+
+/* ---- reports ---- */
+
+static int report_set(sq_verify_report *r, int status, const char *part, const char *tensor)
+{
+    r->status = status;
+    r->part = part;
+    snprintf(r->tensor, sizeof r->tensor, "%s", tensor ? tensor : "");
+    return status;
+}
+
+static int damaged(sq_verify_report *r, const char *part, const char *tensor, const char *fmt,
+                   ...) SQ_PRINTF(4, 5);
+static int damaged(sq_verify_report *r, const char *part, const char *tensor, const char *fmt,
+                   ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->err.msg, sizeof r->err.msg, fmt, ap);
+    va_end(ap);
+    return report_set(r, SQ_EXIT_FAIL, part, tensor);
+}
+
+/* ---- model consistency (formats/SQM.md) ---- */
+
+static bool shape_is(const sq_container_tensor *t, int ndim, uint64_t d0, uint64_t d1)
+{
+    return t->ndim == ndim && (ndim < 1 || t->dims[0] == d0) && (ndim < 2 || t->dims[1] == d1);
+}
+
+static void shape_text(const sq_container_tensor *t, char *buf, size_t n)
+{
+    size_t len = (size_t)snprintf(buf, n, "[");
+    for (int i = 0; i < t->ndim && len < n; i++)
+        len += (size_t)snprintf(buf + len, n - len, "%s%llu", i ? ", " : "",
+                                (unsigned long long)t->dims[i]);
+    if (len < n)
+        snprintf(buf + len, n - len, "]");
+}
+
+/* Companion `prefix.suffix` must exist (unless optional) with this dtype and
+ * shape (ndim 1: [d0], 2: [d0, d1]). */
+static int check_companion(const sq_container *c, const char *prefix, const char *suffix,
+                           bool optional, unsigned dtype, int ndim, uint64_t d0, uint64_t d1,
+                           sq_verify_report *r)
+{
+    char name[SQ_CONTAINER_MAX_NAME + 16];
+    snprintf(name, sizeof name, "%s.%s", prefix, suffix);
+    const sq_container_tensor *t = sq_container_find(c, name);
+    if (!t)
+        return optional ? 0 : damaged(r, "tensor", name, "missing tensor \"%s\"", name);
+    char got[160], want[64];
+    shape_text(t, got, sizeof got);
+    snprintf(want, sizeof want, ndim == 1 ? "[%llu]" : "[%llu, %llu]", (unsigned long long)d0,
+             (unsigned long long)d1);
+    if (t->dtype != dtype || !shape_is(t, ndim, d0, d1))
+        return damaged(r, "tensor", name, "tensor \"%s\" is %s %s, expected %s %s", name,
+                       sq_cdtype_name(t->dtype), got, sq_cdtype_name(dtype), want);
+    return 0;
+}
+
+static uint64_t round_up(uint64_t v, uint64_t m)
+{
+    return (v + m - 1) / m * m;
+}
+
+/* A linear `prefix` whose weight is w: bias always; packed weights also need
+ * scale, wsum and act_scale, and may have smooth. */
+static int check_linear(const sq_container *c, const char *prefix, const sq_container_tensor *w,
+                        sq_verify_report *r)
+{
+    uint64_t n = w->dims[0], k = w->dims[1], n_pad = round_up(n, 16);
+    if (check_companion(c, prefix, "bias", false, SQ_CDT_F32, 1, n, 0, r))
+        return r->status;
+    if (w->dtype == SQ_CDT_F32)
+        return 0;
+    bool int4 = w->dtype == SQ_CDT_S4G128_PANEL;
+    uint64_t groups = int4 ? round_up(k, 128) / 128 : 1;
+    int nd = int4 ? 2 : 1;
+    if (check_companion(c, prefix, "scale", false, SQ_CDT_F32, nd, n, groups, r) ||
+        check_companion(c, prefix, "wsum", false, SQ_CDT_I32, nd, n_pad, groups, r) ||
+        check_companion(c, prefix, "act_scale", false, SQ_CDT_F32, 1, 1, 0, r) ||
+        check_companion(c, prefix, "smooth", true, SQ_CDT_F32, 1, k, 0, r))
+        return r->status;
+    char name[SQ_CONTAINER_MAX_NAME + 16];
+    snprintf(name, sizeof name, "%s.act_scale", prefix);
+    float a;
+    memcpy(&a, sq_container_find(c, name)->data, sizeof a);
+    if (!(a > 0 && a < 1e30f))
+        return damaged(r, "tensor", name, "tensor \"%s\" is %g, not a positive finite scale",
+                       name, (double)a);
+    return 0;
+}
+
+/* Every 2-D `*.weight` of a float or packed dtype is a linear's weight. */
+static int check_linears(const sq_container *c, sq_verify_report *r)
+{
+    static const char suffix[] = ".weight";
+    for (size_t i = 0; i < c->n_tensors; i++) {
+        const sq_container_tensor *t = &c->tensors[i];
+        size_t len = strlen(t->name), sl = sizeof suffix - 1;
+        if (len <= sl || strcmp(t->name + len - sl, suffix) != 0)
+            continue;
+        bool packed = t->dtype == SQ_CDT_S8_PANEL || t->dtype == SQ_CDT_S4G128_PANEL;
+        if (!packed && !(t->dtype == SQ_CDT_F32 && t->ndim == 2))
+            continue;
+        char prefix[SQ_CONTAINER_MAX_NAME + 1];
+        snprintf(prefix, sizeof prefix, "%.*s", (int)(len - sl), t->name);
+        if (check_linear(c, prefix, t, r))
+            return r->status;
+    }
+    return 0;
+}
+
+/* The tensors every model has, and the int8 embedding's scale. */
+static int check_required(const sq_container *c, sq_verify_report *r)
+{
+    static const char *const required[] = {"tokenizer.vocab",       "embeddings.word",
+                                           "embeddings.position",   "embeddings.token_type",
+                                           "embeddings.ln.gamma",   "embeddings.ln.beta"};
+    for (size_t i = 0; i < sizeof required / sizeof *required; i++)
+        if (!sq_container_find(c, required[i]))
+            return damaged(r, "tensor", required[i], "missing tensor \"%s\"", required[i]);
+    const sq_container_tensor *w = sq_container_find(c, "embeddings.word");
+    if (w->ndim != 2 || (w->dtype != SQ_CDT_I8 && w->dtype != SQ_CDT_F32))
+        return damaged(r, "tensor", w->name, "tensor \"embeddings.word\" must be a 2-D i8 or f32");
+    if (w->dtype == SQ_CDT_I8)
+        return check_companion(c, "embeddings.word", "scale", false, SQ_CDT_F32, 1, w->dims[0],
+                               0, r);
+    return 0;
+}
+
+static const char *qtype_of_cdtype(unsigned code)
+{
+    return code == SQ_CDT_F32 ? "fp32" : code == SQ_CDT_S8_PANEL ? "int8"
+                                     : code == SQ_CDT_S4G128_PANEL ? "int4-g128" : NULL;
+}
+
+/* The metadata's `linears` list names existing weights of its type and shape. */
+static int check_linears_list(const sq_container *c, const yt_node *list, sq_verify_report *r)
+{
+    if (!list)
+        return 0;
+    if (yt_kind_of(list) != YT_SEQUENCE)
+        return damaged(r, "metadata", NULL, "metadata: 'linears' is not a list");
+    for (size_t i = 0; i < yt_len(list); i++) {
+        const yt_node *e = yt_at(list, i);
+        const char *name = NULL, *type = NULL;
+        sq_err err;
+        if (yt_get_string(e, "name", &name, &err) != 0 || !name)
+            return damaged(r, "metadata", NULL, "metadata: linears[%zu] has no name", i);
+        char wname[SQ_CONTAINER_MAX_NAME + 16];
+        snprintf(wname, sizeof wname, "%s.weight", name);
+        const sq_container_tensor *w = sq_container_find(c, wname);
+        if (!w)
+            return damaged(r, "tensor", wname, "metadata lists linear %s but tensor \"%s\" is "
+                           "missing", name, wname);
+        const char *have = qtype_of_cdtype(w->dtype);
+        if (yt_get_string(e, "type", &type, &err) == 0 && have && strcmp(type, have) != 0)
+            return damaged(r, "metadata", NULL, "metadata: linear %s is %s but \"%s\" is %s",
+                           name, type, wname, sq_cdtype_name(w->dtype));
+        const yt_node *shape = yt_get(e, "shape");
+        int64_t d[2];
+        if (shape && yt_len(shape) == 2 &&
+            yt_as_int64(yt_at(shape, 0), "N", 0, INT64_MAX, &d[0], &err) == 0 &&
+            yt_as_int64(yt_at(shape, 1), "K", 0, INT64_MAX, &d[1], &err) == 0 &&
+            !shape_is(w, 2, (uint64_t)d[0], (uint64_t)d[1]))
+            return damaged(r, "metadata", NULL,
+                           "metadata: linear %s has shape [%lld, %lld] but \"%s\" differs", name,
+                           (long long)d[0], (long long)d[1], wname);
+    }
+    return 0;
+}
+
+static int check_model(const sq_container *c, sq_verify_report *r)
+{
+    sq_err err;
+    yt_doc *doc = yt_parse_buffer(c->metadata, c->metadata_len, "metadata", &err);
+    if (!doc)
+        return damaged(r, "metadata", NULL, "metadata does not parse: %s", err.msg);
+    const yt_node *root = yt_root(doc);
+    const char *format = NULL;
+    int rc = 0;
+    if (yt_kind_of(root) != YT_MAPPING || yt_get_string(root, "format", &format, &err) != 0 ||
+        !format || strcmp(format, "squint-model") != 0)
+        rc = damaged(r, "metadata", NULL, "metadata: 'format' is not squint-model");
+    if (rc == 0)
+        rc = check_required(c, r);
+    if (rc == 0)
+        rc = check_linears(c, r);
+    if (rc == 0)
+        rc = check_linears_list(c, yt_get(root, "linears"), r);
+    yt_free(doc);
+    return rc;
+}
+
+/* ---- integrity ---- */
+
+int sq_verify_container(const sq_container *c, sq_verify_report *r)
+{
+    memset(r, 0, sizeof *r);
+    r->part = "";
+    if (sq_container_verify(c, &r->err) != 0) {
+        /* Name the tensor ourselves rather than parse the message. */
+        for (size_t i = 0; i < c->n_tensors; i++) {
+            const sq_container_tensor *t = &c->tensors[i];
+            if (XXH64(t->data, (size_t)t->size, 0) != t->xxh64)
+                return report_set(r, SQ_EXIT_FAIL, "tensor", t->name);
+        }
+        /* The tensors are intact: the rest of the data section or the trailer. */
+        return report_set(r, SQ_EXIT_FAIL, strstr(r->err.msg, "padding") ? "padding" : "trailer",
+                          NULL);
+    }
+    if (c->kind == SQ_KIND_SQM && check_model(c, r) != 0)
+        return r->status;
+    return report_set(r, SQ_EXIT_OK, "", NULL);
+}
+
+static uint64_t rd64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+/* Why a plain file failed to open, from its raw bytes (SPEC.md sections 3
+ * and 8): a file that carries the magic or the trailer is a damaged squint
+ * file (exit 1, naming the first part whose checksum or size fails); anything
+ * else is not one (exit 2). The open error stays the message. */
+static void diagnose_plain(const uint8_t *p, size_t n, sq_verify_report *r)
+{
+    const size_t H = SQ_CONTAINER_HEADER_SIZE, T = SQ_CONTAINER_TRAILER_SIZE;
+    bool magic = n >= 4 && memcmp(p, SQ_CONTAINER_MAGIC, 4) == 0;
+    bool trailer = n >= H + T && memcmp(p + n - T, SQ_CONTAINER_TRAILER_MAGIC, 8) == 0;
+    if (!magic && !trailer)
+        return (void)report_set(r, SQ_EXIT_BADINPUT, "", NULL);
+    if (n < H + T)
+        return (void)report_set(r, SQ_EXIT_FAIL, "file size", NULL);
+    if (rd64(p + 120) != XXH64(p, 120, 0))
+        return (void)report_set(r, SQ_EXIT_FAIL, "header", NULL);
+    if ((p[8] | p[9] << 8) != SQ_CONTAINER_VERSION_MAJOR) /* another major version */
+        return (void)report_set(r, SQ_EXIT_BADINPUT, "", NULL);
+    if (rd64(p + 64) != n)
+        return (void)report_set(r, SQ_EXIT_FAIL, "file size", NULL);
+    if (!trailer)
+        return (void)report_set(r, SQ_EXIT_FAIL, "trailer", NULL);
+    uint64_t mo = rd64(p + 16), ms = rd64(p + 24), d_o = rd64(p + 32), ds = rd64(p + 40);
+    uint64_t xo = rd64(p + 48), body = n - T;
+    if (mo > body || ms > body - mo || d_o > body || ds > body - d_o || xo > body ||
+        d_o + ds > xo)
+        return (void)report_set(r, SQ_EXIT_BADINPUT, "", NULL); /* intact but invalid */
+    if (rd64(p + 72) != XXH64(p + mo, ms, 0))
+        return (void)report_set(r, SQ_EXIT_FAIL, "metadata", NULL);
+    if (rd64(p + 80) != XXH64(p + d_o, ds, 0))
+        return (void)report_set(r, SQ_EXIT_FAIL, "directory", NULL);
+    for (uint64_t i = d_o + ds; i < xo; i++)
+        if (p[i])
+            return (void)report_set(r, SQ_EXIT_FAIL, "padding", NULL);
+    report_set(r, SQ_EXIT_BADINPUT, "", NULL);
+}
+
+static void diagnose_open_failure(const char *path, sq_verify_report *r)
+{
+    sq_mapped_file mf;
+    sq_err err;
+    if (sq_map_file(path, &mf, &err) != 0)
+        return (void)report_set(r, SQ_EXIT_BADINPUT, "", NULL);
+    static const uint8_t zstd_magic[4] = {0x28, 0xb5, 0x2f, 0xfd};
+    if (mf.size >= 4 && memcmp(mf.data, zstd_magic, 4) == 0)
+        /* A stream that fails to decode (its content checksum, a cut) is a
+         * damaged file; one that decodes to something else is not ours. */
+        report_set(r, strstr(r->err.msg, "zstd") ? SQ_EXIT_FAIL : SQ_EXIT_BADINPUT,
+                   strstr(r->err.msg, "zstd") ? "zstd stream" : "", NULL);
+    else
+        diagnose_plain(mf.data, mf.size, r);
+    sq_unmap_file(&mf);
+}
+
+int sq_verify_file(const char *path, sq_verify_report *r)
+{
+    sq_container c;
+    memset(r, 0, sizeof *r);
+    if (sq_container_open(path, 0, &c, &r->err) != 0) {
+        diagnose_open_failure(path, r);
+        return r->status;
+    }
+    sq_verify_container(&c, r);
+    sq_container_close(&c);
+    return r->status;
+}
+
+/* ---- the command ---- */
+
+/* The error message without the "PATH: " that container messages start with. */
+static const char *without_path(const char *msg, const char *path)
+{
+    size_t n = strlen(path);
+    return strncmp(msg, path, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ' ? msg + n + 2 : msg;
+}
+
+static int print_result(const char *path, const sq_verify_report *r, bool json)
+{
+    sq_container c;
+    sq_err err;
+    size_t n_tensors = 0;
+    const char *kind = "";
+    char kb[8];
+    bool compressed = false;
+    if (r->status == SQ_EXIT_OK && sq_container_open(path, 0, &c, &err) == 0) {
+        n_tensors = c.n_tensors;
+        kind = sq_kind_describe(c.kind, kb);
+        compressed = c.compressed;
+        sq_container_close(&c);
+    }
+    struct stat st;
+    long long size = stat(path, &st) == 0 ? (long long)st.st_size : -1;
+    const char *msg = without_path(r->err.msg, path);
+    if (json) {
+        json_t *o = json_pack("{s:s,s:s}", "file", path, "status",
+                              r->status == SQ_EXIT_OK     ? "ok"
+                              : r->status == SQ_EXIT_FAIL ? "damaged"
+                                                          : "error");
+        if (r->status == SQ_EXIT_OK) {
+            json_object_set_new(o, "kind", json_string(kind));
+            json_object_set_new(o, "tensors", json_integer((json_int_t)n_tensors));
+            json_object_set_new(o, "size", json_integer(size));
+            json_object_set_new(o, "compressed", json_boolean(compressed));
+        } else {
+            if (r->status == SQ_EXIT_FAIL)
+                json_object_set_new(o, "damaged", json_string(r->part));
+            if (r->tensor[0])
+                json_object_set_new(o, "tensor", json_string(r->tensor));
+            json_object_set_new(o, "message", json_string(msg));
+        }
+        json_dumpf(o, stdout, JSON_INDENT(1) | JSON_PRESERVE_ORDER);
+        printf("\n");
+        json_decref(o);
+    } else if (r->status == SQ_EXIT_OK) {
+        printf("%s: OK (%zu tensors, %lld bytes, %s%s)\n", path, n_tensors, size, kind,
+               compressed ? ", zstd" : "");
+    } else if (r->status == SQ_EXIT_FAIL) {
+        char lead[SQ_CONTAINER_MAX_NAME + 16]; /* the message may name the tensor too */
+        snprintf(lead, sizeof lead, "tensor \"%s\": ", r->tensor);
+        if (r->tensor[0] && !strncmp(msg, lead, strlen(lead)))
+            msg += strlen(lead);
+        if (r->tensor[0])
+            printf("%s: DAMAGED tensor \"%s\": %s\n", path, r->tensor, msg);
+        else
+            printf("%s: DAMAGED %s: %s\n", path, r->part, msg);
+    } else {
+        fprintf(stderr, "squint verify: error: %s\n", r->err.msg);
+    }
+    return r->status;
+}
+
+int cmd_verify(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"json", no_argument, 0, 'j'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    bool json = false;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'j': json = true; break;
+        case 'h': fputs(help, stdout); return SQ_EXIT_OK;
+        default: return cli_usage_error("verify", "invalid option");
+        }
+    }
+    if (optind != argc - 1)
+        return cli_usage_error("verify", "expected exactly one FILE argument");
+    sq_verify_report r;
+    sq_verify_file(argv[optind], &r);
+    return print_result(argv[optind], &r, json);
+}

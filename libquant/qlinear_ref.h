@@ -1,0 +1,86 @@
+/* The scalar reference int8 linear: the numerics every SIMD kernel must
+ * reproduce, and the "fake-quant" simulation used to measure a layer's
+ * output error (SmoothQuant alpha search, recipe checks).
+ *
+ *   activations  per-tensor symmetric s8: q_j = clamp(round(x_j * m_j)),
+ *                m_j = 1 / (s_j * act_scale), s = SmoothQuant factors (all 1
+ *                without smoothing). round = half away from zero, clamp to
+ *                [-127, 127]; NaN -> 0.
+ *   weights      per-output-channel symmetric s8 in [-127, 127] on a plain
+ *                row-major [N][K] matrix (no packing here).
+ *   accumulate   acc[r][n] = sum_k qx[r][k] * qw[n][k] in int32, exactly.
+ *                |acc| <= 127 * 127 * K = 16129 K, which fits in int32
+ *                (2^31 - 1) for K <= 133,144 (SQ_REF_MAX_K). BERT's largest
+ *                K is 4096 (bge-large FFN down).
+ *   dequantize   y = (float)acc * (act_scale * w_scale[n]) + bias[n], the
+ *                product act_scale * w_scale[n] rounded to float first (a
+ *                kernel precomputes it per output channel).
+ *
+ * Float operation order is spelled out where it decides an integer: m_j is
+ * 1.0f / (s_j * act_scale) in float, then x_j * m_j in float, then rounded.
+ * A SIMD kernel must not round with "trunc(|v| + 0.5)": for v = 0.49999997f
+ * the float sum rounds up to 1.0 while roundf gives 0. */
+#ifndef SQ_QLINEAR_REF_H
+#define SQ_QLINEAR_REF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sq_error.h"
+
+#define SQ_REF_QMAX 127
+/* Largest K whose worst-case accumulator 127 * 127 * K fits in int32. */
+#define SQ_REF_MAX_K 133144
+
+/* clamp(round_half_away_from_zero(v), -127, 127); NaN -> 0, +-inf -> +-127. */
+int8_t sq_ref_round_s8(float v);
+
+/* The activation multipliers the runtime stores: m[j] = 1.0f / (s[j] *
+ * act_scale) for j < k; s == NULL means s_j = 1 (no smoothing). act_scale
+ * must be > 0. */
+void sq_ref_act_multipliers(const float *s, int k, float act_scale, float *m);
+
+/* Quantize activation rows: qx[r][j] = sq_ref_round_s8(x[r][j] * m[j]). */
+void sq_ref_quantize_acts(const float *x, int rows, int k, const float *m, int8_t *qx);
+
+/* Per-output-channel symmetric weights: scale[n] = max_j |w[n][j]| / 127
+ * (float division), qw[n][j] = sq_ref_round_s8(w[n][j] / scale[n]). An
+ * all-zero row gets qw = 0 and scale 1 (so every scale is positive). */
+void sq_ref_quantize_weights(const float *w, int n, int k, int8_t *qw, float *scale);
+
+/* acc[r][c] = sum_j qx[r][j] * qw[c][j] for r < rows, c < n, in int32.
+ * Requires k <= SQ_REF_MAX_K (the caller checks; see sq_ref_linear). Rows
+ * are split among OpenMP threads; the result does not depend on that. */
+void sq_ref_gemm_s8(const int8_t *qx, int rows, int k, const int8_t *qw, int n, int32_t *acc);
+
+/* y[r][c] = (float)acc[r][c] * (act_scale * w_scale[c]) + bias[c];
+ * bias may be NULL (zero). */
+void sq_ref_dequant(const int32_t *acc, int rows, int n, float act_scale, const float *w_scale,
+                    const float *bias, float *y);
+
+/* The whole int8 linear on float input: quantize x with m (sq_ref_act_
+ * multipliers), s8 GEMM against qw/w_scale, dequantize with act_scale.
+ * y is [rows][n]. Returns 0, or -1 with err set when k > SQ_REF_MAX_K or
+ * memory runs out. */
+int sq_ref_linear(const float *x, int rows, int k, const float *m, float act_scale,
+                  const int8_t *qw, const float *w_scale, int n, const float *bias, float *y,
+                  sq_err *err);
+
+/* The fp32 linear y = x w^T + bias (OpenBLAS sgemm); bias may be NULL. */
+void sq_fp32_linear(const float *x, int rows, int k, const float *w, int n, const float *bias,
+                    float *y);
+
+/* Relative Frobenius error ||y - ref|| / ||ref|| over n values, in double.
+ * When ||ref|| is 0 the absolute error ||y - ref|| is returned. */
+double sq_rel_error(const float *y, const float *ref, size_t n);
+
+/* Fake-quant error of one linear: the relative error of the int8 linear
+ * (weights w * diag(s) quantized per channel, activations quantized with
+ * m_j = 1 / (s_j * act_scale)) against the fp32 linear x w^T + bias.
+ * s == NULL: no smoothing. ref (optional, [rows][n]) is the fp32 output if
+ * the caller already has it. Returns 0 and *rel_err, or -1 with err set. */
+int sq_ref_linear_error(const float *x, int rows, int k, const float *w, int n,
+                        const float *bias, const float *s, float act_scale, const float *ref,
+                        double *rel_err, sq_err *err);
+
+#endif

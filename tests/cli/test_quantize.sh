@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# End-to-end tests of `squint quantize` with verify / diff / inspect of the
+# .sqm: plan, determinism across threads, SmoothQuant lowering the error on
+# planted outliers, int8 vs int4, compression, strict overrides, bad inputs.
+# usage: test_quantize.sh SQUINT GEN_FIXTURE
+set -uo pipefail
+SQ=$1
+GEN=$2
+W=$(mktemp -d /tmp/squint-quant-XXXXXX)
+trap 'rm -rf "$W"' EXIT
+export SOURCE_DATE_EPOCH=1764633600
+fails=0
+pass() { echo "ok   - $1"; }
+fail() { echo "FAIL - $1"; fails=$((fails + 1)); }
+expect_rc() { # NAME RC NEEDLE OUTFILE -- command...
+  local name=$1 want=$2 needle=$3 out=$4
+  shift 5
+  local msg rc
+  msg=$("$@" 2>&1 >/dev/null)
+  rc=$?
+  if [[ $rc -ne $want ]]; then fail "$name: exit $rc, want $want ($msg)"; return; fi
+  if [[ "$msg" != *"$needle"* ]]; then fail "$name: message '$msg' lacks '$needle'"; return; fi
+  if [[ -n "$out" && -e "$out" ]]; then fail "$name: left $out behind"; return; fi
+  if ls "$W"/*.tmp.* >/dev/null 2>&1; then fail "$name: left a temp file"; return; fi
+  pass "$name"
+}
+
+"$GEN" "$W/m" --shape tiny --seed 7 --outliers 2 >/dev/null || exit 1
+"$GEN" "$W/other" --shape tiny --seed 8 >/dev/null || exit 1
+"$SQ" calibrate "$W/m" --samples 64 --quiet -o "$W/m.sqc" 2>/dev/null || { echo "calibrate failed"; exit 1; }
+"$SQ" calibrate "$W/other" --samples 8 --quiet -o "$W/other.sqc" 2>/dev/null
+
+cat > "$W/int4.yaml" <<'YAML'
+weights:
+  type: int4-g128
+YAML
+cat > "$W/unmatched.yaml" <<'YAML'
+overrides:
+  - match: "layer.99.*"
+    type: fp32
+YAML
+cat > "$W/bad.yaml" <<'YAML'
+smoothquant:
+  alpah: 0.5
+YAML
+
+# --- plan ---
+"$SQ" quantize "$W/m" --dry-run > "$W/plan.txt" 2>/dev/null && [[ $(grep -c "layer\." "$W/plan.txt") -eq 8 ]] &&
+  [[ ! -e "$W/x.sqm" ]] && pass "--dry-run lists the 8 linears and writes nothing" || fail "--dry-run"
+"$SQ" quantize "$W/m" --dry-run --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["dry_run"] and len(d["linears"]) == 8' &&
+  pass "--dry-run --json" || fail "--dry-run --json"
+
+# --- build, determinism ---
+"$SQ" quantize "$W/m" --calib "$W/m.sqc" -o "$W/t1.sqm" --threads 1 2>/dev/null &&
+  "$SQ" quantize "$W/m" --calib "$W/m.sqc" -o "$W/t2.sqm" --threads 2 2>/dev/null &&
+  cmp -s "$W/t1.sqm" "$W/t2.sqm" && pass "byte-identical .sqm at --threads 1 and 2" || fail "thread counts differ"
+"$SQ" verify "$W/t1.sqm" >/dev/null && pass "verify OK" || fail "verify of a good file"
+"$SQ" diff "$W/t1.sqm" "$W/t2.sqm" >/dev/null; [[ $? -eq 0 ]] && pass "diff of identical builds exits 0" || fail "diff identical"
+"$SQ" inspect "$W/t1.sqm" >/dev/null && pass "inspect .sqm" || fail "inspect .sqm"
+
+# --- SmoothQuant lowers the int8 error where the outliers are ---
+"$SQ" quantize "$W/m" --calib "$W/m.sqc" -o "$W/j.sqm" --json > "$W/q.json" 2>/dev/null &&
+  python3 - "$W/q.json" <<'PY' && pass "SmoothQuant lowers the output error of every smoothed linear" || fail "SmoothQuant error"
+import json, sys
+d = json.load(open(sys.argv[1]))
+sm = [l for l in d["linears"] if l["smooth"]]
+assert sm, "no smoothed linear"
+for l in sm:
+    assert l["err"] < l["err_nosmooth"], l
+    print("   %s: err %.4f vs %.4f without smoothing (%.1fx)" % (l["name"], l["err"], l["err_nosmooth"], l["err_nosmooth"] / l["err"]))
+PY
+
+# --- int4 and diff ---
+"$SQ" quantize "$W/m" --calib "$W/m.sqc" --recipe "$W/int4.yaml" -o "$W/i4.sqm" 2>/dev/null && pass "int4-g128 build" || fail "int4 build"
+out=$("$SQ" diff "$W/t1.sqm" "$W/i4.sqm" 2>&1); rc=$?
+[[ $rc -eq 1 && "$out" == *dB* ]] && pass "diff int8 vs int4 exits 1 and shows SQNR" || fail "diff int8/int4: rc $rc"
+[[ $(stat -c %s "$W/i4.sqm") -lt $(stat -c %s "$W/t1.sqm") ]] && pass "int4 file is smaller" || fail "int4 size"
+
+# --- compression ---
+"$SQ" quantize "$W/m" --calib "$W/m.sqc" -o "$W/z.sqm" --compress 2>/dev/null && "$SQ" verify "$W/z.sqm" >/dev/null &&
+  "$SQ" diff "$W/z.sqm" "$W/t1.sqm" >/dev/null && pass "--compress: verify and diff read it transparently" || fail "--compress"
+
+# --- every flipped byte is caught ---
+size=$(stat -c %s "$W/t1.sqm")
+bad=0 named=0
+for i in $(seq 1 25); do
+  pos=$(( (i * 2654435761) % size ))
+  cp "$W/t1.sqm" "$W/flip.sqm"
+  orig=$(dd if="$W/flip.sqm" bs=1 skip=$pos count=1 2>/dev/null | od -An -tu1 | tr -d ' ')
+  printf "$(printf '\\%03o' $(( (orig ^ 0x5a) & 255 )))" | dd of="$W/flip.sqm" bs=1 seek=$pos conv=notrunc 2>/dev/null
+  msg=$("$SQ" verify "$W/flip.sqm" 2>&1); rc=$?
+  [[ $rc -eq 1 && "$msg" =~ (tensor\ \"|metadata|directory|header|trailer|padding) ]] ||
+    { bad=$((bad + 1)); echo "   byte $pos: rc $rc, '$msg'"; }
+  [[ "$msg" == *'tensor "'* ]] && named=$((named + 1))
+done
+[[ $bad -eq 0 && $named -gt 15 ]] && pass "verify exits 1 naming the damaged part on 25 single-byte flips ($named named a tensor)" ||
+  fail "$bad flips undetected or unnamed"
+
+# --- bad inputs ---
+expect_rc "stats of another model" 2 "different model" "$W/x.sqm" -- "$SQ" quantize "$W/m" --calib "$W/other.sqc" -o "$W/x.sqm"
+expect_rc "unknown recipe key" 2 "bad.yaml:2:3" "$W/x.sqm" -- "$SQ" quantize "$W/m" --calib "$W/m.sqc" --recipe "$W/bad.yaml" -o "$W/x.sqm"
+expect_rc "--strict unmatched override" 1 "layer.99" "$W/x.sqm" -- "$SQ" quantize "$W/m" --calib "$W/m.sqc" --recipe "$W/unmatched.yaml" --strict -o "$W/x.sqm"
+"$SQ" quantize "$W/m" --calib "$W/m.sqc" --recipe "$W/unmatched.yaml" -o "$W/w.sqm" 2>"$W/warn.txt" &&
+  grep -q "warning" "$W/warn.txt" && pass "unmatched override without --strict warns" || fail "unmatched override warning"
+head -c 5000 "$W/m.sqc" > "$W/trunc.sqc"
+expect_rc "truncated .sqc" 2 "trunc.sqc" "$W/x.sqm" -- "$SQ" quantize "$W/m" --calib "$W/trunc.sqc" -o "$W/x.sqm"
+expect_rc "missing -o" 2 "-o OUT.sqm" "" -- "$SQ" quantize "$W/m" --calib "$W/m.sqc"
+expect_rc "unwritable output" 2 "$W/nodir/x.sqm" "$W/nodir/x.sqm" -- "$SQ" quantize "$W/m" --calib "$W/m.sqc" -o "$W/nodir/x.sqm"
+
+echo "$fails failure(s)"
+[[ $fails -eq 0 ]]

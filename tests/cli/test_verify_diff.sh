@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# End-to-end tests of `squint verify`, `squint diff` and `squint inspect` on
+# model files (.sqm): intact files verify, any single damaged byte is found
+# and named, inconsistent models are refused, diffs find exactly what
+# changed, and every --json output is JSON.
+# usage: test_verify_diff.sh SQUINT MAKE_TEST_SQM
+set -uo pipefail
+SQ=$1
+MK=$2
+W=$(mktemp -d /tmp/squint-verify-XXXXXX)
+trap 'rm -rf "$W"' EXIT
+fails=0
+pass() { echo "ok   - $1"; }
+fail() { echo "FAIL - $1"; fails=$((fails + 1)); }
+is_json() { python3 -c 'import json,sys; json.load(sys.stdin)'; }
+run() { # NAME WANT_RC -- command...: checks the exit code only
+  local name=$1 want=$2
+  shift 3
+  "$@" >"$W/out" 2>"$W/err"
+  local rc=$?
+  [[ $rc -eq $want ]] && pass "$name" || fail "$name: exit $rc, want $want ($(head -c 300 "$W/err"))"
+}
+
+"$MK" "$W/a.sqm" --seed 1 || exit 1
+"$MK" "$W/a2.sqm" --seed 1 || exit 1
+"$MK" "$W/b.sqm" --seed 1 --perturb layer.1.ffn_up.bias || exit 1
+"$MK" "$W/int4.sqm" --seed 1 --qtype int4 || exit 1
+"$MK" "$W/fp32.sqm" --seed 1 --qtype f32 || exit 1
+"$MK" "$W/z.sqm" --seed 1 --zstd || exit 1
+"$MK" "$W/noscale.sqm" --seed 1 --drop layer.0.ffn_down.scale || exit 1
+head -c 4000 /dev/urandom >"$W/random.bin"
+
+# --- verify ---
+for f in a int4 fp32 z; do
+  run "verify $f.sqm" 0 -- "$SQ" verify "$W/$f.sqm"
+  grep -q "^$W/$f.sqm: OK ([0-9]* tensors, [0-9]* bytes, model" "$W/out" && pass "verify $f.sqm says OK" ||
+    fail "verify $f.sqm output: $(cat "$W/out")"
+done
+"$SQ" verify --json "$W/a.sqm" | is_json && pass "verify --json is JSON" || fail "verify --json"
+run "verify a non-squint file" 2 -- "$SQ" verify "$W/random.bin"
+run "verify a missing file" 2 -- "$SQ" verify "$W/none.sqm"
+run "verify --help" 0 -- "$SQ" verify --help
+run "verify: model without a companion tensor" 1 -- "$SQ" verify "$W/noscale.sqm"
+grep -q 'layer.0.ffn_down.scale' "$W/out" && pass "the missing companion is named" ||
+  fail "missing companion not named: $(cat "$W/out")"
+
+# Single damaged bytes at 50 seeded positions: always exit 1, always naming
+# a part; a byte inside a tensor's data names that tensor.
+"$SQ" inspect "$W/a.sqm" --json --tensors >"$W/a.json" || fail "inspect --tensors"
+python3 - "$W/a.sqm" "$W/a.json" >"$W/flips" <<'PY'
+import json, random, struct, sys
+data = open(sys.argv[1], 'rb').read()
+tensors = json.load(open(sys.argv[2]))['tensors']
+data_offset = struct.unpack_from('<Q', data, 48)[0]
+rng = random.Random(20251202)
+for _ in range(50):
+    pos = rng.randrange(len(data))
+    owner = next((t['name'] for t in tensors
+                  if data_offset + t['offset'] <= pos < data_offset + t['offset'] + t['bytes']), '-')
+    print(pos, owner)
+PY
+nflip=0
+while read -r pos owner; do
+  python3 -c 'import sys; d=bytearray(open(sys.argv[1],"rb").read()); d[int(sys.argv[3])]^=0x10; open(sys.argv[2],"wb").write(d)' \
+    "$W/a.sqm" "$W/f.sqm" "$pos"
+  out=$("$SQ" verify "$W/f.sqm" 2>&1)
+  rc=$?
+  if [[ $rc -ne 1 || "$out" != *DAMAGED* ]]; then
+    fail "byte $pos flipped: exit $rc, output '$out'"
+  elif [[ "$owner" != "-" && "$out" != *"tensor \"$owner\""* ]]; then
+    fail "byte $pos in tensor $owner: output '$out'"
+  else
+    nflip=$((nflip + 1))
+  fi
+done <"$W/flips"
+[[ $nflip -eq 50 ]] && pass "50 single-byte corruptions found and named" || fail "only $nflip/50 corruptions handled"
+intensor=$(awk '$2 != "-"' "$W/flips" | wc -l)
+[[ $intensor -ge 10 ]] && pass "$intensor of them inside tensors" || fail "only $intensor flips hit tensors"
+"$SQ" verify --json "$W/f.sqm" >"$W/out"
+is_json <"$W/out" && pass "verify --json on a damaged file is JSON" || fail "verify --json damaged"
+
+head -c 20000 "$W/a.sqm" >"$W/trunc.sqm"
+"$SQ" verify "$W/trunc.sqm" >"$W/out" 2>&1
+rc=$?
+[[ ($rc -eq 1 || $rc -eq 2) && $(cat "$W/out") == *truncated* ]] && pass "truncated file: exit $rc, says truncated" ||
+  fail "truncated: exit $rc, '$(cat "$W/out")'"
+python3 -c 'import sys; d=bytearray(open(sys.argv[1],"rb").read()); d[len(d)//2]^=1; open(sys.argv[2],"wb").write(d)' "$W/z.sqm" "$W/zbad.sqm"
+run "damaged zstd file" 1 -- "$SQ" verify "$W/zbad.sqm"
+
+# --- diff ---
+run "diff a file with itself" 0 -- "$SQ" diff "$W/a.sqm" "$W/a.sqm"
+grep -q identical "$W/out" && pass "diff says identical" || fail "diff self: $(cat "$W/out")"
+run "diff two identical builds" 0 -- "$SQ" diff "$W/a.sqm" "$W/a2.sqm"
+run "diff plain and zstd forms" 0 -- "$SQ" diff "$W/a.sqm" "$W/z.sqm"
+run "diff one changed tensor" 1 -- "$SQ" diff "$W/a.sqm" "$W/b.sqm"
+grep -q '^layer.1.ffn_up.bias ' "$W/out" && pass "diff names the changed tensor" || fail "diff text: $(cat "$W/out")"
+"$SQ" diff --json "$W/a.sqm" "$W/b.sqm" >"$W/d.json"
+[[ $? -eq 1 ]] && pass "diff --json exits 1" || fail "diff --json exit"
+python3 - "$W/d.json" <<'PY' && pass "diff --json: exactly that tensor differs, finite SQNR" || fail "diff --json content"
+import json, math, sys
+d = json.load(open(sys.argv[1]))
+bad = [t for t in d['tensors'] if t['status'] != 'equal']
+assert [t['name'] for t in bad] == ['layer.1.ffn_up.bias'], bad
+t = bad[0]
+assert isinstance(t['sqnr_db'], float) and math.isfinite(t['sqnr_db']), t
+assert abs(t['max_abs'] - 0.25) < 1e-6, t
+assert d['metadata'] == [] and d['only_in_a'] == [] and d['only_in_b'] == []
+assert all(t['sqnr_db'] == 'inf' for t in d['tensors'] if t['status'] == 'equal')
+PY
+run "diff within --tolerance" 0 -- "$SQ" diff --tolerance 0.3 "$W/a.sqm" "$W/b.sqm"
+run "diff with a non-squint file" 2 -- "$SQ" diff "$W/a.sqm" "$W/random.bin"
+run "diff with a missing file" 2 -- "$SQ" diff "$W/none.sqm" "$W/a.sqm"
+run "diff --tolerance must be a number" 2 -- "$SQ" diff --tolerance x "$W/a.sqm" "$W/b.sqm"
+"$SQ" diff --json "$W/a.sqm" "$W/int4.sqm" >"$W/d4.json"
+[[ $? -eq 1 ]] && pass "int8 vs int4 build differ" || fail "int8 vs int4 exit"
+python3 - "$W/d4.json" <<'PY' && pass "int8 vs int4: weights compared dequantized, metadata types listed" || fail "int8 vs int4 content"
+import json, sys
+d = json.load(open(sys.argv[1]))
+w = [t for t in d['tensors'] if t['name'].endswith('.weight') and t['name'].startswith('layer.')]
+assert len(w) == 8 and all(t['dtype_a'] == 's8-panel' and t['dtype_b'] == 's4g128-panel' for t in w)
+assert all(isinstance(t['sqnr_db'], float) and 10 < t['sqnr_db'] < 60 for t in w), w
+assert any(m['path'] == 'linears[layer.0.qkv].type' and m['b'] == 'int4-g128' for m in d['metadata'])
+PY
+"$SQ" diff --json "$W/fp32.sqm" "$W/a.sqm" >"$W/out"
+python3 <"$W/out" -c '
+import json, sys
+d = json.load(sys.stdin)
+w = [t for t in d["tensors"] if t["name"] == "layer.0.qkv.weight"][0]
+assert w["dtype_a"] == "f32" and w["sqnr_db"] > 30, w
+assert "layer.0.qkv.scale" in [t["name"] for t in d["only_in_b"]]' && pass "fp32 vs int8 build compared" || fail "fp32 vs int8"
+
+# --- inspect ---
+run "inspect a model" 0 -- "$SQ" inspect "$W/a.sqm"
+grep -q 'checksums: OK' "$W/out" && grep -q '^layer.1.ffn_down ' "$W/out" && grep -q 'tensor bytes: fp32' "$W/out" &&
+  pass "inspect text output" || fail "inspect text: $(cat "$W/out")"
+"$SQ" inspect --json "$W/int4.sqm" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["kind"] == "model" and d["verify"]["status"] == "ok"
+assert d["bytes"]["int4"] > 0 and d["bytes"]["total"] == sum(d["bytes"][k] for k in ("fp32", "int8", "int4", "other"))
+l = d["linears"][0]
+assert l["name"] == "layer.0.qkv" and l["type"] == "int4-g128" and l["shape"] == [96, 32] and l["alpha"] == 0.5
+assert d["metadata"]["config"]["hidden"] == 32' && pass "inspect --json" || fail "inspect --json"
+"$SQ" inspect --tensors "$W/z.sqm" >"$W/out"
+grep -q '^tokenizer.vocab  *u8 ' "$W/out" && pass "inspect --tensors on a zstd file" ||
+  fail "inspect --tensors"
+"$SQ" inspect "$W/f.sqm" >"$W/out" 2>&1
+rc=$?
+[[ $rc -ne 0 ]] && pass "inspect of a damaged file exits $rc" || fail "inspect damaged: exit 0"
+run "inspect a non-squint file" 2 -- "$SQ" inspect "$W/random.bin"
+
+echo "$fails failure(s)"
+[[ $fails -eq 0 ]]
