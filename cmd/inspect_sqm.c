@@ -334,7 +334,7 @@ static void print_text(const json_t *r)
     const json_t *lin = json_object_get(r, "linears");
     if (json_array_size(lin)) {
         printf("\n%-22s %-9s %-12s %10s %9s %6s %5s %8s %8s\n", "linear", "type", "shape",
-               "act_scale", "act_amax", "smooth", "alpha", "err_fp", "err_nosm");
+               "act_scale", "act_amax", "smooth", "alpha", "err", "err_nosm");
         for (size_t i = 0; i < json_array_size(lin); i++) {
             const json_t *l = json_array_get(lin, i), *s = json_object_get(l, "shape");
             char shape[48];

@@ -2,7 +2,8 @@
 # The main job on a bundled default: build squint, generate a deterministic
 # BERT fixture checkpoint with planted outlier channels (bge-small vocabulary
 # when ../shared/data has it), calibrate it on the bundled QASPER corpus,
-# show the statistics, and embed a few sentences with squint's fp32 encoder.
+# quantize it (SmoothQuant + int8) into a packed .sqm, verify and inspect
+# that file, and embed a few sentences with squint's fp32 encoder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -18,6 +19,9 @@ rm -rf "$out/model"
 build/tests/fixture/squint-gen-fixture "$out/model" --shape tiny --seed 1 --outliers 2 "${vocab_args[@]}"
 build/squint calibrate "$out/model" --samples 200 -o "$out/model.sqc"
 build/squint inspect "$out/model.sqc" --top 4 | tail -6
+build/squint quantize "$out/model" --calib "$out/model.sqc" --recipe recipes/bert-generic.yaml -o "$out/model.sqm"
+build/squint verify "$out/model.sqm"
+build/squint inspect "$out/model.sqm" | sed -n '/^linear/,/^checksums/p'
 cat > "$out/texts.txt" <<'TXT'
 Quantized encoders make semantic search cheap on ordinary servers.
 A cat sat on the mat.

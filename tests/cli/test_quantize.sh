@@ -70,6 +70,21 @@ for l in sm:
     print("   %s: err %.4f vs %.4f without smoothing (%.1fx)" % (l["name"], l["err"], l["err_nosmooth"], l["err_nosmooth"] / l["err"]))
 PY
 
+cat > "$W/auto.yaml" <<'YAML'
+smoothquant:
+  alpha: auto
+YAML
+"$SQ" quantize "$W/m" --calib "$W/m.sqc" --recipe "$W/auto.yaml" -o "$W/auto.sqm" --json > "$W/qa.json" 2>/dev/null &&
+  python3 - "$W/qa.json" <<'PY' && pass "SmoothQuant alpha auto lowers the output error of every smoothed linear" || fail "alpha auto"
+import json, sys
+d = json.load(open(sys.argv[1]))
+sm = [l for l in d["linears"] if l["smooth"]]
+assert sm
+for l in sm:
+    assert 0 <= l["alpha"] <= 1 and l["err"] < l["err_nosmooth"], l
+    print("   %s: auto alpha %.2f, err %.4f vs %.4f without smoothing (%.1fx)" % (l["name"], l["alpha"], l["err"], l["err_nosmooth"], l["err_nosmooth"] / l["err"]))
+PY
+
 # --- int4 and diff ---
 "$SQ" quantize "$W/m" --calib "$W/m.sqc" --recipe "$W/int4.yaml" -o "$W/i4.sqm" 2>/dev/null && pass "int4-g128 build" || fail "int4 build"
 out=$("$SQ" diff "$W/t1.sqm" "$W/i4.sqm" 2>&1); rc=$?

@@ -1,0 +1,184 @@
+/* CPUID + XCR0 feature detection and the SQUINT_ISA override (x86-64). */
+#include "cpu_features.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#define SQ_X86 1
+#endif
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+/* Linux arch_prctl codes (asm/prctl.h), spelled out for older headers. */
+#define SQ_ARCH_REQ_XCOMP_PERM 0x1023
+#define SQ_XFEATURE_XTILEDATA 18
+
+/* XCR0 state components. */
+#define XCR0_SSE (1ull << 1)
+#define XCR0_AVX (1ull << 2)
+#define XCR0_OPMASK (1ull << 5)
+#define XCR0_ZMM_HI256 (1ull << 6)
+#define XCR0_HI16_ZMM (1ull << 7)
+#define XCR0_TILECFG (1ull << 17)
+#define XCR0_TILEDATA (1ull << 18)
+
+static sq_cpu_features features;
+static pthread_once_t features_once = PTHREAD_ONCE_INIT;
+
+#ifdef SQ_X86
+static unsigned long long read_xcr0(void)
+{
+    unsigned eax, edx;
+    /* xgetbv as raw asm: the intrinsic would need target("xsave"). */
+    __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
+    return ((unsigned long long)edx << 32) | eax;
+}
+
+/* Ask Linux for permission to use AMX tile data (required since 5.16);
+ * without it the first tile instruction faults. */
+static bool request_amx_permission(void)
+{
+#if defined(__linux__) && defined(SYS_arch_prctl)
+    return syscall(SYS_arch_prctl, SQ_ARCH_REQ_XCOMP_PERM, SQ_XFEATURE_XTILEDATA) == 0;
+#else
+    return false;
+#endif
+}
+#endif
+
+static void detect(void)
+{
+    memset(&features, 0, sizeof features);
+#ifdef SQ_X86
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d))
+        return;
+    bool osxsave = c & (1u << 27), avx = c & (1u << 28), fma = c & (1u << 12);
+    if (!osxsave || !avx)
+        return; /* no OS-managed AVX state: nothing beyond scalar */
+    unsigned long long xcr0 = read_xcr0();
+    bool ymm_os = (xcr0 & (XCR0_SSE | XCR0_AVX)) == (XCR0_SSE | XCR0_AVX);
+    unsigned long long zmm_bits = XCR0_OPMASK | XCR0_ZMM_HI256 | XCR0_HI16_ZMM;
+    bool zmm_os = ymm_os && (xcr0 & zmm_bits) == zmm_bits;
+    bool tile_os = (xcr0 & (XCR0_TILECFG | XCR0_TILEDATA)) == (XCR0_TILECFG | XCR0_TILEDATA);
+    if (!ymm_os)
+        return;
+    unsigned max_leaf = __get_cpuid_max(0, NULL);
+    unsigned b7 = 0, c7 = 0, d7 = 0, a71 = 0;
+    if (max_leaf >= 7) {
+        __cpuid_count(7, 0, a, b7, c7, d7);
+        unsigned sub_max = a;
+        if (sub_max >= 1)
+            __cpuid_count(7, 1, a71, b, c, d);
+    }
+    features.fma = fma;
+    features.avx2 = b7 & (1u << 5);
+    features.avx_vnni = features.avx2 && (a71 & (1u << 4));
+    features.avx512f = zmm_os && (b7 & (1u << 16));
+    features.avx512bw = features.avx512f && (b7 & (1u << 30));
+    features.avx512vnni = features.avx512f && (c7 & (1u << 11));
+    bool amx_cpu = (d7 & (1u << 24)) && (d7 & (1u << 25));
+    if (amx_cpu && tile_os) {
+        if (request_amx_permission()) {
+            features.amx_tile = true;
+            features.amx_int8 = true;
+        } else {
+            features.amx_denied = true;
+        }
+    }
+#endif
+}
+
+const sq_cpu_features *sq_cpu_features_get(void)
+{
+    pthread_once(&features_once, detect);
+    return &features;
+}
+
+static const char *const isa_names[SQ_ISA_COUNT] = {"scalar", "avx2", "avxvnni", "avx512vnni",
+                                                    "amx"};
+
+const char *sq_isa_name(sq_isa isa)
+{
+    return (unsigned)isa < SQ_ISA_COUNT ? isa_names[isa] : "?";
+}
+
+int sq_isa_parse(const char *name, sq_isa *out)
+{
+    for (int i = 0; i < SQ_ISA_COUNT; i++)
+        if (strcmp(name, isa_names[i]) == 0) {
+            *out = (sq_isa)i;
+            return 0;
+        }
+    return -1;
+}
+
+bool sq_isa_supported(sq_isa isa, const char **missing)
+{
+    const sq_cpu_features *f = sq_cpu_features_get();
+    const char *why = NULL;
+    switch (isa) {
+    case SQ_ISA_SCALAR:
+        break;
+    case SQ_ISA_AVX2:
+        why = !f->avx2 ? "avx2" : NULL;
+        break;
+    case SQ_ISA_AVXVNNI:
+        why = !f->avx2 ? "avx2" : !f->avx_vnni ? "avx_vnni" : NULL;
+        break;
+    case SQ_ISA_AVX512VNNI:
+        why = !f->avx512f      ? "avx512f"
+              : !f->avx512bw   ? "avx512bw"
+              : !f->avx512vnni ? "avx512_vnni"
+                               : NULL;
+        break;
+    case SQ_ISA_AMX:
+        /* The AMX driver stages int4 through the avx512vnni unpacking code
+         * and needs AVX-512 for nothing else; require the pair anyway so
+         * the "amx" path never silently degrades. */
+        why = f->amx_denied                      ? "AMX tile-data permission (arch_prctl refused)"
+              : !f->amx_tile                     ? "amx_tile"
+              : !f->amx_int8                     ? "amx_int8"
+              : !sq_isa_supported(SQ_ISA_AVX512VNNI, &why) ? why
+                                                 : NULL;
+        break;
+    default:
+        why = "a known ISA";
+    }
+    if (missing)
+        *missing = why;
+    return why == NULL;
+}
+
+sq_isa sq_isa_best(void)
+{
+    for (int i = SQ_ISA_COUNT - 1; i > 0; i--)
+        if (sq_isa_supported((sq_isa)i, NULL))
+            return (sq_isa)i;
+    return SQ_ISA_SCALAR;
+}
+
+int sq_isa_select(sq_isa *out, sq_err *err)
+{
+    const char *env = getenv("SQUINT_ISA");
+    if (!env || !*env || strcmp(env, "auto") == 0) {
+        *out = sq_isa_best();
+        return 0;
+    }
+    sq_isa isa;
+    if (sq_isa_parse(env, &isa) != 0)
+        return sq_err_set(err,
+                          "SQUINT_ISA=%s: unknown ISA (expected scalar, avx2, avxvnni, "
+                          "avx512vnni, amx or auto)",
+                          env);
+    const char *missing;
+    if (!sq_isa_supported(isa, &missing))
+        return sq_err_set(err, "SQUINT_ISA=%s: this CPU lacks %s", env, missing);
+    *out = isa;
+    return 0;
+}

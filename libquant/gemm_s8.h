@@ -1,0 +1,86 @@
+/* Integer GEMM of quantized activations against packed weights, one kernel
+ * per instruction set, all bit-identical to the scalar reference.
+ *
+ *   A  s8 activations [M][lda], row-major, lda >= W->k_pad; columns
+ *      k .. k_pad-1 of every row must be 0 (sq_gemm_quantize_acts writes
+ *      them so). Values in [-127, 127] (-128 would break the AVX2 sign
+ *      trick and is never produced by the quantize step).
+ *   W  an sq_qweight (qweight.h / pack.h): SQ_QT_S8 panels with wsum, or
+ *      SQ_QT_S4G128 nibble panels with wsum and scale per 128-group.
+ *
+ * int8:  C[m][n] = sum_{k < k_pad} A[m][k] * W[n][k]   (s32, exact), n < W->n.
+ * int4:  acc_g[m][n] = sum_{k in group g} A[m][k] * W[n][k]   (s32, exact),
+ *        C[m][n] = sum over g = 0, 1, ... in order of
+ *                  (float)acc_g[m][n] * W->scale[n * groups + g],
+ *        starting from 0.0f, each product rounded to float before the add
+ *        (no fused multiply-add), so every ISA gives the same bits.
+ *
+ * Work is split among OpenMP threads over a fixed grid of (row block,
+ * panel block) tiles; each output is computed by one tile in one fixed
+ * order, so results do not depend on the thread count. */
+#ifndef SQ_GEMM_S8_H
+#define SQ_GEMM_S8_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cpu_features.h"
+#include "qweight.h"
+
+/* int8 GEMM with the kernel of isa. Returns 0, or -1 (nothing written)
+ * when W is not SQ_QT_S8, M < 0, lda < W->k_pad, ldc < W->n, or this CPU
+ * cannot run isa (see sq_isa_supported). M == 0 is a no-op. */
+int sq_gemm_s8(sq_isa isa, const int8_t *A, int M, size_t lda, const sq_qweight *W,
+               int32_t *C, size_t ldc);
+
+/* int4 group-128 GEMM into f32 (definition above). Same contract as
+ * sq_gemm_s8 with W of SQ_QT_S4G128. */
+int sq_gemm_s4(sq_isa isa, const int8_t *A, int M, size_t lda, const sq_qweight *W, float *C,
+               size_t ldc);
+
+/* The activation quantize step with K padding: qa[r][j] =
+ * sq_ref_round_s8(x[r][j] * m[j]) for j < k (bit for bit the reference
+ * sq_ref_quantize_acts), and 0 for k <= j < k_pad. x is [rows][ldx],
+ * qa is [rows][lda] with lda >= k_pad >= k. Uses AVX2 when the CPU has it. */
+void sq_gemm_quantize_acts(const float *x, int rows, int k, size_t ldx, const float *m,
+                           int8_t *qa, int k_pad, size_t lda);
+
+/* ---- per-ISA kernels, for the dispatcher and the tests ----
+ * Preconditions checked by sq_gemm_s8 / sq_gemm_s4: valid shapes and a
+ * CPU that runs the ISA. Each computes the full M x W->n result. */
+void sq_gemm_s8_scalar(const int8_t *A, int M, size_t lda, const sq_qweight *W, int32_t *C,
+                       size_t ldc);
+void sq_gemm_s4_scalar(const int8_t *A, int M, size_t lda, const sq_qweight *W, float *C,
+                       size_t ldc);
+void sq_gemm_s8_avx2(const int8_t *A, int M, size_t lda, const sq_qweight *W, int32_t *C,
+                     size_t ldc);
+void sq_gemm_s4_avx2(const int8_t *A, int M, size_t lda, const sq_qweight *W, float *C,
+                     size_t ldc);
+void sq_gemm_s8_avxvnni(const int8_t *A, int M, size_t lda, const sq_qweight *W, int32_t *C,
+                        size_t ldc);
+void sq_gemm_s4_avxvnni(const int8_t *A, int M, size_t lda, const sq_qweight *W, float *C,
+                        size_t ldc);
+void sq_gemm_s8_avx512vnni(const int8_t *A, int M, size_t lda, const sq_qweight *W,
+                           int32_t *C, size_t ldc);
+void sq_gemm_s4_avx512vnni(const int8_t *A, int M, size_t lda, const sq_qweight *W, float *C,
+                           size_t ldc);
+void sq_gemm_s8_amx(const int8_t *A, int M, size_t lda, const sq_qweight *W, int32_t *C,
+                    size_t ldc);
+void sq_gemm_s4_amx(const int8_t *A, int M, size_t lda, const sq_qweight *W, float *C,
+                    size_t ldc);
+void sq_quantize_acts_avx2(const float *x, int rows, int k, size_t ldx, const float *m,
+                           int8_t *qa, int k_pad, size_t lda);
+
+/* Adds p to acc as two roundings (p already rounded to float), never
+ * contracted into an FMA by the compiler: the int4 epilogue must give the
+ * same bits on every ISA. */
+static inline float sq_gemm_add_scaled(float acc, int32_t v, float scale)
+{
+    float p = (float)v * scale;
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+    __asm__("" : "+x"(p)); /* opaque to the optimizer: no fma(v, scale, acc) */
+#endif
+    return acc + p;
+}
+
+#endif

@@ -1,0 +1,66 @@
+/* The scalar reference kernels: plain loops over the packed panels, the
+ * definition every SIMD kernel is tested against (gemm_s8.h). */
+#include <string.h>
+
+#include "gemm_s8.h"
+#include "pack.h"
+
+#define ROW_BYTES (SQ_PANEL_N * SQ_PANEL_K) /* one k-group of a panel */
+
+void sq_gemm_s8_scalar(const int8_t *A, int M, size_t lda, const sq_qweight *W, int32_t *C,
+                       size_t ldc)
+{
+    int kg = W->k_pad / SQ_PANEL_K, panels = W->n_pad / SQ_PANEL_N;
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int m = 0; m < M; m++)
+        for (int p = 0; p < panels; p++) {
+            const int8_t *a = A + (size_t)m * lda;
+            const int8_t *w = (const int8_t *)W->data + (size_t)p * kg * ROW_BYTES;
+            int32_t acc[SQ_PANEL_N] = {0};
+            for (int g = 0; g < kg; g++, w += ROW_BYTES)
+                for (int i = 0; i < SQ_PANEL_N; i++)
+                    for (int j = 0; j < SQ_PANEL_K; j++)
+                        acc[i] += (int32_t)a[g * SQ_PANEL_K + j] * w[i * SQ_PANEL_K + j];
+            int live = W->n - p * SQ_PANEL_N;
+            memcpy(C + (size_t)m * ldc + (size_t)p * SQ_PANEL_N, acc,
+                   sizeof(int32_t) * (size_t)(live < SQ_PANEL_N ? live : SQ_PANEL_N));
+        }
+}
+
+/* Byte b (0..63) of the int8 row that int4 row `row` (32 bytes) unpacks to. */
+static int s4_byte(const uint8_t *row, int b)
+{
+    int nib = b < 32 ? row[b] & 0x0f : row[b - 32] >> 4;
+    return (nib ^ 8) - 8; /* two's complement nibble -> int */
+}
+
+void sq_gemm_s4_scalar(const int8_t *A, int M, size_t lda, const sq_qweight *W, float *C,
+                       size_t ldc)
+{
+    int kg = W->k_pad / SQ_PANEL_K, panels = W->n_pad / SQ_PANEL_N;
+    int groups = W->k_pad / SQ_INT4_GROUP, rows_per_group = SQ_INT4_GROUP / SQ_PANEL_K;
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int m = 0; m < M; m++)
+        for (int p = 0; p < panels; p++) {
+            const int8_t *a = A + (size_t)m * lda;
+            const uint8_t *w = (const uint8_t *)W->data + (size_t)p * kg * (ROW_BYTES / 2);
+            float out[SQ_PANEL_N] = {0};
+            for (int gr = 0; gr < groups; gr++) {
+                int32_t acc[SQ_PANEL_N] = {0};
+                for (int r = 0; r < rows_per_group; r++, w += ROW_BYTES / 2) {
+                    int g = gr * rows_per_group + r;
+                    for (int i = 0; i < SQ_PANEL_N; i++)
+                        for (int j = 0; j < SQ_PANEL_K; j++)
+                            acc[i] += (int32_t)a[g * SQ_PANEL_K + j] *
+                                      s4_byte(w, i * SQ_PANEL_K + j);
+                }
+                for (int i = 0; i < SQ_PANEL_N; i++)
+                    out[i] = sq_gemm_add_scaled(
+                        out[i], acc[i],
+                        W->scale[(size_t)(p * SQ_PANEL_N + i) * groups + gr]);
+            }
+            int live = W->n - p * SQ_PANEL_N;
+            memcpy(C + (size_t)m * ldc + (size_t)p * SQ_PANEL_N, out,
+                   sizeof(float) * (size_t)(live < SQ_PANEL_N ? live : SQ_PANEL_N));
+        }
+}
