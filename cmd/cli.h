@@ -23,6 +23,7 @@ int cmd_inspect(int argc, char **argv);
 int cmd_quantize(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 
 /* Print "squint CMD: message" to stderr; returns SQ_EXIT_BADINPUT. */

@@ -170,9 +170,7 @@ int cmd_quantize(int argc, char **argv)
             goto fail;
         have_st = 1;
     } else {
-        sq_calibrate_opts co = {0};
-        (void)co;
-        memset(&st, 0, sizeof st);
+        memset(&st, 0, sizeof st); /* a dry run needs no statistics */
     }
     sq_quantize_opts qo = {.recipe = &recipe, .strict = strict, .int4_search = search,
                            .bundled_corpus = bundled, .corpus = corpus, .n_corpus = n_corpus,
@@ -195,10 +193,18 @@ int cmd_quantize(int argc, char **argv)
         if (json) {
             print_json(&rep, out, dry);
         } else if (dry) {
-            printf("plan for %s (%d linears):\n", model_arg, rep.n_linears);
+            const sq_bert_config *mc = &m.enc.cfg;
+            const char *emb = sq_qtype_get(recipe.weight_type)->name;
+            printf("plan for %s:\n", model_arg);
+            printf("  %-22s [%5d x %5d]  %s%s\n", "embeddings.word", mc->vocab_size, mc->hidden,
+                   emb, recipe.weight_type == SQ_QT_F32 ? "" : " (per-row scales)");
+            printf("  %-22s [%5d x %5d]  fp32\n", "embeddings.position", mc->max_pos, mc->hidden);
+            printf("  %-22s [%5d x %5d]  fp32\n", "embeddings.token_type", mc->type_vocab, mc->hidden);
+            printf("  %-22s [%5d]          fp32\n", "LayerNorms", (2 * mc->layers + 1) * 2 * mc->hidden);
+            printf("  %-22s [%5d]          u8 (token strings)\n", "tokenizer.vocab", m.tok_spec.vocab_size);
             for (int i = 0; i < rep.n_linears; i++) {
                 const sq_linear_report *l = &rep.linears[i];
-                printf("  %-18s [%5d x %5d]  %-9s", l->name, l->n, l->k, sq_qtype_get(l->qtype)->name);
+                printf("  %-22s [%5d x %5d]  %-9s", l->name, l->n, l->k, sq_qtype_get(l->qtype)->name);
                 if (l->smooth) {
                     if (l->alpha >= 0)
                         printf("  smoothquant alpha %.2f", (double)l->alpha);

@@ -71,6 +71,27 @@ void sq_gemm_s4_amx(const int8_t *A, int M, size_t lda, const sq_qweight *W, flo
 void sq_quantize_acts_avx2(const float *x, int rows, int k, size_t ldx, const float *m,
                            int8_t *qa, int k_pad, size_t lda);
 
+/* ---- the shared tile driver (gemm_s8_dispatch.c) ----
+ * A micro-kernel computes an nr x (np * 16) block: rows r0 .. r0+nr-1 of A
+ * (A points at row r0) against panels p0 .. p0+np-1 of W, over all of
+ * k_pad, into out[nr][np * 16] (padding channels included). */
+typedef void (*sq_ukr_s8)(const int8_t *A, size_t lda, int nr, const sq_qweight *W, int p0,
+                          int np, int32_t *out);
+typedef void (*sq_ukr_s4)(const int8_t *A, size_t lda, int nr, const sq_qweight *W, int p0,
+                          int np, float *out);
+
+/* Largest nr * np * 16 a micro-kernel may use (AMX: 16 rows x 4 panels). */
+#define SQ_UKR_MAX_OUT (16 * 4 * SQ_PANEL_N)
+
+/* Run ukr over the fixed grid of (nr_max rows, np_max panels) tiles,
+ * panel-block-major, OpenMP-parallel over tiles, copying the live columns
+ * (n < W->n) into C. The grid depends only on the shapes, never on the
+ * thread count. */
+void sq_gemm_tiles_s8(sq_ukr_s8 ukr, int nr_max, int np_max, const int8_t *A, int M,
+                      size_t lda, const sq_qweight *W, int32_t *C, size_t ldc);
+void sq_gemm_tiles_s4(sq_ukr_s4 ukr, int nr_max, int np_max, const int8_t *A, int M,
+                      size_t lda, const sq_qweight *W, float *C, size_t ldc);
+
 /* Adds p to acc as two roundings (p already rounded to float), never
  * contracted into an FMA by the compiler: the int4 epilogue must give the
  * same bits on every ISA. */

@@ -58,6 +58,18 @@ YAML
 "$SQ" diff "$W/t1.sqm" "$W/t2.sqm" >/dev/null; [[ $? -eq 0 ]] && pass "diff of identical builds exits 0" || fail "diff identical"
 "$SQ" inspect "$W/t1.sqm" >/dev/null && pass "inspect .sqm" || fail "inspect .sqm"
 
+# --- the .sqm carries the tokenizer: same ids as the checkpoint directory ---
+{
+  printf 'Hello, World! naïve café\n東京 [MASK] tokenization\n\tcontrol\x01chars   and   spaces\n'
+  if [[ -f "${SQUINT_SHARED_DATA:-/nonexistent}/stsb-glue/dev.tsv" ]]; then
+    tail -n +2 "$SQUINT_SHARED_DATA/stsb-glue/dev.tsv" | cut -f8,9 | tr '\t' '\n'
+  fi
+} > "$W/tok.txt"
+"$SQ" tokenize "$W/m" --input "$W/tok.txt" > "$W/tok_dir.jsonl" &&
+  "$SQ" tokenize "$W/t1.sqm" --input "$W/tok.txt" > "$W/tok_sqm.jsonl" &&
+  cmp -s "$W/tok_dir.jsonl" "$W/tok_sqm.jsonl" &&
+  pass "tokenizer from the .sqm gives the checkpoint's ids ($(wc -l < "$W/tok.txt") texts)" || fail "tokenizer from .sqm"
+
 # --- SmoothQuant lowers the int8 error where the outliers are ---
 "$SQ" quantize "$W/m" --calib "$W/m.sqc" -o "$W/j.sqm" --json > "$W/q.json" 2>/dev/null &&
   python3 - "$W/q.json" <<'PY' && pass "SmoothQuant lowers the output error of every smoothed linear" || fail "SmoothQuant error"

@@ -1,0 +1,135 @@
+/* squint tokenize: the ids a model sees for each text, from a checkpoint
+ * directory or from the tokenizer inside a .sqm. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "checkpoint_dir.h"
+#include "cli.h"
+#include "container.h"
+#include "fileio.h"
+#include "sqm_tokenizer.h"
+#include "text_input.h"
+
+static const char *const help =
+    "usage: squint tokenize MODEL|FILE.sqm --input FILE [options]\n"
+    "\n"
+    "Print, one JSON line per input text, the token ids the model sees ([CLS] ... [SEP],\n"
+    "truncated to --max-seq) and the token strings. MODEL is a checkpoint directory or\n"
+    "archive; a .sqm uses the tokenizer stored in the file.\n"
+    "\n"
+    "options:\n"
+    "  --input FILE     texts, one per line, or JSONL (see --field); '-' = stdin\n"
+    "  --field PATH     JSONL field holding the text\n"
+    "  --max-seq N      truncate to N ids including [CLS]/[SEP] (default 512)\n"
+    "  --ids-only       print only {\"ids\": [...]}\n"
+    "\n"
+    "example:\n"
+    "  squint tokenize bge-small.sqm --input texts.txt\n";
+
+static sq_tokenizer *open_tokenizer(const char *arg, sq_err *err)
+{
+    if (!sq_dir_exists(arg)) {
+        FILE *fp = fopen(arg, "rb");
+        unsigned char magic[4] = {0};
+        size_t n = fp ? fread(magic, 1, 4, fp) : 0;
+        if (fp)
+            fclose(fp);
+        /* A squint container (plain "SQNT" or its zstd form). */
+        if (n == 4 && (memcmp(magic, "SQNT", 4) == 0 ||
+                       (magic[0] == 0x28 && magic[1] == 0xb5 && magic[2] == 0x2f && magic[3] == 0xfd))) {
+            sq_container c;
+            if (sq_container_open(arg, SQ_KIND_SQM, &c, err) != 0)
+                return NULL;
+            sq_tokenizer *t = sq_sqm_tokenizer_load(&c, err);
+            sq_container_close(&c);
+            return t;
+        }
+    }
+    sq_checkpoint_dir cd;
+    if (sq_checkpoint_open(arg, &cd, err) != 0)
+        return NULL;
+    sq_tokenizer *t = sq_tokenizer_load_dir(cd.dir, err);
+    sq_checkpoint_close(&cd);
+    return t;
+}
+
+int cmd_tokenize(int argc, char **argv)
+{
+    static const struct option opts[] = {{"input", required_argument, 0, 'i'},
+                                         {"field", required_argument, 0, 'f'},
+                                         {"max-seq", required_argument, 0, 'm'},
+                                         {"ids-only", no_argument, 0, 'x'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    const char *input = NULL, *field = NULL;
+    long max_seq = 512;
+    int ids_only = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "i:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'i': input = optarg; break;
+        case 'f': field = optarg; break;
+        case 'm':
+            if (!cli_parse_int(optarg, 2, 1 << 20, &max_seq))
+                return cli_usage_error("tokenize", "--max-seq must be an integer >= 2");
+            break;
+        case 'x': ids_only = 1; break;
+        case 'h': fputs(help, stdout); return SQ_EXIT_OK;
+        default: return cli_usage_error("tokenize", "invalid option");
+        }
+    }
+    if (optind != argc - 1)
+        return cli_usage_error("tokenize", "expected exactly one MODEL argument");
+    if (!input)
+        return cli_usage_error("tokenize", "--input is required");
+    sq_err err = {{0}};
+    sq_texts texts;
+    if (sq_texts_read(input, field, &texts, &err) != 0)
+        return cli_fail("tokenize", &err);
+    sq_tokenizer *t = open_tokenizer(argv[optind], &err);
+    if (!t) {
+        sq_texts_free(&texts);
+        return cli_fail("tokenize", &err);
+    }
+    int32_t *ids = malloc((size_t)max_seq * sizeof *ids);
+    int rc = ids ? SQ_EXIT_OK : SQ_EXIT_BADINPUT;
+    for (int64_t i = 0; ids && i < texts.n; i++) {
+        int n = sq_tokenizer_encode(t, texts.text[i], texts.len[i], (int)max_seq, ids);
+        if (n < 0) {
+            rc = SQ_EXIT_BADINPUT;
+            break;
+        }
+        fputs("{\"ids\":[", stdout);
+        for (int k = 0; k < n; k++)
+            printf(k ? ",%d" : "%d", ids[k]);
+        fputs("]", stdout);
+        if (!ids_only) {
+            fputs(",\"tokens\":[", stdout);
+            for (int k = 0; k < n; k++) {
+                const char *s = sq_tokenizer_token(t, ids[k]);
+                fputs(k ? ",\"" : "\"", stdout);
+                for (; s && *s; s++) {
+                    unsigned char ch = (unsigned char)*s;
+                    if (ch == '"' || ch == '\\')
+                        printf("\\%c", ch);
+                    else if (ch < 0x20)
+                        printf("\\u%04x", ch);
+                    else
+                        putchar(ch);
+                }
+                putchar('"');
+            }
+            putchar(']');
+        }
+        fputs("}\n", stdout);
+    }
+    if (fflush(stdout) != 0)
+        rc = SQ_EXIT_BADINPUT;
+    free(ids);
+    sq_tokenizer_free(t);
+    sq_texts_free(&texts);
+    return rc;
+}

@@ -1,0 +1,133 @@
+#include "sqm_tokenizer.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "yaml_tree.h"
+
+static int get_id(const yt_node *t, const char *key, int32_t vocab, int32_t *out, sq_err *err)
+{
+    int64_t v = -1;
+    const yt_node *n = yt_get(t, key);
+    if (n && !yt_is_null(n) && yt_as_int64(n, key, -1, vocab - 1, &v, err) != 0)
+        return -1;
+    *out = (int32_t)v;
+    return 0;
+}
+
+int sq_sqm_tokenizer_spec(const sq_container *c, sq_wordpiece_spec *spec, sq_err *err)
+{
+    memset(spec, 0, sizeof *spec);
+    yt_doc *doc = yt_parse_buffer(c->metadata, c->metadata_len, c->path, err);
+    if (!doc)
+        return -1;
+    int rc = -1;
+    const yt_node *t = yt_require(yt_root(doc), "tokenizer", err);
+    const char *type, *prefix = "##";
+    int64_t vs, maxc = 100, mml = 0;
+    if (!t || yt_get_string(t, "type", &type, err) != 0)
+        goto out;
+    if (strcmp(type, "wordpiece") != 0) {
+        yt_error(yt_get(t, "type"), err, "tokenizer type '%s' is not supported", type);
+        goto out;
+    }
+    if (yt_get_int64(t, "vocab_size", 1, 1 << 22, &vs, err) != 0 ||
+        yt_get_bool(t, "lowercase", &spec->lowercase, err) < 0 ||
+        yt_get_bool(t, "clean_text", &spec->clean_text, err) < 0 ||
+        yt_get_bool(t, "handle_chinese_chars", &spec->handle_chinese_chars, err) < 0 ||
+        yt_get_string(t, "continuing_subword_prefix", &prefix, err) < 0 ||
+        yt_get_int64(t, "max_input_chars_per_word", 1, 1 << 20, &maxc, err) < 0 ||
+        yt_get_int64(t, "model_max_length", 0, 1 << 30, &mml, err) < 0)
+        goto out;
+    const yt_node *sa = yt_get(t, "strip_accents");
+    bool b;
+    spec->strip_accents = -1;
+    if (sa && !yt_is_null(sa)) {
+        if (yt_as_bool(sa, "strip_accents", &b, err) != 0)
+            goto out;
+        spec->strip_accents = b;
+    }
+    spec->vocab_size = (int32_t)vs;
+    spec->max_input_chars_per_word = (int32_t)maxc;
+    spec->model_max_length = (int32_t)mml;
+    if (get_id(t, "unk_id", spec->vocab_size, &spec->unk_id, err) != 0 ||
+        get_id(t, "cls_id", spec->vocab_size, &spec->cls_id, err) != 0 ||
+        get_id(t, "sep_id", spec->vocab_size, &spec->sep_id, err) != 0 ||
+        get_id(t, "pad_id", spec->vocab_size, &spec->pad_id, err) != 0 ||
+        get_id(t, "mask_id", spec->vocab_size, &spec->mask_id, err) != 0)
+        goto out;
+    spec->continuing_subword_prefix = strdup(prefix);
+    /* The vocabulary tensor: exactly vocab_size NUL-terminated, non-empty strings. */
+    const sq_container_tensor *v = sq_container_find(c, "tokenizer.vocab");
+    if (!v || v->dtype != SQ_CDT_U8 || v->ndim != 1 || v->size == 0) {
+        sq_err_set(err, "%s: missing or malformed tensor \"tokenizer.vocab\"", c->path);
+        goto out;
+    }
+    const char *p = v->data, *end = p + v->size;
+    if (end[-1] != '\0') {
+        sq_err_set(err, "%s: \"tokenizer.vocab\" does not end with a NUL byte", c->path);
+        goto out;
+    }
+    spec->vocab = calloc((size_t)spec->vocab_size, sizeof *spec->vocab);
+    if (!spec->vocab || !spec->continuing_subword_prefix) {
+        sq_err_set(err, "out of memory");
+        goto out;
+    }
+    int32_t n = 0;
+    while (p < end) {
+        size_t len = strlen(p);
+        if (len == 0 || n >= spec->vocab_size) {
+            sq_err_set(err, "%s: \"tokenizer.vocab\" holds %s (token %d)", c->path,
+                       len == 0 ? "an empty token" : "more tokens than vocab_size", n);
+            goto out;
+        }
+        if (!(spec->vocab[n++] = strdup(p))) {
+            sq_err_set(err, "out of memory");
+            goto out;
+        }
+        p += len + 1;
+    }
+    if (n != spec->vocab_size) {
+        sq_err_set(err, "%s: \"tokenizer.vocab\" holds %d tokens, metadata says %d", c->path, n,
+                   spec->vocab_size);
+        goto out;
+    }
+    const yt_node *added = yt_get(t, "added_tokens");
+    if (added && yt_len(added) > 0) {
+        if (yt_expect(added, YT_SEQUENCE, "added_tokens", err) != 0)
+            goto out;
+        spec->added = calloc(yt_len(added), sizeof *spec->added);
+        if (!spec->added) {
+            sq_err_set(err, "out of memory");
+            goto out;
+        }
+        for (size_t i = 0; i < yt_len(added); i++) {
+            int64_t id;
+            if (yt_as_int64(yt_at(added, i), "added token id", 0, spec->vocab_size - 1, &id, err) != 0)
+                goto out;
+            spec->added[i].id = (int32_t)id;
+            spec->added[i].content = strdup(spec->vocab[id]);
+            spec->n_added++;
+            if (!spec->added[i].content) {
+                sq_err_set(err, "out of memory");
+                goto out;
+            }
+        }
+    }
+    rc = 0;
+out:
+    yt_free(doc);
+    if (rc != 0)
+        sq_wordpiece_spec_free(spec);
+    return rc;
+}
+
+sq_tokenizer *sq_sqm_tokenizer_load(const sq_container *c, sq_err *err)
+{
+    sq_wordpiece_spec spec;
+    if (sq_sqm_tokenizer_spec(c, &spec, err) != 0)
+        return NULL;
+    sq_tokenizer *t = sq_tokenizer_new(&spec, err);
+    sq_wordpiece_spec_free(&spec);
+    return t;
+}
