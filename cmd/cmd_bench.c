@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "embed_model.h"
+#include "linear.h"
 #include "threads.h"
 
 static const char *const help =
@@ -121,7 +122,19 @@ int cmd_bench(int argc, char **argv)
     }
     printf("model: %s  layers=%d hidden=%d heads=%d ffn=%d\n", argv[optind], cfg->layers,
            cfg->hidden, cfg->heads, cfg->ffn);
-    printf("threads=%d  isa=fp32-openblas\n", nt);
+    /* The precision of the linears: a .sqm may mix types (recipe overrides). */
+    int count[SQ_QT_COUNT] = {0};
+    for (int l = 0; l < cfg->layers; l++)
+        for (int k = 0; k < SQ_LIN_KINDS; k++)
+            count[m.enc.layers[l].lin[k].qtype]++;
+    const char *prec = count[SQ_QT_S8] == cfg->layers * SQ_LIN_KINDS      ? "int8"
+                       : count[SQ_QT_S4G128] == cfg->layers * SQ_LIN_KINDS ? "int4"
+                       : count[SQ_QT_F32] == cfg->layers * SQ_LIN_KINDS    ? "fp32"
+                                                                            : "mixed";
+    sq_isa isa = SQ_ISA_SCALAR;
+    sq_linear_isa(&isa, NULL);
+    printf("threads=%d  linears=%s  gemm=%s\n", nt, prec,
+           count[SQ_QT_F32] == cfg->layers * SQ_LIN_KINDS ? "openblas-sgemm" : sq_isa_name(isa));
     double tput, lat;
     int rc = SQ_EXIT_OK;
     if (time_forward(&m, (int)batch, (int)seq, (int)warmup, (int)iters, &tput, &err) != 0 ||
@@ -130,9 +143,9 @@ int cmd_bench(int argc, char **argv)
     } else {
         struct rusage ru;
         getrusage(RUSAGE_SELF, &ru);
-        printf("fp32 seq/s=%.2f  (batch %ld x %ld tokens, %.1f ms/batch)\n", batch / tput, batch,
-               seq, tput * 1e3);
-        printf("fp32 latency_ms=%.2f  (batch %ld x %ld tokens)\n", lat * 1e3, lbatch, lseq);
+        printf("%s seq/s=%.2f  (batch %ld x %ld tokens, %.1f ms/batch)\n", prec, batch / tput,
+               batch, seq, tput * 1e3);
+        printf("%s latency_ms=%.2f  (batch %ld x %ld tokens)\n", prec, lat * 1e3, lbatch, lseq);
         printf("peak_rss_mib=%.1f\n", ru.ru_maxrss / 1024.0);
     }
     sq_embed_model_close(&m);

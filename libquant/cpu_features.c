@@ -138,14 +138,16 @@ bool sq_isa_supported(sq_isa isa, const char **missing)
                                : NULL;
         break;
     case SQ_ISA_AMX:
-        /* The AMX driver stages int4 through the avx512vnni unpacking code
-         * and needs AVX-512 for nothing else; require the pair anyway so
-         * the "amx" path never silently degrades. */
-        why = f->amx_denied                      ? "AMX tile-data permission (arch_prctl refused)"
-              : !f->amx_tile                     ? "amx_tile"
-              : !f->amx_int8                     ? "amx_int8"
-              : !sq_isa_supported(SQ_ISA_AVX512VNNI, &why) ? why
-                                                 : NULL;
+        /* the AMX entry points run the avx512vnni kernels for now
+         * (gemm_s8_amx.c), so AMX needs both */
+        if (f->amx_denied)
+            why = "AMX tile-data permission (arch_prctl refused)";
+        else if (!f->amx_tile)
+            why = "amx_tile";
+        else if (!f->amx_int8)
+            why = "amx_int8";
+        else
+            sq_isa_supported(SQ_ISA_AVX512VNNI, &why);
         break;
     default:
         why = "a known ISA";

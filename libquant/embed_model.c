@@ -3,35 +3,60 @@
 #include <string.h>
 
 #include "bert_model.h"
+#include "fileio.h"
+#include "linear.h"
+#include "sqm_model.h"
+#include "sqm_tokenizer.h"
 
-int sq_embed_model_open(const char *arg, sq_embed_model *m, sq_err *err)
+static int open_sqm(const char *path, sq_embed_model *m, sq_err *err)
 {
-    memset(m, 0, sizeof *m);
+    m->is_sqm = true;
+    if (sq_container_open(path, SQ_KIND_SQM, &m->sqm, err) != 0)
+        return -1;
+    sq_sqm_info info;
+    if (sq_sqm_load_encoder(&m->sqm, &m->enc, &info, err) != 0 ||
+        sq_sqm_tokenizer_spec(&m->sqm, &m->tok_spec, err) != 0 ||
+        !(m->tok = sq_tokenizer_new(&m->tok_spec, err)))
+        return -1;
+    m->pool = info.pool;
+    m->max_seq = info.max_seq;
+    /* Refuse a forced SQUINT_ISA this CPU lacks now, not in the middle of a run. */
+    sq_isa isa;
+    return sq_linear_isa(&isa, err);
+}
+
+static int open_checkpoint(const char *arg, sq_embed_model *m, sq_err *err)
+{
     if (sq_checkpoint_open(arg, &m->ckpt, err) != 0)
         return -1;
     const char *dir = m->ckpt.dir;
     if (sq_bert_load_dir(dir, &m->enc, err) != 0)
-        goto fail;
+        return -1;
     if (sq_wordpiece_spec_load_dir(dir, &m->tok_spec, err) != 0)
-        goto fail;
+        return -1;
     m->tok = sq_tokenizer_new(&m->tok_spec, err);
-    int limit = m->tok_spec.model_max_length;
     if (!m->tok)
-        goto fail;
-    if (sq_tokenizer_vocab_size(m->tok) > m->enc.cfg.vocab_size) {
-        sq_err_set(err, "%s: the tokenizer has %d tokens but the model's vocab_size is %d", dir,
-                   sq_tokenizer_vocab_size(m->tok), m->enc.cfg.vocab_size);
-        goto fail;
-    }
+        return -1;
+    if (sq_tokenizer_vocab_size(m->tok) > m->enc.cfg.vocab_size)
+        return sq_err_set(err, "%s: the tokenizer has %d tokens but the model's vocab_size is %d",
+                          dir, sq_tokenizer_vocab_size(m->tok), m->enc.cfg.vocab_size);
     if (sq_pooling_config_load_dir(dir, &m->pool, err) != 0)
-        goto fail;
+        return -1;
+    int limit = m->tok_spec.model_max_length;
     m->max_seq = m->enc.cfg.max_pos;
     if (limit > 1 && limit < m->max_seq)
         m->max_seq = limit;
     return 0;
-fail:
-    sq_embed_model_close(m);
-    return -1;
+}
+
+int sq_embed_model_open(const char *arg, sq_embed_model *m, sq_err *err)
+{
+    memset(m, 0, sizeof *m);
+    int rc = !sq_dir_exists(arg) && sq_sqm_sniff(arg) ? open_sqm(arg, m, err)
+                                                      : open_checkpoint(arg, m, err);
+    if (rc != 0)
+        sq_embed_model_close(m);
+    return rc;
 }
 
 void sq_embed_model_close(sq_embed_model *m)
@@ -39,6 +64,9 @@ void sq_embed_model_close(sq_embed_model *m)
     sq_encoder_free(&m->enc);
     sq_tokenizer_free(m->tok);
     sq_wordpiece_spec_free(&m->tok_spec);
-    sq_checkpoint_close(&m->ckpt);
+    if (m->is_sqm)
+        sq_container_close(&m->sqm);
+    else
+        sq_checkpoint_close(&m->ckpt);
     memset(m, 0, sizeof *m);
 }

@@ -1,16 +1,22 @@
 /* A runnable embedding model: encoder + tokenizer + pooling, opened from a
- * MODEL argument (checkpoint directory or archive of one). Later model file
- * formats (.sqm) open through here too. */
+ * MODEL argument: a Hugging Face checkpoint directory (or an archive of one)
+ * for the fp32 encoder, or a packed .sqm, whose weights are used in place
+ * from the mapped file. */
 #ifndef SQ_EMBED_MODEL_H
 #define SQ_EMBED_MODEL_H
 
+#include <stdbool.h>
+
 #include "checkpoint_dir.h"
+#include "container.h"
 #include "encoder.h"
 #include "hf_config.h"
 #include "tokenizer.h"
 
 typedef struct sq_embed_model {
-    sq_checkpoint_dir ckpt;
+    bool is_sqm;
+    sq_checkpoint_dir ckpt;   /* checkpoints */
+    sq_container sqm;         /* .sqm files: kept open (the weights live in it) */
     sq_encoder enc;
     sq_tokenizer *tok;
     sq_wordpiece_spec tok_spec; /* kept: quantize writes it into the .sqm */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ops.h"
+#include "quant_embed.h"
 #include "threads.h"
 
 const char *sq_linear_kind_name(sq_linear_kind k)
@@ -31,6 +32,8 @@ void sq_workspace_free(sq_workspace *ws)
     free(ws->tmp);
     free(ws->ffn);
     free(ws->scores);
+    free(ws->lin.qa);
+    free(ws->lin.acc);
     memset(ws, 0, sizeof *ws);
 }
 
@@ -52,7 +55,15 @@ int sq_workspace_reserve(sq_workspace *ws, const sq_encoder *enc, int max_tokens
     ws->tmp = alloc_floats(T * H);
     ws->ffn = alloc_floats(T * F);
     ws->scores = alloc_floats((size_t)nt * max_len * max_len);
-    if (!ws->qkv || !ws->ctx || !ws->tmp || !ws->ffn || !ws->scores) {
+    /* Quantized linears: widest padded input and widest output. */
+    size_t kmax = (size_t)(F > H ? F : H), kpad = (kmax + 127) / 128 * 128;
+    size_t nmax = 3 * H > F ? 3 * H : F;
+    void *qa = NULL, *acc = NULL;
+    if (posix_memalign(&qa, 64, T * kpad) == 0)
+        ws->lin.qa = qa;
+    if (posix_memalign(&acc, 64, T * nmax * sizeof(int32_t)) == 0)
+        ws->lin.acc = acc;
+    if (!ws->lin.qa || !ws->lin.acc || !ws->qkv || !ws->ctx || !ws->tmp || !ws->ffn || !ws->scores) {
         sq_workspace_free(ws);
         return -1;
     }
@@ -70,12 +81,19 @@ static void embed(const sq_encoder *enc, const sq_batch *b, float *x)
         for (int t = b->offsets[s]; t < b->offsets[s + 1]; t++) {
             int pos = t - b->offsets[s];
             int tt = b->type_ids ? b->type_ids[t] : 0;
-            const float *we = enc->word_emb + (size_t)b->ids[t] * H;
             const float *pe = enc->pos_emb + (size_t)pos * H;
             const float *te = enc->type_emb + (size_t)tt * H;
             float *o = x + (size_t)t * H;
+            size_t id = (size_t)b->ids[t];
+            if (enc->word_qt == SQ_QT_S8)
+                sq_embed_dequant_s8_row((const int8_t *)enc->word_q + id * H, enc->word_scale[id], H, o);
+            else if (enc->word_qt == SQ_QT_S4G128)
+                sq_embed_dequant_s4_row((const uint8_t *)enc->word_q + id * (H / 2),
+                                        enc->word_scale + id * sq_embed_s4_groups(H), H, o);
+            else
+                memcpy(o, enc->word_emb + id * H, (size_t)H * sizeof(float));
             for (int c = 0; c < H; c++)
-                o[c] = we[c] + te[c] + pe[c];
+                o[c] = o[c] + te[c] + pe[c];
         }
     }
 }
@@ -153,20 +171,20 @@ int sq_encoder_forward(const sq_encoder *enc, sq_workspace *ws, const sq_batch *
     for (int l = 0; l < c->layers; l++) {
         const sq_encoder_layer *L = &enc->layers[l];
         observe(obs, l, SQ_LIN_QKV, x, T, H);
-        sq_linear_forward(&L->lin[SQ_LIN_QKV], x, T, ws->qkv);
+        sq_linear_forward(&L->lin[SQ_LIN_QKV], x, T, ws->qkv, &ws->lin);
         float prange[2];
         bool want_p = obs && obs->attn_probs;
         attention(enc, b, ws->qkv, ws->ctx, ws->scores, ws->max_len, want_p ? prange : NULL);
         if (want_p)
             obs->attn_probs(obs->ctx, l, prange[0], prange[1]);
         observe(obs, l, SQ_LIN_ATTN_OUT, ws->ctx, T, H);
-        sq_linear_forward(&L->lin[SQ_LIN_ATTN_OUT], ws->ctx, T, ws->tmp);
+        sq_linear_forward(&L->lin[SQ_LIN_ATTN_OUT], ws->ctx, T, ws->tmp, &ws->lin);
         sq_add_layernorm(x, ws->tmp, T, H, L->ln_attn_g, L->ln_attn_b, eps);
         observe(obs, l, SQ_LIN_FFN_UP, x, T, H);
-        sq_linear_forward(&L->lin[SQ_LIN_FFN_UP], x, T, ws->ffn);
+        sq_linear_forward(&L->lin[SQ_LIN_FFN_UP], x, T, ws->ffn, &ws->lin);
         sq_gelu_inplace(ws->ffn, (int64_t)T * c->ffn);
         observe(obs, l, SQ_LIN_FFN_DOWN, ws->ffn, T, c->ffn);
-        sq_linear_forward(&L->lin[SQ_LIN_FFN_DOWN], ws->ffn, T, ws->tmp);
+        sq_linear_forward(&L->lin[SQ_LIN_FFN_DOWN], ws->ffn, T, ws->tmp, &ws->lin);
         sq_add_layernorm(x, ws->tmp, T, H, L->ln_ffn_g, L->ln_ffn_b, eps);
     }
     return 0;
@@ -179,17 +197,21 @@ void sq_encoder_free(sq_encoder *enc)
             sq_encoder_layer *L = &enc->layers[l];
             for (int k = 0; k < SQ_LIN_KINDS; k++)
                 sq_linear_free(&L->lin[k]);
-            free(L->ln_attn_g);
-            free(L->ln_attn_b);
-            free(L->ln_ffn_g);
-            free(L->ln_ffn_b);
+            if (!enc->borrowed) {
+                free(L->ln_attn_g);
+                free(L->ln_attn_b);
+                free(L->ln_ffn_g);
+                free(L->ln_ffn_b);
+            }
         }
     }
     free(enc->layers);
-    free(enc->word_emb);
-    free(enc->pos_emb);
-    free(enc->type_emb);
-    free(enc->emb_ln_g);
-    free(enc->emb_ln_b);
+    if (!enc->borrowed) {
+        free(enc->word_emb);
+        free(enc->pos_emb);
+        free(enc->type_emb);
+        free(enc->emb_ln_g);
+        free(enc->emb_ln_b);
+    }
     memset(enc, 0, sizeof *enc);
 }

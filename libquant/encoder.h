@@ -7,6 +7,7 @@
 #define SQ_ENCODER_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "hf_config.h"
@@ -30,7 +31,14 @@ typedef struct sq_encoder_layer {
 
 typedef struct sq_encoder {
     sq_bert_config cfg;
-    float *word_emb;  /* [vocab][H] */
+    /* Word embeddings: f32 [vocab][H], or quantized by row (quant_embed.h):
+     * int8 word_q [vocab][H] + word_scale [vocab], int4 word_q [vocab][H/2] +
+     * word_scale [vocab][ceil(H/128)]; rows are dequantized when gathered. */
+    sq_qtype word_qt;
+    const void *word_q;
+    const float *word_scale;
+    bool borrowed;    /* the f32 arrays point into a mapped file: not freed */
+    float *word_emb;  /* [vocab][H] (f32 word_qt) */
     float *pos_emb;   /* [max_pos][H] */
     float *type_emb;  /* [type_vocab][H] */
     float *emb_ln_g, *emb_ln_b;
@@ -61,6 +69,7 @@ typedef struct sq_batch {
 typedef struct sq_workspace {
     int max_tokens, max_len, n_threads;
     float *qkv, *ctx, *tmp, *ffn, *scores;
+    sq_linear_scratch lin; /* quantized linears: int8 activations, accumulators */
 } sq_workspace;
 
 int sq_workspace_reserve(sq_workspace *ws, const sq_encoder *enc, int max_tokens, int max_len);

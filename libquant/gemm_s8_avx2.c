@@ -128,6 +128,7 @@ T_AVX2 INLINE void scale_into(__m256 out[][2], __m256i acc[][2], const int nr,
     TARGET static void NAME(const int8_t *A, size_t lda, int nr, const sq_qweight *W, int p0,  \
                             int np, int32_t *out)                                              \
     {                                                                                          \
+        (void)np; /* always 1: tiles are one panel wide */                                     \
         switch (nr) {                                                                          \
         case 4: NAME##_n(A, lda, 4, W, p0, out); break;                                        \
         case 3: NAME##_n(A, lda, 3, W, p0, out); break;                                        \
@@ -167,6 +168,7 @@ T_AVX2 INLINE void scale_into(__m256 out[][2], __m256i acc[][2], const int nr,
     TARGET static void NAME(const int8_t *A, size_t lda, int nr, const sq_qweight *W, int p0,  \
                             int np, float *out)                                                \
     {                                                                                          \
+        (void)np; /* always 1: tiles are one panel wide */                                     \
         switch (nr) {                                                                          \
         case 4: NAME##_n(A, lda, 4, W, p0, out); break;                                        \
         case 3: NAME##_n(A, lda, 3, W, p0, out); break;                                        \
@@ -232,6 +234,7 @@ T_AVX2 void sq_quantize_acts_avx2(const float *x, int rows, int k, size_t ldx, c
             for (int i = 0; i < 4; i++) {
                 __m256 v = _mm256_mul_ps(_mm256_loadu_ps(xr + j + 8 * i),
                                          _mm256_loadu_ps(m + j + 8 * i));
+                __asm__("" : "+x"(v)); /* v rounded to float, never fused into v - t */
                 q[i] = _mm256_cvtps_epi32(round_s8_ps(v));
             }
             /* packs work per 128-bit lane; the permute restores the order */

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gemm_s8.h"
+
 /* The output is cut into fixed tiles of ROW_BLOCK x COL_BLOCK, one sgemm
  * each, shared among threads. Tile sizes never depend on the thread count, so
  * every output element is computed by the same call sequence: results are
@@ -23,7 +25,7 @@ static void f32_tile(const sq_linear *l, const float *x, int r0, int r1, int c0,
                 y + (size_t)r0 * l->out + c0, l->out);
 }
 
-void sq_linear_forward(const sq_linear *l, const float *x, int rows, float *y)
+static void f32_forward(const sq_linear *l, const float *x, int rows, float *y)
 {
     int nr = (rows + ROW_BLOCK - 1) / ROW_BLOCK, nc = (l->out + COL_BLOCK - 1) / COL_BLOCK;
 #pragma omp parallel for schedule(dynamic, 1)
@@ -35,9 +37,90 @@ void sq_linear_forward(const sq_linear *l, const float *x, int rows, float *y)
     }
 }
 
+static sq_isa g_isa;
+static int g_isa_state; /* 0 unset, 1 ok, -1 refused */
+static sq_err g_isa_err;
+
+int sq_linear_isa(sq_isa *isa, sq_err *err)
+{
+    if (g_isa_state == 0) {
+        int rc;
+#pragma omp critical(sq_isa_select)
+        rc = sq_isa_select(&g_isa, &g_isa_err);
+        g_isa_state = rc == 0 ? 1 : -1;
+    }
+    if (g_isa_state < 0) {
+        if (err)
+            *err = g_isa_err;
+        return -1;
+    }
+    *isa = g_isa;
+    return 0;
+}
+
+int sq_linear_prepare_quant(sq_linear *l, const float *s, float act_scale)
+{
+    l->act_scale = act_scale;
+    l->act_mult = malloc((size_t)l->in * sizeof *l->act_mult);
+    l->out_scale = malloc((size_t)l->out * sizeof *l->out_scale);
+    if (!l->act_mult || !l->out_scale)
+        return -1;
+    /* The same float operations as the reference (qlinear_ref.h). */
+    for (int j = 0; j < l->in; j++)
+        l->act_mult[j] = 1.0f / ((s ? s[j] : 1.0f) * act_scale);
+    if (l->qtype == SQ_QT_S8)
+        for (int n = 0; n < l->out; n++)
+            l->out_scale[n] = act_scale * l->qw.scale[n];
+    return 0;
+}
+
+static void quant_forward(const sq_linear *l, const float *x, int rows, float *y,
+                          const sq_linear_scratch *sc)
+{
+    sq_isa isa = SQ_ISA_SCALAR;
+    sq_linear_isa(&isa, NULL); /* refused ISAs are reported when the model is opened */
+    const int kp = l->qw.k_pad, N = l->out;
+    sq_gemm_quantize_acts(x, rows, l->in, (size_t)l->in, l->act_mult, sc->qa, kp, (size_t)kp);
+    if (l->qtype == SQ_QT_S8) {
+        sq_gemm_s8(isa, sc->qa, rows, (size_t)kp, &l->qw, sc->acc, (size_t)N);
+#pragma omp parallel for schedule(static)
+        for (int r = 0; r < rows; r++) {
+            const int32_t *a = sc->acc + (size_t)r * N;
+            float *o = y + (size_t)r * N;
+            for (int n = 0; n < N; n++)
+                o[n] = (float)a[n] * l->out_scale[n] + l->b[n];
+        }
+    } else {
+        float *f = (float *)sc->acc;
+        sq_gemm_s4(isa, sc->qa, rows, (size_t)kp, &l->qw, f, (size_t)N);
+#pragma omp parallel for schedule(static)
+        for (int r = 0; r < rows; r++) {
+            const float *a = f + (size_t)r * N;
+            float *o = y + (size_t)r * N;
+            for (int n = 0; n < N; n++)
+                o[n] = a[n] * l->act_scale + l->b[n];
+        }
+    }
+}
+
+void sq_linear_forward(const sq_linear *l, const float *x, int rows, float *y,
+                       const sq_linear_scratch *scratch)
+{
+    if (l->qtype == SQ_QT_F32)
+        f32_forward(l, x, rows, y);
+    else
+        quant_forward(l, x, rows, y, scratch);
+}
+
 void sq_linear_free(sq_linear *l)
 {
-    free(l->w);
-    free(l->b);
-    l->w = l->b = NULL;
+    if (!l->borrowed) {
+        free(l->w);
+        free(l->b);
+    }
+    sq_qweight_free(&l->qw);
+    free(l->act_mult);
+    free(l->out_scale);
+    free(l->scale_pad);
+    memset(l, 0, sizeof *l);
 }

@@ -1,19 +1,55 @@
-/* A linear layer y = x W^T + b with a qtype. The f32 path runs OpenBLAS
- * sgemm per thread over disjoint row blocks. */
+/* A linear layer y = x W^T + b with a qtype: the one place where the
+ * executor branches on precision.
+ *   f32:       OpenBLAS sgemm on fixed output tiles shared by threads.
+ *   int8/int4: the activation quantize step q_j = round(x_j * m_j) with
+ *              m_j = 1 / (s_j * act_scale) (SmoothQuant's 1/s fused in),
+ *              the integer GEMM of the selected ISA (gemm_s8.h) on the
+ *              packed panels, and the epilogue
+ *              y = (float)acc * (act_scale * w_scale[n]) + b[n]
+ *              (int4: the per-group f32 sum times act_scale, plus b). */
 #ifndef SQ_LINEAR_H
 #define SQ_LINEAR_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 #include "qtype.h"
+#include "qweight.h"
 
 typedef struct sq_linear {
     int in, out;
     sq_qtype qtype;
-    float *w; /* f32: [out][in], row-major as Hugging Face stores it; owned */
-    float *b; /* [out]; owned */
+    float *w;        /* f32: [out][in] row-major as Hugging Face stores it */
+    float *b;        /* [out] */
+    sq_qweight qw;   /* int8 / int4 panels (usually a view into a mapped .sqm) */
+    float *act_mult; /* [in] m_j; owned */
+    float act_scale;
+    float *out_scale; /* int8: [out] act_scale * w_scale[n]; owned */
+    float *scale_pad; /* weight scales padded to n_pad rows for the kernels; owned */
+    bool borrowed;   /* w and b point into memory owned elsewhere */
 } sq_linear;
 
-/* y[rows][out] = x[rows][in] W^T + b. Call from outside a parallel region. */
-void sq_linear_forward(const sq_linear *l, const float *x, int rows, float *y);
+/* Scratch of the quantized path, sized by the caller (encoder workspace):
+ * qa holds rows x k_pad int8, acc rows x out int32 (or float for int4). */
+typedef struct sq_linear_scratch {
+    int8_t *qa;
+    int32_t *acc;
+} sq_linear_scratch;
+
+/* Prepare a quantized linear: act_mult from the SmoothQuant factors s (NULL:
+ * none) and act_scale, and out_scale from the weight scales. */
+int sq_linear_prepare_quant(sq_linear *l, const float *s, float act_scale);
+
+/* y[rows][out] = x[rows][in] W^T + b. Call from outside a parallel region.
+ * scratch may be NULL for f32 linears. */
+void sq_linear_forward(const sq_linear *l, const float *x, int rows, float *y,
+                       const sq_linear_scratch *scratch);
 void sq_linear_free(sq_linear *l);
+
+/* The integer GEMM path the quantized linears use (SQUINT_ISA or the best
+ * this CPU has); selected on first use. -1 with err when SQUINT_ISA names a
+ * path this CPU lacks. */
+#include "cpu_features.h"
+int sq_linear_isa(sq_isa *isa, sq_err *err);
 
 #endif

@@ -1,0 +1,173 @@
+/* The AVX512-VNNI kernels: vpdpbusd (u8 x s8 -> s32, 4 products per lane)
+ * on zmm. A 64-byte panel row is exactly one zmm (16 channels x 4 k), so a
+ * k-group step is one broadcast of 4 A bytes and one vpdpbusd per panel.
+ * vpdpbusd wants u8 activations: a + 128 (a XOR 0x80), and the extra
+ * 128 * sum_k W[n][k] is subtracted with the wsum stored at pack time.
+ * vpdpbusd wraps (no saturation), so the result is exact mod 2^32 and
+ * therefore exact, the true sum fitting in int32. Blocking: 4 rows x 4
+ * panels = 16 zmm accumulators. */
+#include <immintrin.h>
+#include <string.h>
+
+#include "gemm_s8.h"
+
+#ifndef T_512 /* (a test may predefine it to build the file for emulation) */
+#define T_512 __attribute__((target("avx512f,avx512bw,avx512vnni")))
+#endif
+#ifndef NO_FMA_BARRIER /* keep mul and add apart: no FMA (same bits as scalar) */
+#define NO_FMA_BARRIER(q) __asm__("" : "+v"(q))
+#endif
+#define INLINE static inline __attribute__((always_inline))
+#define NR 4
+#define NP 4
+#define ROW_BYTES (SQ_PANEL_N * SQ_PANEL_K)
+#define ROWS_PER_GROUP (SQ_INT4_GROUP / SQ_PANEL_K)
+
+/* a + 128 for the 4 A bytes of k-group g, in every lane. */
+T_512 INLINE __m512i bcast4_u8(const int8_t *row, int g)
+{
+    int32_t v;
+    memcpy(&v, row + (size_t)g * SQ_PANEL_K, sizeof v);
+    return _mm512_xor_si512(_mm512_set1_epi32(v), _mm512_set1_epi8((char)0x80));
+}
+
+/* acc[r][j] += (A row r + 128) . w[j] for one k-group. */
+T_512 INLINE void step(__m512i acc[][NP], const int8_t *A, size_t lda, const int nr,
+                       const int np, int g, const __m512i *w)
+{
+    for (int r = 0; r < nr; r++) {
+        __m512i au = bcast4_u8(A + (size_t)r * lda, g);
+        for (int j = 0; j < np; j++)
+            acc[r][j] = _mm512_dpbusd_epi32(acc[r][j], au, w[j]);
+    }
+}
+
+/* acc[r][j] -= 128 * wsum of panel p0 + j; sums at ws[(16 (p0 + j) + i) *
+ * stride] (stride 1 for int8, groups for int4, ws already offset to the
+ * group). */
+T_512 INLINE void compensate(__m512i acc[][NP], const int nr, const int np, const int32_t *ws,
+                             int p0, int stride)
+{
+    for (int j = 0; j < np; j++) {
+        int32_t c[SQ_PANEL_N];
+        for (int i = 0; i < SQ_PANEL_N; i++)
+            c[i] = ws[(size_t)((p0 + j) * SQ_PANEL_N + i) * stride] * 128;
+        __m512i cv = _mm512_loadu_si512(c);
+        for (int r = 0; r < nr; r++)
+            acc[r][j] = _mm512_sub_epi32(acc[r][j], cv);
+    }
+}
+
+T_512 INLINE void s8_block(const int8_t *A, size_t lda, const int nr, const int np,
+                           const sq_qweight *W, int p0, int32_t *out)
+{
+    size_t kg = (size_t)W->k_pad / SQ_PANEL_K, pstride = kg * ROW_BYTES;
+    const int8_t *w = (const int8_t *)W->data + (size_t)p0 * pstride;
+    __m512i acc[NR][NP];
+    for (int r = 0; r < nr; r++)
+        for (int j = 0; j < np; j++)
+            acc[r][j] = _mm512_setzero_si512();
+    for (size_t g = 0; g < kg; g++) {
+        __m512i wv[NP];
+        for (int j = 0; j < np; j++)
+            wv[j] = _mm512_loadu_si512(w + j * pstride + g * ROW_BYTES);
+        step(acc, A, lda, nr, np, (int)g, wv);
+    }
+    compensate(acc, nr, np, W->wsum, p0, 1);
+    for (int r = 0; r < nr; r++)
+        for (int j = 0; j < np; j++)
+            _mm512_storeu_si512(out + (r * np + j) * SQ_PANEL_N, acc[r][j]);
+}
+
+/* int4 panel row (32 bytes) -> the 64-byte int8 row: low nibbles are bytes
+ * 0..31, high nibbles bytes 32..63; vpshufb sign-extends via a table. */
+T_512 INLINE __m512i unpack_s4(const uint8_t *row)
+{
+    const __m512i table = _mm512_broadcast_i32x4(
+        _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1));
+    const __m256i low4 = _mm256_set1_epi8(0x0f);
+    __m256i x = _mm256_loadu_si256((const __m256i *)row);
+    __m256i lo = _mm256_and_si256(x, low4);
+    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), low4);
+    return _mm512_shuffle_epi8(table, _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1));
+}
+
+T_512 INLINE void s4_block(const int8_t *A, size_t lda, const int nr, const int np,
+                           const sq_qweight *W, int p0, float *out)
+{
+    int groups = W->k_pad / SQ_INT4_GROUP;
+    size_t kg = (size_t)W->k_pad / SQ_PANEL_K, pstride = kg * (ROW_BYTES / 2);
+    const uint8_t *w = (const uint8_t *)W->data + (size_t)p0 * pstride;
+    __m512 res[NR][NP];
+    for (int r = 0; r < nr; r++)
+        for (int j = 0; j < np; j++)
+            res[r][j] = _mm512_setzero_ps();
+    for (int gr = 0; gr < groups; gr++) {
+        __m512i acc[NR][NP];
+        for (int r = 0; r < nr; r++)
+            for (int j = 0; j < np; j++)
+                acc[r][j] = _mm512_setzero_si512();
+        for (int g = gr * ROWS_PER_GROUP; g < (gr + 1) * ROWS_PER_GROUP; g++) {
+            __m512i wv[NP];
+            for (int j = 0; j < np; j++)
+                wv[j] = unpack_s4(w + j * pstride + (size_t)g * (ROW_BYTES / 2));
+            step(acc, A, lda, nr, np, g, wv);
+        }
+        compensate(acc, nr, np, W->wsum + gr, p0, groups);
+        for (int j = 0; j < np; j++) {
+            float s[SQ_PANEL_N];
+            for (int i = 0; i < SQ_PANEL_N; i++)
+                s[i] = W->scale[(size_t)((p0 + j) * SQ_PANEL_N + i) * groups + gr];
+            __m512 sv = _mm512_loadu_ps(s);
+            for (int r = 0; r < nr; r++) {
+                __m512 q = _mm512_mul_ps(_mm512_cvtepi32_ps(acc[r][j]), sv);
+                NO_FMA_BARRIER(q);
+                res[r][j] = _mm512_add_ps(res[r][j], q);
+            }
+        }
+    }
+    for (int r = 0; r < nr; r++)
+        for (int j = 0; j < np; j++)
+            _mm512_storeu_ps(out + (r * np + j) * SQ_PANEL_N, res[r][j]);
+}
+
+/* Instantiate the blocks for constant nr (1..4) and np (1..4) so that the
+ * accumulators live in registers. */
+#define CASE_NP(BLOCK, NRC)                                                                    \
+    switch (np) {                                                                              \
+    case 4: BLOCK(A, lda, NRC, 4, W, p0, out); break;                                          \
+    case 3: BLOCK(A, lda, NRC, 3, W, p0, out); break;                                          \
+    case 2: BLOCK(A, lda, NRC, 2, W, p0, out); break;                                          \
+    default: BLOCK(A, lda, NRC, 1, W, p0, out); break;                                         \
+    }
+#define CASE_NR(BLOCK)                                                                         \
+    switch (nr) {                                                                              \
+    case 4: CASE_NP(BLOCK, 4) break;                                                           \
+    case 3: CASE_NP(BLOCK, 3) break;                                                           \
+    case 2: CASE_NP(BLOCK, 2) break;                                                           \
+    default: CASE_NP(BLOCK, 1) break;                                                          \
+    }
+
+T_512 static void ukr_s8(const int8_t *A, size_t lda, int nr, const sq_qweight *W, int p0,
+                         int np, int32_t *out)
+{
+    CASE_NR(s8_block)
+}
+
+T_512 static void ukr_s4(const int8_t *A, size_t lda, int nr, const sq_qweight *W, int p0,
+                         int np, float *out)
+{
+    CASE_NR(s4_block)
+}
+
+void sq_gemm_s8_avx512vnni(const int8_t *A, int M, size_t lda, const sq_qweight *W,
+                           int32_t *C, size_t ldc)
+{
+    sq_gemm_tiles_s8(ukr_s8, NR, NP, A, M, lda, W, C, ldc);
+}
+
+void sq_gemm_s4_avx512vnni(const int8_t *A, int M, size_t lda, const sq_qweight *W, float *C,
+                           size_t ldc)
+{
+    sq_gemm_tiles_s4(ukr_s4, NR, NP, A, M, lda, W, C, ldc);
+}

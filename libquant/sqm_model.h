@@ -1,0 +1,26 @@
+/* Open a packed model (.sqm, formats/SQM.md) as a runnable encoder: every
+ * weight is used in place from the mapped file (no repacking at load), the
+ * tokenizer and pooling come from the file's metadata. */
+#ifndef SQ_SQM_MODEL_H
+#define SQ_SQM_MODEL_H
+
+#include <stdbool.h>
+
+#include "container.h"
+#include "encoder.h"
+#include "hf_config.h"
+#include "hf_tokenizer.h"
+
+typedef struct sq_sqm_info {
+    sq_pooling_config pool;
+    int max_seq;
+} sq_sqm_info;
+
+/* True when the file starts like a squint container (plain or zstd). */
+bool sq_sqm_sniff(const char *path);
+
+/* c must be an open SQM container and stay open while enc is used. Checks
+ * every checksum first (sq_container_verify). */
+int sq_sqm_load_encoder(const sq_container *c, sq_encoder *enc, sq_sqm_info *info, sq_err *err);
+
+#endif

@@ -1,0 +1,368 @@
+/* The int8 / int4 GEMM kernels of every ISA against the scalar reference
+ * and a naive int64 computation from unpacked values: ragged shapes,
+ * extreme values (no saturation), thread-count independence, the SQUINT_ISA
+ * override and the vectorized activation quantize step. ISAs this CPU lacks
+ * are reported as SKIPPED. */
+#include <check.h>
+#include <math.h>
+#include <omp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gemm_s8.h"
+#include "pack.h"
+#include "qlinear_ref.h"
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static uint32_t rng(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (uint32_t)(rng_state >> 32);
+}
+
+/* Value patterns: random (extremes often), all +lim / -lim combinations,
+ * random signs of +-lim (pair sums of opposite extremes). */
+enum { PAT_RANDOM, PAT_PP, PAT_NP, PAT_NN, PAT_SIGNS, PAT_COUNT };
+
+static int8_t value(int pat, int lim, int is_a)
+{
+    switch (pat) {
+    case PAT_PP: return (int8_t)lim;
+    case PAT_NP: return (int8_t)(is_a ? -lim : lim);
+    case PAT_NN: return (int8_t)-lim;
+    case PAT_SIGNS: return (int8_t)(rng() & 1 ? lim : -lim);
+    default: {
+        uint32_t r = rng() % 8;
+        return (int8_t)(r == 0 ? lim : r == 1 ? -lim : (int)(rng() % (2u * lim + 1)) - lim);
+    }
+    }
+}
+
+/* One problem: activations, unpacked weights, the packed qweight and the
+ * naive results. */
+typedef struct problem {
+    int M, N, K;
+    sq_qtype qt;
+    int8_t *a;  /* [M][k_pad], zero past K */
+    int8_t *wv; /* [N][K] unpacked */
+    sq_qweight w;
+    int32_t *naive8; /* int8: [M][N] */
+    float *naive4;   /* int4: [M][N] */
+} problem;
+
+static void problem_make(problem *p, sq_qtype qt, int M, int N, int K, int pat)
+{
+    memset(p, 0, sizeof *p);
+    p->M = M, p->N = N, p->K = K, p->qt = qt;
+    int lim = qt == SQ_QT_S8 ? 127 : 7;
+    sq_err err;
+    ck_assert_msg(sq_qweight_alloc(&p->w, qt, N, K, &err) == 0, "%s", err.msg);
+    int kp = p->w.k_pad, groups = sq_qweight_groups(&p->w);
+    p->a = calloc((size_t)M * kp, 1);
+    p->wv = malloc((size_t)N * K);
+    ck_assert(p->a && p->wv);
+    for (int m = 0; m < M; m++)
+        for (int k = 0; k < K; k++)
+            p->a[(size_t)m * kp + k] = value(pat, 127, 1);
+    for (size_t i = 0; i < (size_t)N * K; i++)
+        p->wv[i] = value(pat, lim, 0);
+    sq_pack(&p->w, p->wv);
+    for (int n = 0; n < N; n++)
+        for (int g = 0; g < groups; g++)
+            p->w.scale[(size_t)n * groups + g] = ldexpf(1.0f + (float)(rng() % 1000) / 7.0f, -12);
+    /* naive: int64 sums of unpacked values, then (int4) the documented
+     * float epilogue */
+    if (qt == SQ_QT_S8) {
+        p->naive8 = malloc(sizeof(int32_t) * (size_t)M * N);
+        for (int m = 0; m < M; m++)
+            for (int n = 0; n < N; n++) {
+                int64_t s = 0;
+                for (int k = 0; k < K; k++)
+                    s += (int64_t)p->a[(size_t)m * kp + k] * p->wv[(size_t)n * K + k];
+                ck_assert(s >= INT32_MIN && s <= INT32_MAX);
+                p->naive8[(size_t)m * N + n] = (int32_t)s;
+            }
+    } else {
+        p->naive4 = malloc(sizeof(float) * (size_t)M * N);
+        for (int m = 0; m < M; m++)
+            for (int n = 0; n < N; n++) {
+                float out = 0.0f;
+                for (int g = 0; g < groups; g++) {
+                    int64_t s = 0;
+                    for (int k = g * SQ_INT4_GROUP; k < K && k < (g + 1) * SQ_INT4_GROUP; k++)
+                        s += (int64_t)p->a[(size_t)m * kp + k] * p->wv[(size_t)n * K + k];
+                    out = sq_gemm_add_scaled(out, (int32_t)s, p->w.scale[(size_t)n * groups + g]);
+                }
+                p->naive4[(size_t)m * N + n] = out;
+            }
+    }
+}
+
+static void problem_free(problem *p)
+{
+    free(p->a);
+    free(p->wv);
+    free(p->naive8);
+    free(p->naive4);
+    sq_qweight_free(&p->w);
+}
+
+/* Run isa on p with ldc = N + 3 (guard columns must stay untouched) and
+ * return the packed [M][N] result (malloc'd). */
+static void *run(sq_isa isa, const problem *p)
+{
+    size_t ldc = (size_t)p->N + 3, esz = 4;
+    uint8_t *c = malloc(esz * ldc * (size_t)p->M);
+    memset(c, 0xA5, esz * ldc * (size_t)p->M);
+    int rc = p->qt == SQ_QT_S8
+                 ? sq_gemm_s8(isa, p->a, p->M, (size_t)p->w.k_pad, &p->w, (int32_t *)c, ldc)
+                 : sq_gemm_s4(isa, p->a, p->M, (size_t)p->w.k_pad, &p->w, (float *)c, ldc);
+    ck_assert_int_eq(rc, 0);
+    uint8_t *out = malloc(esz * (size_t)p->M * p->N);
+    for (int m = 0; m < p->M; m++) {
+        memcpy(out + esz * (size_t)m * p->N, c + esz * ldc * m, esz * (size_t)p->N);
+        for (size_t i = esz * (size_t)p->N; i < esz * ldc; i++)
+            ck_assert_msg(c[esz * ldc * m + i] == 0xA5, "%s wrote past column N", sq_isa_name(isa));
+    }
+    free(c);
+    return out;
+}
+
+static const int Ms[] = {1, 3, 17, 64, 130};
+static const int Ns[] = {1, 15, 16, 17, 96, 1152};
+static const int Ks[] = {1, 3, 4, 5, 127, 128, 129, 384, 1536};
+#define LEN(a) ((int)(sizeof(a) / sizeof(a)[0]))
+
+/* Every shape (big ones with random values only, to bound the scalar
+ * reference's time) and pattern, for every ISA this CPU runs. */
+static void all_shapes(sq_qtype qt)
+{
+    long cases[SQ_ISA_COUNT] = {0};
+    for (int mi = 0; mi < LEN(Ms); mi++)
+        for (int ni = 0; ni < LEN(Ns); ni++)
+            for (int ki = 0; ki < LEN(Ks); ki++)
+                for (int pat = 0; pat < PAT_COUNT; pat++) {
+                    int M = Ms[mi], N = Ns[ni], K = Ks[ki];
+                    double macs = (double)M * N * K;
+                    if (macs > 3e7 || (pat != PAT_RANDOM && macs > 2e6))
+                        continue;
+                    problem p;
+                    problem_make(&p, qt, M, N, K, pat);
+                    void *ref = run(SQ_ISA_SCALAR, &p);
+                    const void *naive = qt == SQ_QT_S8 ? (void *)p.naive8 : (void *)p.naive4;
+                    ck_assert_msg(memcmp(ref, naive, 4 * (size_t)M * N) == 0,
+                                  "scalar %s [%d x %d x %d] pattern %d differs from naive",
+                                  qt == SQ_QT_S8 ? "s8" : "s4", M, N, K, pat);
+                    cases[SQ_ISA_SCALAR]++;
+                    for (int isa = 1; isa < SQ_ISA_COUNT; isa++) {
+                        if (!sq_isa_supported((sq_isa)isa, NULL))
+                            continue;
+                        void *got = run((sq_isa)isa, &p);
+                        ck_assert_msg(memcmp(got, ref, 4 * (size_t)M * N) == 0,
+                                      "%s %s [%d x %d x %d] pattern %d differs from scalar",
+                                      sq_isa_name((sq_isa)isa), qt == SQ_QT_S8 ? "s8" : "s4", M,
+                                      N, K, pat);
+                        free(got);
+                        cases[isa]++;
+                    }
+                    free(ref);
+                    problem_free(&p);
+                }
+    for (int isa = 0; isa < SQ_ISA_COUNT; isa++) {
+        const char *missing;
+        if (sq_isa_supported((sq_isa)isa, &missing))
+            printf("%s %s: %ld cases OK\n", sq_isa_name((sq_isa)isa),
+                   qt == SQ_QT_S8 ? "int8" : "int4", cases[isa]);
+        else
+            printf("SKIPPED: %s (CPU lacks %s)\n", sq_isa_name((sq_isa)isa), missing);
+    }
+    fflush(stdout);
+}
+
+START_TEST(int8_all_isas)
+{
+    all_shapes(SQ_QT_S8);
+}
+END_TEST
+
+START_TEST(int4_all_isas)
+{
+    all_shapes(SQ_QT_S4G128);
+}
+END_TEST
+
+/* 1 and 2 threads give identical bytes, on a shape above the threshold
+ * where the driver forks. */
+START_TEST(thread_count_independent)
+{
+    for (int qi = 0; qi < 2; qi++) {
+        problem p;
+        problem_make(&p, qi ? SQ_QT_S4G128 : SQ_QT_S8, 130, 1152, 384, PAT_RANDOM);
+        for (int isa = 0; isa < SQ_ISA_COUNT; isa++) {
+            if (!sq_isa_supported((sq_isa)isa, NULL))
+                continue;
+            omp_set_num_threads(1);
+            void *one = run((sq_isa)isa, &p);
+            omp_set_num_threads(2);
+            void *two = run((sq_isa)isa, &p);
+            ck_assert_msg(memcmp(one, two, 4 * (size_t)p.M * p.N) == 0, "%s: 1 vs 2 threads",
+                          sq_isa_name((sq_isa)isa));
+            free(one);
+            free(two);
+        }
+        problem_free(&p);
+    }
+}
+END_TEST
+
+/* Bad arguments and unsupported ISAs are refused without writing. */
+START_TEST(argument_checks)
+{
+    problem p;
+    problem_make(&p, SQ_QT_S8, 3, 17, 5, PAT_RANDOM);
+    int32_t c[3 * 17];
+    ck_assert_int_eq(sq_gemm_s8(SQ_ISA_SCALAR, p.a, 3, 7, &p.w, c, 17), -1); /* lda < k_pad */
+    ck_assert_int_eq(sq_gemm_s8(SQ_ISA_SCALAR, p.a, 3, 8, &p.w, c, 16), -1); /* ldc < n */
+    ck_assert_int_eq(sq_gemm_s4(SQ_ISA_SCALAR, p.a, 3, 8, &p.w, (float *)c, 17), -1);
+    ck_assert_int_eq(sq_gemm_s8(SQ_ISA_SCALAR, p.a, 0, 8, &p.w, c, 17), 0);
+    for (int isa = 0; isa < SQ_ISA_COUNT; isa++)
+        if (!sq_isa_supported((sq_isa)isa, NULL))
+            ck_assert_int_eq(sq_gemm_s8((sq_isa)isa, p.a, 3, 8, &p.w, c, 17), -1);
+    problem_free(&p);
+}
+END_TEST
+
+/* SQUINT_ISA forces a path, or fails naming the missing feature. */
+START_TEST(isa_override)
+{
+    sq_err err;
+    sq_isa got;
+    unsetenv("SQUINT_ISA");
+    ck_assert_int_eq(sq_isa_select(&got, &err), 0);
+    ck_assert_int_eq(got, sq_isa_best());
+    for (int isa = 0; isa < SQ_ISA_COUNT; isa++) {
+        setenv("SQUINT_ISA", sq_isa_name((sq_isa)isa), 1);
+        const char *missing;
+        if (sq_isa_supported((sq_isa)isa, &missing)) {
+            ck_assert_int_eq(sq_isa_select(&got, &err), 0);
+            ck_assert_int_eq(got, isa);
+        } else {
+            ck_assert_int_eq(sq_isa_select(&got, &err), -1);
+            ck_assert_msg(strstr(err.msg, missing) && strstr(err.msg, "lacks"), "%s", err.msg);
+            printf("SQUINT_ISA=%s -> %s\n", sq_isa_name((sq_isa)isa), err.msg);
+        }
+    }
+    setenv("SQUINT_ISA", "avx9000", 1);
+    ck_assert_int_eq(sq_isa_select(&got, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "avx9000"));
+    unsetenv("SQUINT_ISA");
+    ck_assert(sq_isa_supported(SQ_ISA_SCALAR, NULL));
+    ck_assert_str_eq(sq_isa_name(SQ_ISA_AVX512VNNI), "avx512vnni");
+    ck_assert_str_eq(sq_isa_name((sq_isa)99), "?");
+    const sq_cpu_features *f = sq_cpu_features_get();
+    printf("cpu: avx2=%d fma=%d avx_vnni=%d avx512f=%d avx512bw=%d avx512vnni=%d amx_tile=%d "
+           "amx_int8=%d amx_denied=%d best=%s\n",
+           f->avx2, f->fma, f->avx_vnni, f->avx512f, f->avx512bw, f->avx512vnni, f->amx_tile,
+           f->amx_int8, f->amx_denied, sq_isa_name(sq_isa_best()));
+}
+END_TEST
+
+/* The quantize step matches sq_ref_quantize_acts bit for bit, ties and
+ * the 0.49999997f trap included, and zero-fills the K padding. */
+START_TEST(quantize_acts_matches_reference)
+{
+    enum { ROWS = 3, K = 77, KP = 80 };
+    static const float special[] = {0.49999997f, 0.5f,  -0.5f,    1.5f,     2.5f,    -2.5f,
+                                    126.5f,      127.4f, 127.5f,  -127.5f,  1e30f,   -1e30f,
+                                    NAN,         INFINITY, -INFINITY, -0.0f, 0.0f,   -0.49999997f,
+                                    1.4999999f,  8388607.5f};
+    float x[ROWS * K], m[K];
+    for (int j = 0; j < K; j++)
+        m[j] = j % 5 == 0 ? 1.0f : 0.5f + (float)(rng() % 1000) / 250.0f;
+    for (int i = 0; i < ROWS * K; i++) {
+        int j = i % K;
+        x[i] = (m[j] == 1.0f && i / 5 < (int)(sizeof special / sizeof *special))
+                   ? special[i / 5]
+                   : ((float)(int)(rng() % 20001) - 10000.0f) / 97.0f;
+    }
+    int8_t ref[ROWS * K], got[ROWS * KP];
+    memset(got, 0x55, sizeof got);
+    sq_ref_quantize_acts(x, ROWS, K, m, ref);
+    sq_gemm_quantize_acts(x, ROWS, K, K, m, got, KP, KP);
+    for (int r = 0; r < ROWS; r++) {
+        ck_assert_msg(memcmp(got + r * KP, ref + r * K, K) == 0, "row %d differs", r);
+        for (int j = K; j < KP; j++)
+            ck_assert_int_eq(got[r * KP + j], 0);
+    }
+    /* exhaustive-ish: a sweep of float bit patterns around the ties */
+    enum { SWEEP = 4096 };
+    static float xs[SWEEP], ms[SWEEP];
+    static int8_t r1[SWEEP], r2[SWEEP];
+    for (int i = 0; i < SWEEP; i++) {
+        float base = (float)(i % 300) - 150.0f + 0.5f;
+        xs[i] = nextafterf(base, (i / 300) % 2 ? 1e9f : -1e9f);
+        if (i % 7 == 0)
+            xs[i] = base;
+        ms[i] = 1.0f;
+    }
+    sq_ref_quantize_acts(xs, 1, SWEEP, ms, r1);
+    sq_gemm_quantize_acts(xs, 1, SWEEP, SWEEP, ms, r2, SWEEP, SWEEP);
+    ck_assert(memcmp(r1, r2, SWEEP) == 0);
+}
+END_TEST
+
+/* Informational: GOP/s of every available ISA on 128 x 1152 x 384. */
+START_TEST(throughput)
+{
+    problem p;
+    problem_make(&p, SQ_QT_S8, 128, 1152, 384, PAT_RANDOM);
+    int32_t *c = malloc(sizeof(int32_t) * 128 * 1152);
+    for (int isa = 0; isa < SQ_ISA_COUNT; isa++) {
+        if (!sq_isa_supported((sq_isa)isa, NULL))
+            continue;
+        int reps = isa == SQ_ISA_SCALAR ? 2 : 20;
+        struct timespec t0, t1;
+        sq_gemm_s8((sq_isa)isa, p.a, 128, (size_t)p.w.k_pad, &p.w, c, 1152); /* warm up */
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        for (int i = 0; i < reps; i++)
+            sq_gemm_s8((sq_isa)isa, p.a, 128, (size_t)p.w.k_pad, &p.w, c, 1152);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        printf("throughput %s int8 128x1152x384: %.1f GOP/s (%d threads)\n",
+               sq_isa_name((sq_isa)isa), 2.0 * 128 * 1152 * 384 * reps / s / 1e9,
+               omp_get_max_threads());
+    }
+    free(c);
+    problem_free(&p);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("gemm_s8");
+    TCase *tc = tcase_create("gemm_s8");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, isa_override);
+    tcase_add_test(tc, argument_checks);
+    tcase_add_test(tc, quantize_acts_matches_reference);
+    tcase_add_test(tc, int8_all_isas);
+    tcase_add_test(tc, int4_all_isas);
+    tcase_add_test(tc, thread_count_independent);
+    tcase_add_test(tc, throughput);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
