@@ -10,6 +10,7 @@
 
 #include "act_capture.h"
 #include "calibrate.h"
+#include "config_yaml.h"
 #include "container.h"
 #include "file_hash.h"
 #include "pack.h"
@@ -164,12 +165,8 @@ static char *build_metadata(const sq_embed_model *m, const sq_calib_stats *st, u
     sq_strbuf sb = {0};
     sq_sb_printf(&sb, "format: squint-model\nformat_version: 1\ntool: \"squint %s\"\n"
                       "architecture: bert\n", SQUINT_VERSION);
-    sq_sb_printf(&sb,
-                 "config:\n  vocab_size: %d\n  hidden: %d\n  layers: %d\n  heads: %d\n  ffn: %d\n"
-                 "  max_positions: %d\n  type_vocab: %d\n  pad_token_id: %d\n"
-                 "  layer_norm_eps: %.17g\n",
-                 c->vocab_size, c->hidden, c->layers, c->heads, c->ffn, c->max_pos, c->type_vocab,
-                 c->pad_token_id, c->ln_eps);
+    sq_sb_printf(&sb, "config:\n");
+    sq_bert_config_to_yaml(&sb, c, "  ");
     sq_sb_printf(&sb, "pooling: %s\nnormalize: %s\nmax_seq: %d\nembeddings_type: %s\n",
                  sq_pooling_name(pc.pooling), pc.normalize ? "true" : "false", m->max_seq,
                  emb_type);

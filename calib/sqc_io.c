@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "calib_stats.h"
+#include "config_yaml.h"
 #include "container.h"
 #include "squint_version.h"
 #include "strbuf.h"
@@ -48,12 +49,8 @@ static char *build_metadata(const sq_calib_stats *st)
     sq_sb_printf(&sb, "model:\n  source: ");
     sq_sb_yaml_str(&sb, st->model_source ? st->model_source : "");
     sq_sb_printf(&sb, "\n  digest: \"%016" PRIx64 "\"\n", st->model_digest);
-    sq_sb_printf(&sb,
-                 "  config:\n    architecture: bert\n    vocab_size: %d\n    hidden: %d\n"
-                 "    layers: %d\n    heads: %d\n    ffn: %d\n    max_positions: %d\n"
-                 "    type_vocab: %d\n    pad_token_id: %d\n    layer_norm_eps: %.17g\n",
-                 c->vocab_size, c->hidden, c->layers, c->heads, c->ffn, c->max_pos,
-                 c->type_vocab, c->pad_token_id, c->ln_eps);
+    sq_sb_printf(&sb, "  config:\n    architecture: bert\n");
+    sq_bert_config_to_yaml(&sb, c, "    ");
     sq_sb_printf(&sb, "  files:");
     yaml_digests(&sb, "    ", st->model_files, st->n_model_files);
     sq_sb_printf(&sb, "corpus:\n  bundled: %s\n", st->corpus_bundled ? "true" : "false");
@@ -247,25 +244,8 @@ static int parse_metadata(const sq_container *c, sq_calib_stats *st, sq_bert_con
         !(corpus = yt_require(r, "corpus", err)) || !(samp = yt_require(r, "sampling", err)) ||
         !(obs = yt_require(r, "observer", err)))
         goto out;
-#define CI(field, key, lo, hi)                                                                     \
-    if (yt_get_int64(conf, key, lo, hi, &v, err) != 0)                                             \
-        goto out;                                                                                  \
-    cfg->field = (int)v;
-    CI(vocab_size, "vocab_size", 1, SQ_MAX_VOCAB)
-    CI(hidden, "hidden", 1, SQ_MAX_HIDDEN)
-    CI(layers, "layers", 1, SQ_MAX_LAYERS)
-    CI(heads, "heads", 1, SQ_MAX_HIDDEN)
-    CI(ffn, "ffn", 1, SQ_MAX_FFN)
-    CI(max_pos, "max_positions", 2, SQ_MAX_POSITIONS)
-    CI(type_vocab, "type_vocab", 1, 1024)
-    CI(pad_token_id, "pad_token_id", 0, SQ_MAX_VOCAB)
-#undef CI
-    if (yt_get_double(conf, "layer_norm_eps", 1e-30, 1e-2, &cfg->ln_eps, err) != 0)
+    if (sq_bert_config_from_yaml(conf, cfg, err) != 0)
         goto out;
-    if (cfg->hidden % cfg->heads != 0) {
-        sq_err_set(err, "%s: hidden %d is not divisible by heads %d", c->path, cfg->hidden, cfg->heads);
-        goto out;
-    }
     if (yt_get_string(model, "digest", &s, err) != 0)
         goto out;
     char *end;

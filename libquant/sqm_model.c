@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config_yaml.h"
 #include "quant_embed.h"
 #include "yaml_tree.h"
 
@@ -60,23 +61,10 @@ static int parse_meta(const sq_container *c, sq_bert_config *cfg, sq_sqm_info *i
     }
     if (!(conf = yt_require(r, "config", err)))
         goto out;
-#define CI(field, key, lo, hi)                                                                     \
-    if (yt_get_int64(conf, key, lo, hi, &v, err) != 0)                                             \
-        goto out;                                                                                  \
-    cfg->field = (int)v;
-    CI(vocab_size, "vocab_size", 1, SQ_MAX_VOCAB)
-    CI(hidden, "hidden", 2, SQ_MAX_HIDDEN)
-    CI(layers, "layers", 1, SQ_MAX_LAYERS)
-    CI(heads, "heads", 1, SQ_MAX_HIDDEN)
-    CI(ffn, "ffn", 1, SQ_MAX_FFN)
-    CI(max_pos, "max_positions", 2, SQ_MAX_POSITIONS)
-    CI(type_vocab, "type_vocab", 1, 1024)
-    CI(pad_token_id, "pad_token_id", 0, SQ_MAX_VOCAB)
-#undef CI
-    if (yt_get_double(conf, "layer_norm_eps", 1e-30, 1e-2, &cfg->ln_eps, err) != 0)
+    if (sq_bert_config_from_yaml(conf, cfg, err) != 0)
         goto out;
-    if (cfg->hidden % cfg->heads != 0 || cfg->hidden % 2 != 0) {
-        sq_err_set(err, "%s: hidden %d does not fit %d heads", c->path, cfg->hidden, cfg->heads);
+    if (cfg->hidden % 2 != 0) {
+        sq_err_set(err, "%s: hidden %d must be even", c->path, cfg->hidden);
         goto out;
     }
     if (yt_get_string(r, "pooling", &s, err) != 0 || sq_pooling_parse(s, &info->pool.pooling) != 0) {

@@ -9,22 +9,8 @@ SQ=$1
 GEN=$2
 W=$(mktemp -d /tmp/squint-calib-XXXXXX)
 trap 'rm -rf "$W"' EXIT
+. "$(dirname "$0")/lib.sh"
 export SOURCE_DATE_EPOCH=1764633600 # fixed date: runs are compared byte for byte
-fails=0
-pass() { echo "ok   - $1"; }
-fail() { echo "FAIL - $1"; fails=$((fails + 1)); }
-expect_error() { # NAME NEEDLE OUTFILE -- command...
-  local name=$1 needle=$2 out=$3
-  shift 4
-  local msg rc
-  msg=$("$@" 2>&1 >/dev/null)
-  rc=$?
-  if [[ $rc -ne 2 ]]; then fail "$name: exit $rc, want 2 ($msg)"; return; fi
-  if [[ "$msg" != *"$needle"* ]]; then fail "$name: message '$msg' lacks '$needle'"; return; fi
-  if [[ -n "$out" && -e "$out" ]]; then fail "$name: left $out behind"; return; fi
-  if ls "$W"/*.tmp.* >/dev/null 2>&1; then fail "$name: left a temp file"; return; fi
-  pass "$name"
-}
 
 "$GEN" "$W/m" --shape tiny --seed 5 --outliers 3 >/dev/null || exit 1
 "$GEN" "$W/other" --shape tiny --seed 6 >/dev/null || exit 1
@@ -103,5 +89,4 @@ echo keep > "$W/keep.sqc"
 "$SQ" calibrate "$W/m" --corpus "$W/empty.txt" -o "$W/keep.sqc" 2>/dev/null
 [[ $(cat "$W/keep.sqc") == keep ]] && pass "failed run leaves existing output untouched" || fail "existing output clobbered"
 
-echo "$fails failure(s)"
-[[ $fails -eq 0 ]]
+finish

@@ -9,23 +9,8 @@ GEN=$2
 HERE=$(cd "$(dirname "$0")" && pwd)
 W=$(mktemp -d /tmp/squint-cli-XXXXXX)
 trap 'rm -rf "$W"' EXIT
-fails=0
-pass() { echo "ok   - $1"; }
-fail() { echo "FAIL - $1"; fails=$((fails + 1)); }
+. "$(dirname "$0")/lib.sh"
 
-# expect_error NAME NEEDLE OUTFILE -- command...: exit 2, message contains NEEDLE, OUTFILE absent.
-expect_error() {
-  local name=$1 needle=$2 out=$3
-  shift 4
-  local msg rc
-  msg=$("$@" 2>&1 >/dev/null)
-  rc=$?
-  if [[ $rc -ne 2 ]]; then fail "$name: exit $rc, want 2 ($msg)"; return; fi
-  if [[ "$msg" != *"$needle"* ]]; then fail "$name: message '$msg' lacks '$needle'"; return; fi
-  if [[ -n "$out" && -e "$out" ]]; then fail "$name: left $out behind"; return; fi
-  if ls "$W"/*.tmp.* >/dev/null 2>&1; then fail "$name: left a temp file"; return; fi
-  pass "$name"
-}
 
 "$GEN" "$W/m" --shape tiny --seed 3 --outliers 1 >/dev/null || { echo "fixture generation failed"; exit 1; }
 printf 'Hello world!\nThe quick brown fox jumps over the lazy dog.\n\nnaïve café 東京 — ünïcödé\n' > "$W/in.txt"
@@ -113,5 +98,4 @@ echo keep > "$W/keep.npy"
 "$SQ" embed "$W/m" --input "$W/empty.txt" --output "$W/keep.npy" 2>/dev/null
 [[ $(cat "$W/keep.npy") == keep ]] && pass "failed run leaves existing output untouched" || fail "existing output clobbered"
 
-echo "$fails failure(s)"
-[[ $fails -eq 0 ]]
+finish

@@ -8,22 +8,8 @@ SQ=$1
 GEN=$2
 W=$(mktemp -d /tmp/squint-quant-XXXXXX)
 trap 'rm -rf "$W"' EXIT
+. "$(dirname "$0")/lib.sh"
 export SOURCE_DATE_EPOCH=1764633600
-fails=0
-pass() { echo "ok   - $1"; }
-fail() { echo "FAIL - $1"; fails=$((fails + 1)); }
-expect_rc() { # NAME RC NEEDLE OUTFILE -- command...
-  local name=$1 want=$2 needle=$3 out=$4
-  shift 5
-  local msg rc
-  msg=$("$@" 2>&1 >/dev/null)
-  rc=$?
-  if [[ $rc -ne $want ]]; then fail "$name: exit $rc, want $want ($msg)"; return; fi
-  if [[ "$msg" != *"$needle"* ]]; then fail "$name: message '$msg' lacks '$needle'"; return; fi
-  if [[ -n "$out" && -e "$out" ]]; then fail "$name: left $out behind"; return; fi
-  if ls "$W"/*.tmp.* >/dev/null 2>&1; then fail "$name: left a temp file"; return; fi
-  pass "$name"
-}
 
 "$GEN" "$W/m" --shape tiny --seed 7 --outliers 2 >/dev/null || exit 1
 "$GEN" "$W/other" --shape tiny --seed 8 >/dev/null || exit 1
@@ -134,5 +120,4 @@ expect_rc "truncated .sqc" 2 "trunc.sqc" "$W/x.sqm" -- "$SQ" quantize "$W/m" --c
 expect_rc "missing -o" 2 "-o OUT.sqm" "" -- "$SQ" quantize "$W/m" --calib "$W/m.sqc"
 expect_rc "unwritable output" 2 "$W/nodir/x.sqm" "$W/nodir/x.sqm" -- "$SQ" quantize "$W/m" --calib "$W/m.sqc" -o "$W/nodir/x.sqm"
 
-echo "$fails failure(s)"
-[[ $fails -eq 0 ]]
+finish
