@@ -41,6 +41,9 @@ static int record_provenance(sq_embed_model *m, const char *model_arg, const sq_
 int sq_calibrate(sq_embed_model *m, const char *model_arg, const sq_calibrate_opts *o,
                  sq_calib_stats *st, sq_err *err)
 {
+    if (m->is_sqm)
+        return sq_err_set(err, "%s is a packed model: calibrate the fp32 checkpoint it came from",
+                          model_arg);
     const char *bundled[1] = {o->bundled_corpus};
     const char *const *paths = o->n_corpus ? o->corpus : bundled;
     size_t n_paths = o->n_corpus ? o->n_corpus : 1;

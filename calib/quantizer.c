@@ -399,6 +399,9 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
                       sq_quantize_report *rep, sq_err *err)
 {
     memset(rep, 0, sizeof *rep);
+    if (m->is_sqm)
+        return sq_err_set(err, "%s is already a packed model: quantize the fp32 checkpoint",
+                          model_arg);
     const sq_recipe *r = o->recipe;
     const sq_bert_config *c = &m->enc.cfg;
     const int L = c->layers, NL = L * SQ_LIN_KINDS;

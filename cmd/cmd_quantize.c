@@ -157,6 +157,10 @@ int cmd_quantize(int argc, char **argv)
     }
     sq_calib_stats st;
     int have_st = 0;
+    if (m.is_sqm) {
+        sq_err_set(&err, "%s is already a packed model: quantize the fp32 checkpoint", model_arg);
+        goto fail;
+    }
     if (calib) {
         if (sq_calib_stats_load(calib, &st, &err) != 0)
             goto fail;

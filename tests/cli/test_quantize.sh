@@ -117,6 +117,8 @@ expect_rc "--strict unmatched override" 1 "layer.99" "$W/x.sqm" -- "$SQ" quantiz
   grep -q "warning" "$W/warn.txt" && pass "unmatched override without --strict warns" || fail "unmatched override warning"
 head -c 5000 "$W/m.sqc" > "$W/trunc.sqc"
 expect_rc "truncated .sqc" 2 "trunc.sqc" "$W/x.sqm" -- "$SQ" quantize "$W/m" --calib "$W/trunc.sqc" -o "$W/x.sqm"
+expect_rc "quantize refuses a .sqm" 2 "already a packed model" "$W/x.sqm" -- "$SQ" quantize "$W/t1.sqm" -o "$W/x.sqm"
+expect_rc "calibrate refuses a .sqm" 2 "packed model" "$W/x.sqc" -- "$SQ" calibrate "$W/t1.sqm" -o "$W/x.sqc"
 expect_rc "missing -o" 2 "-o OUT.sqm" "" -- "$SQ" quantize "$W/m" --calib "$W/m.sqc"
 expect_rc "unwritable output" 2 "$W/nodir/x.sqm" "$W/nodir/x.sqm" -- "$SQ" quantize "$W/m" --calib "$W/m.sqc" -o "$W/nodir/x.sqm"
 
