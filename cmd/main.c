@@ -13,6 +13,7 @@ static const sq_command commands[] = {
     {"inspect", "what is inside a .sqc or .sqm file", cmd_inspect},
     {"verify", "check a squint file's checksums and model consistency", cmd_verify},
     {"diff", "what changed between two squint files (exit 1 if they differ)", cmd_diff},
+    {"embed-run", "run a .sqm and measure it against fp32", cmd_embed_run},
     {"tokenize", "the token ids a checkpoint or .sqm produces for each text", cmd_tokenize},
     {"bench", "throughput and latency of the encoder", cmd_bench},
 };

@@ -364,6 +364,25 @@ static int compile_match(const yt_node *n, sq_recipe_override *o, sq_err *err)
         return 0;
     if (s[3] == '\0')
         return yt_error(n, err, "'match' has an empty regex after 're:'");
+    /* glibc's regcomp copies the parse tree for each repetition operator, so
+     * stacked repetitions ("a++++...") grow memory exponentially: a recipe
+     * from a stranger could exhaust memory. Linear names are short; bound the
+     * pattern and its repetitions, and refuse a repetition of a repetition. */
+    size_t len = strlen(s + 3);
+    if (len > SQ_RECIPE_MAX_REGEX)
+        return yt_error(n, err, "regex in 'match' is longer than %d bytes", SQ_RECIPE_MAX_REGEX);
+    int reps = 0;
+    for (size_t i = 3; s[i]; i++) {
+        bool rep = s[i] == '+' || s[i] == '*' || s[i] == '?' || s[i] == '{';
+        if (!rep || (i > 3 && s[i - 1] == '\\'))
+            continue;
+        char prev = s[i - 1];
+        if (++reps > SQ_RECIPE_MAX_REGEX_REPS)
+            return yt_error(n, err, "regex in 'match' has more than %d repetition operators",
+                            SQ_RECIPE_MAX_REGEX_REPS);
+        if (i > 3 && s[i] != '{' && (prev == '+' || prev == '*' || prev == '?' || prev == '}'))
+            return yt_error(n, err, "regex in 'match' repeats a repetition ('%c%c')", prev, s[i]);
+    }
     int rc = regcomp(&o->re, s + 3, REG_EXTENDED);
     if (rc != 0) {
         char why[200];

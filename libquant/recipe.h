@@ -20,6 +20,9 @@
 #include "sq_error.h"
 
 #define SQ_RECIPE_VERSION 1
+/* Bounds on a "re:" override pattern (glibc regcomp is exponential in stacked repetitions). */
+#define SQ_RECIPE_MAX_REGEX 256
+#define SQ_RECIPE_MAX_REGEX_REPS 16
 
 /* Observer methods, in the order and spelling of calib/scale_select.h. */
 typedef enum sq_recipe_observer_method {

@@ -38,6 +38,8 @@ done
 [ ${#sel[@]} -gt 0 ] || sel=("${ALL[@]}")
 [ -n "$runs$secs" ] || runs=5000
 bound=(); [ -n "$runs" ] && bound+=(-runs="$runs"); [ -n "$secs" ] && bound+=(-max_total_time="$secs")
+# A fixed seed makes a bounded (CI) run explore the same inputs every time.
+[ -n "$runs" ] && [ -z "$secs" ] && bound+=(-seed=1)
 
 # ---- packages (clang, libFuzzer runtime, libomp) and the build ----
 build() {
@@ -91,6 +93,7 @@ for h in "${sel[@]}"; do
     if [ $replay = 1 ] && [ -n "$(ls -A "$saved" 2>/dev/null)" ]; then
         if ! TMPDIR=$dir/tmp "$bin" -runs=1 "$saved"/* >"$dir/replay.log" 2>&1; then
             echo "  $h: a saved reproducer in $saved still crashes (see $dir/replay.log)"
+            grep -m1 -E 'ERROR: |runtime error:' "$dir/replay.log" | sed 's/^/    /'
             crashes=$((crashes + 1))
         fi
     fi

@@ -490,6 +490,11 @@ static const struct {
     /* overrides */
     {"overrides:\n  - match: 're:layer.('\n    type: fp32\n",
      "x.yaml:2:12: bad regex 'layer.(' in 'match': Unmatched ( or \\("},
+    /* regression (fuzz_recipe): stacked repetitions made glibc regcomp exhaust memory */
+    {"overrides:\n  - match: 're:a++++++++++++++++++++++++'\n    type: fp32\n",
+     "x.yaml:2:12: regex in 'match' repeats a repetition ('++')"},
+    {"overrides:\n  - match: 're:(a+)(b+)(c+)(d+)(e+)(f+)(g+)(h+)(i+)(j+)(k+)(l+)(m+)(n+)(o+)(p+)(q+)'\n    type: fp32\n",
+     "x.yaml:2:12: regex in 'match' has more than 16 repetition operators"},
     {"overrides:\n  - match: 're:'\n    type: fp32\n",
      "x.yaml:2:12: 'match' has an empty regex after 're:'"},
     {"overrides:\n  - match: ''\n    type: fp32\n", "x.yaml:2:12: 'match' must not be empty"},

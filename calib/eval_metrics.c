@@ -1,0 +1,629 @@
+#include "eval_metrics.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+double sq_cosine(const float *a, const float *b, int dim)
+{
+    double ab = 0, aa = 0, bb = 0;
+    for (int i = 0; i < dim; i++) {
+        ab += (double)a[i] * b[i];
+        aa += (double)a[i] * a[i];
+        bb += (double)b[i] * b[i];
+    }
+    if (aa == 0 || bb == 0)
+        return NAN;
+    return ab / (sqrt(aa) * sqrt(bb));
+}
+
+static int cmp_double(const void *pa, const void *pb)
+{
+    double a = *(const double *)pa, b = *(const double *)pb;
+    return (a > b) - (a < b);
+}
+
+double sq_percentile_sorted(const double *sorted, int64_t n, double p)
+{
+    if (n < 1)
+        return NAN;
+    double pos = p / 100.0 * (double)(n - 1);
+    int64_t lo = (int64_t)floor(pos);
+    if (lo >= n - 1)
+        return sorted[n - 1];
+    double f = pos - (double)lo;
+    return sorted[lo] + f * (sorted[lo + 1] - sorted[lo]);
+}
+
+int sq_cos_pair_stats(const float *a, const float *b, int64_t n, int dim, sq_cos_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    if (n < 1)
+        return -1;
+    double *c = malloc((size_t)n * sizeof *c);
+    if (!c)
+        return -1;
+    double sum = 0;
+    out->min = INFINITY;
+    for (int64_t i = 0; i < n; i++) {
+        double v = sq_cosine(a + (size_t)i * dim, b + (size_t)i * dim, dim);
+        if (isnan(v)) { /* a zero vector: as unlike as it gets without a direction */
+            v = 0;
+            out->n_nan++;
+        }
+        c[i] = v;
+        sum += v;
+        if (v < out->min) {
+            out->min = v;
+            out->argmin = i;
+        }
+    }
+    out->mean = sum / (double)n;
+    qsort(c, (size_t)n, sizeof *c, cmp_double);
+    out->p01 = sq_percentile_sorted(c, n, 1.0);
+    free(c);
+    return 0;
+}
+
+/* ---- nearest neighbours ---- */
+
+/* Rows scaled to unit length (zero rows stay zero). */
+static float *unit_rows(const float *x, int64_t n, int dim)
+{
+    float *u = malloc((size_t)n * dim * sizeof *u);
+    if (!u)
+        return NULL;
+    for (int64_t i = 0; i < n; i++) {
+        const float *r = x + (size_t)i * dim;
+        double ss = 0;
+        for (int c = 0; c < dim; c++)
+            ss += (double)r[c] * r[c];
+        float s = ss > 0 ? (float)(1.0 / sqrt(ss)) : 0.0f;
+        for (int c = 0; c < dim; c++)
+            u[(size_t)i * dim + c] = r[c] * s;
+    }
+    return u;
+}
+
+static float dot8(const float *a, const float *b, int dim)
+{
+    /* Eight partial sums: lets the compiler keep several lanes busy while the
+     * summation order stays fixed (deterministic). */
+    float s[8] = {0};
+    int c = 0;
+    for (; c + 8 <= dim; c += 8)
+        for (int l = 0; l < 8; l++)
+            s[l] += a[c + l] * b[c + l];
+    float t = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+    for (; c < dim; c++)
+        t += a[c] * b[c];
+    return t;
+}
+
+/* Is (s, j) ranked ahead of (t, k)? Larger score first, then lower index. */
+static int ahead(double s, int64_t j, double t, int64_t k)
+{
+    return s > t || (s == t && j < k);
+}
+
+/* Keep the k best (score, index) pairs in best[]/bidx[] sorted best first. */
+static void topk_insert(double *best, int64_t *bidx, int64_t *have, int64_t k, double s, int64_t j)
+{
+    if (*have == k && !ahead(s, j, best[k - 1], bidx[k - 1]))
+        return;
+    int64_t p = *have < k ? (*have)++ : k - 1;
+    while (p > 0 && ahead(s, j, best[p - 1], bidx[p - 1])) {
+        best[p] = best[p - 1];
+        bidx[p] = bidx[p - 1];
+        p--;
+    }
+    best[p] = s;
+    bidx[p] = j;
+}
+
+int64_t sq_top_indices(const double *scores, int64_t n, int64_t k, int64_t *out)
+{
+    if (k > n)
+        k = n;
+    if (k <= 0)
+        return 0;
+    double *best = malloc((size_t)k * sizeof *best);
+    if (!best)
+        return 0;
+    int64_t have = 0;
+    for (int64_t j = 0; j < n; j++)
+        topk_insert(best, out, &have, k, scores[j], j);
+    free(best);
+    return have;
+}
+
+static int cmp_i64(const void *pa, const void *pb)
+{
+    int64_t a = *(const int64_t *)pa, b = *(const int64_t *)pb;
+    return (a > b) - (a < b);
+}
+
+/* Row i's k nearest other rows of unit matrix u, sorted by index. */
+static void neighbours(const float *u, int64_t n, int dim, int64_t i, int64_t k, double *best,
+                       int64_t *idx)
+{
+    int64_t have = 0;
+    const float *ri = u + (size_t)i * dim;
+    for (int64_t j = 0; j < n; j++)
+        if (j != i)
+            topk_insert(best, idx, &have, k, dot8(ri, u + (size_t)j * dim, dim), j);
+    qsort(idx, (size_t)k, sizeof *idx, cmp_i64);
+}
+
+double sq_topk_overlap(const float *a, const float *b, int64_t n, int dim, int k, int *k_used)
+{
+    if (k_used)
+        *k_used = 0;
+    if (n < 2 || k < 1)
+        return NAN;
+    int64_t kk = k > n - 1 ? n - 1 : k;
+    if (k_used)
+        *k_used = (int)kk;
+    float *ua = unit_rows(a, n, dim), *ub = unit_rows(b, n, dim);
+    double total = 0;
+    int oom = !ua || !ub;
+    if (!oom) {
+#pragma omp parallel reduction(+ : total) reduction(| : oom)
+        {
+            double *best = malloc((size_t)kk * sizeof *best);
+            int64_t *ia = malloc((size_t)kk * sizeof *ia), *ib = malloc((size_t)kk * sizeof *ib);
+            if (!best || !ia || !ib)
+                oom = 1;
+#pragma omp for schedule(dynamic, 16)
+            for (int64_t i = 0; i < n; i++) {
+                if (!best || !ia || !ib)
+                    continue;
+                neighbours(ua, n, dim, i, kk, best, ia);
+                neighbours(ub, n, dim, i, kk, best, ib);
+                int64_t common = 0;
+                for (int64_t p = 0, q = 0; p < kk && q < kk;) {
+                    if (ia[p] == ib[q]) {
+                        common++;
+                        p++;
+                        q++;
+                    } else if (ia[p] < ib[q]) {
+                        p++;
+                    } else {
+                        q++;
+                    }
+                }
+                /* Integer counts: the reduction's order cannot change the sum. */
+                total += (double)common;
+            }
+            free(best);
+            free(ia);
+            free(ib);
+        }
+    }
+    free(ua);
+    free(ub);
+    return oom ? NAN : total / ((double)kk * (double)n);
+}
+
+/* ---- correlation ---- */
+
+typedef struct ranked_value {
+    double v;
+    int64_t i;
+} ranked_value;
+
+static int cmp_ranked(const void *pa, const void *pb)
+{
+    const ranked_value *a = pa, *b = pb;
+    if (a->v != b->v)
+        return a->v < b->v ? -1 : 1;
+    return (a->i > b->i) - (a->i < b->i);
+}
+
+void sq_average_ranks(const double *x, int64_t n, double *ranks)
+{
+    ranked_value *r = malloc((size_t)(n > 0 ? n : 1) * sizeof *r);
+    if (!r) {
+        for (int64_t i = 0; i < n; i++)
+            ranks[i] = NAN;
+        return;
+    }
+    for (int64_t i = 0; i < n; i++)
+        r[i] = (ranked_value){x[i], i};
+    qsort(r, (size_t)n, sizeof *r, cmp_ranked);
+    for (int64_t s = 0; s < n;) {
+        int64_t e = s + 1;
+        while (e < n && r[e].v == r[s].v)
+            e++;
+        double avg = (double)(s + 1 + e) / 2.0; /* mean of ranks s+1 .. e */
+        for (int64_t t = s; t < e; t++)
+            ranks[r[t].i] = avg;
+        s = e;
+    }
+    free(r);
+}
+
+double sq_pearson(const double *x, const double *y, int64_t n)
+{
+    if (n < 2)
+        return NAN;
+    double mx = 0, my = 0;
+    for (int64_t i = 0; i < n; i++) {
+        mx += x[i];
+        my += y[i];
+    }
+    mx /= (double)n;
+    my /= (double)n;
+    double sxy = 0, sxx = 0, syy = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double dx = x[i] - mx, dy = y[i] - my;
+        sxy += dx * dy;
+        sxx += dx * dx;
+        syy += dy * dy;
+    }
+    if (sxx == 0 || syy == 0)
+        return NAN;
+    return sxy / sqrt(sxx * syy);
+}
+
+double sq_spearman(const double *x, const double *y, int64_t n)
+{
+    if (n < 2)
+        return NAN;
+    double *rx = malloc((size_t)n * sizeof *rx), *ry = malloc((size_t)n * sizeof *ry);
+    double r = NAN;
+    if (rx && ry) {
+        sq_average_ranks(x, n, rx);
+        sq_average_ranks(y, n, ry);
+        r = sq_pearson(rx, ry, n);
+    }
+    free(rx);
+    free(ry);
+    return r;
+}
+
+/* ---- retrieval ---- */
+
+static double grade_of(const sq_qrels_view *q, int64_t doc)
+{
+    for (int64_t i = 0; i < q->n; i++)
+        if (q->doc[i] == doc)
+            return q->grade[i];
+    return 0;
+}
+
+static int cmp_desc(const void *pa, const void *pb)
+{
+    return cmp_double(pb, pa);
+}
+
+double sq_ndcg_at_k(const int64_t *ranked, int64_t n_ranked, const sq_qrels_view *q, int k)
+{
+    double dcg = 0;
+    for (int64_t r = 0; r < n_ranked && r < k; r++) {
+        double g = grade_of(q, ranked[r]);
+        if (g > 0)
+            dcg += g / log2((double)r + 2.0);
+    }
+    double *ideal = malloc((size_t)(q->n > 0 ? q->n : 1) * sizeof *ideal);
+    if (!ideal)
+        return NAN;
+    memcpy(ideal, q->grade, (size_t)q->n * sizeof *ideal);
+    qsort(ideal, (size_t)q->n, sizeof *ideal, cmp_desc);
+    double idcg = 0;
+    for (int64_t r = 0; r < q->n && r < k; r++)
+        if (ideal[r] > 0)
+            idcg += ideal[r] / log2((double)r + 2.0);
+    free(ideal);
+    return idcg > 0 ? dcg / idcg : 0.0;
+}
+
+double sq_recall_at_k(const int64_t *ranked, int64_t n_ranked, const sq_qrels_view *q, int k)
+{
+    int64_t relevant = 0, found = 0;
+    for (int64_t i = 0; i < q->n; i++)
+        relevant += q->grade[i] > 0;
+    for (int64_t r = 0; r < n_ranked && r < k; r++)
+        found += grade_of(q, ranked[r]) > 0;
+    return relevant ? (double)found / (double)relevant : 0.0;
+}
+
+int sq_retrieval_eval(const float *Q, int64_t nq, const float *D, int64_t nd, int dim,
+                      const int64_t *qrel_off, const int64_t *qrel_doc, const double *qrel_grade,
+                      double *ndcg10, double *recall100)
+{
+    *ndcg10 = *recall100 = NAN;
+    if (nq < 1 || nd < 1)
+        return -1;
+    float *uq = unit_rows(Q, nq, dim), *ud = unit_rows(D, nd, dim);
+    double sn = 0, sr = 0;
+    int oom = !uq || !ud;
+    if (!oom) {
+#pragma omp parallel reduction(| : oom)
+        {
+            double *scores = malloc((size_t)nd * sizeof *scores);
+            int64_t *top = malloc(100 * sizeof *top);
+            if (!scores || !top)
+                oom = 1;
+#pragma omp for schedule(dynamic, 4) ordered
+            for (int64_t q = 0; q < nq; q++) {
+                double nv = 0, rv = 0;
+                if (scores && top) {
+                    for (int64_t d = 0; d < nd; d++)
+                        scores[d] = dot8(uq + (size_t)q * dim, ud + (size_t)d * dim, dim);
+                    int64_t nt = sq_top_indices(scores, nd, 100, top);
+                    sq_qrels_view v = {qrel_doc + qrel_off[q], qrel_grade + qrel_off[q],
+                                       qrel_off[q + 1] - qrel_off[q]};
+                    nv = sq_ndcg_at_k(top, nt, &v, 10);
+                    rv = sq_recall_at_k(top, nt, &v, 100);
+                }
+                /* Summed in query order: the same total at any thread count. */
+#pragma omp ordered
+                {
+                    sn += nv;
+                    sr += rv;
+                }
+            }
+            free(scores);
+            free(top);
+        }
+    }
+    free(uq);
+    free(ud);
+    if (oom)
+        return -1;
+    *ndcg10 = sn / (double)nq;
+    *recall100 = sr / (double)nq;
+    return 0;
+}
+
+/* ---- logistic regression ---- */
+
+static const sq_logreg_opts default_opts = {.l2 = 1.0, .max_iter = 50, .tol = 1e-8};
+
+static double sigmoid(double t)
+{
+    return t >= 0 ? 1.0 / (1.0 + exp(-t)) : exp(t) / (1.0 + exp(t));
+}
+
+/* log(1 + exp(t)) without overflow. */
+static double softplus(double t)
+{
+    return t > 0 ? t + log1p(exp(-t)) : log1p(exp(t));
+}
+
+/* Penalized loss of theta over the m rows of Z [m][d1] (last column 1). */
+static double objective(const double *Z, const double *yv, int64_t m, int d1, const double *theta,
+                        double l2)
+{
+    double f = 0;
+    for (int64_t i = 0; i < m; i++) {
+        const double *z = Z + (size_t)i * d1;
+        double t = 0;
+        for (int j = 0; j < d1; j++)
+            t += z[j] * theta[j];
+        f += softplus(t) - yv[i] * t;
+    }
+    for (int j = 0; j < d1 - 1; j++)
+        f += 0.5 * l2 * theta[j] * theta[j];
+    return f;
+}
+
+/* Solve H x = g in place (g -> x) by Cholesky; H [d][d] is overwritten.
+ * Returns -1 when H is not positive definite. */
+static int cholesky_solve(double *H, double *g, int d)
+{
+    for (int j = 0; j < d; j++) {
+        double s = H[(size_t)j * d + j];
+        for (int k = 0; k < j; k++)
+            s -= H[(size_t)j * d + k] * H[(size_t)j * d + k];
+        if (!(s > 0))
+            return -1;
+        double ljj = sqrt(s);
+        H[(size_t)j * d + j] = ljj;
+#pragma omp parallel for schedule(static) if (d > 256)
+        for (int i = j + 1; i < d; i++) {
+            double t = H[(size_t)i * d + j];
+            for (int k = 0; k < j; k++)
+                t -= H[(size_t)i * d + k] * H[(size_t)j * d + k];
+            H[(size_t)i * d + j] = t / ljj;
+        }
+    }
+    for (int i = 0; i < d; i++) { /* L y = g */
+        double t = g[i];
+        for (int k = 0; k < i; k++)
+            t -= H[(size_t)i * d + k] * g[k];
+        g[i] = t / H[(size_t)i * d + i];
+    }
+    for (int i = d - 1; i >= 0; i--) { /* L^T x = y */
+        double t = g[i];
+        for (int k = i + 1; k < d; k++)
+            t -= H[(size_t)k * d + i] * g[k];
+        g[i] = t / H[(size_t)i * d + i];
+    }
+    return 0;
+}
+
+/* Newton's method with backtracking on standardized rows Z. */
+static int newton(const double *Z, const double *yv, int64_t m, int d1, double l2, int max_iter,
+                  double tol, double *theta)
+{
+    size_t dd = (size_t)d1 * d1;
+    double *H = malloc(dd * sizeof *H), *g = malloc((size_t)d1 * sizeof *g);
+    double *c = malloc((size_t)m * sizeof *c), *r = malloc((size_t)m * sizeof *r);
+    double *trial = malloc((size_t)d1 * sizeof *trial);
+    double *ZT = malloc((size_t)m * d1 * sizeof *ZT); /* columns contiguous for the Hessian */
+    int it = -1;
+    if (!H || !g || !c || !r || !trial || !ZT)
+        goto done;
+    for (int64_t i = 0; i < m; i++)
+        for (int j = 0; j < d1; j++)
+            ZT[(size_t)j * m + i] = Z[(size_t)i * d1 + j];
+    memset(theta, 0, (size_t)d1 * sizeof *theta);
+    double f = objective(Z, yv, m, d1, theta, l2);
+    for (it = 0; it < max_iter;) {
+        for (int64_t i = 0; i < m; i++) {
+            const double *z = Z + (size_t)i * d1;
+            double t = 0;
+            for (int j = 0; j < d1; j++)
+                t += z[j] * theta[j];
+            double p = sigmoid(t);
+            r[i] = p - yv[i];
+            c[i] = p * (1 - p);
+        }
+        /* Each (j, k) entry is summed over rows in order by one thread. */
+#pragma omp parallel for schedule(dynamic, 8)
+        for (int j = 0; j < d1; j++) {
+            const double *zj = ZT + (size_t)j * m;
+            for (int k = 0; k <= j; k++) {
+                const double *zk = ZT + (size_t)k * m;
+                double s = 0;
+                for (int64_t i = 0; i < m; i++)
+                    s += c[i] * zj[i] * zk[i];
+                H[(size_t)j * d1 + k] = s;
+            }
+            double s = 0;
+            for (int64_t i = 0; i < m; i++)
+                s += r[i] * zj[i];
+            g[j] = s;
+        }
+        for (int j = 0; j < d1 - 1; j++) {
+            H[(size_t)j * d1 + j] += l2;
+            g[j] += l2 * theta[j];
+        }
+        H[dd - 1] += 1e-12; /* the bias is unpenalized; keep the system definite */
+        if (cholesky_solve(H, g, d1) != 0) {
+            it = -1;
+            goto done;
+        }
+        it++;
+        double step = 1, maxstep = 0;
+        for (int j = 0; j < d1; j++)
+            maxstep = fmax(maxstep, fabs(g[j]));
+        for (int tries = 0; tries < 30; tries++, step *= 0.5) {
+            for (int j = 0; j < d1; j++)
+                trial[j] = theta[j] - step * g[j];
+            double ft = objective(Z, yv, m, d1, trial, l2);
+            if (ft <= f) {
+                f = ft;
+                break;
+            }
+        }
+        memcpy(theta, trial, (size_t)d1 * sizeof *theta);
+        if (maxstep * step < tol)
+            break;
+    }
+done:
+    free(H);
+    free(g);
+    free(c);
+    free(r);
+    free(trial);
+    free(ZT);
+    return it;
+}
+
+int sq_logreg_train(const float *X, const int *y, int64_t n, int dim, const unsigned char *use,
+                    const sq_logreg_opts *opts, double *w, double *b)
+{
+    if (!opts)
+        opts = &default_opts;
+    int64_t m = 0, pos = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (!use || use[i]) {
+            m++;
+            pos += y[i] == 1;
+        }
+    if (m < 2 || pos == 0 || pos == m || dim < 1)
+        return -1;
+    int d1 = dim + 1;
+    double *mu = calloc((size_t)dim, sizeof *mu), *sd = calloc((size_t)dim, sizeof *sd);
+    double *Z = malloc((size_t)m * d1 * sizeof *Z), *yv = malloc((size_t)m * sizeof *yv);
+    double *theta = malloc((size_t)d1 * sizeof *theta);
+    int it = -1;
+    if (!mu || !sd || !Z || !yv || !theta)
+        goto done;
+    for (int64_t i = 0; i < n; i++)
+        if (!use || use[i])
+            for (int j = 0; j < dim; j++)
+                mu[j] += X[(size_t)i * dim + j];
+    for (int j = 0; j < dim; j++)
+        mu[j] /= (double)m;
+    for (int64_t i = 0; i < n; i++)
+        if (!use || use[i])
+            for (int j = 0; j < dim; j++) {
+                double d = X[(size_t)i * dim + j] - mu[j];
+                sd[j] += d * d;
+            }
+    for (int j = 0; j < dim; j++) {
+        sd[j] = sqrt(sd[j] / (double)m);
+        if (!(sd[j] > 1e-12))
+            sd[j] = 1; /* a constant feature: leave it at 0 after centring */
+    }
+    int64_t row = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (use && !use[i])
+            continue;
+        double *z = Z + (size_t)row * d1;
+        for (int j = 0; j < dim; j++)
+            z[j] = (X[(size_t)i * dim + j] - mu[j]) / sd[j];
+        z[dim] = 1;
+        yv[row++] = y[i] == 1;
+    }
+    it = newton(Z, yv, m, d1, opts->l2, opts->max_iter, opts->tol, theta);
+    if (it >= 0) {
+        double bias = theta[dim];
+        for (int j = 0; j < dim; j++) {
+            w[j] = theta[j] / sd[j];
+            bias -= theta[j] * mu[j] / sd[j];
+        }
+        *b = bias;
+    }
+done:
+    free(mu);
+    free(sd);
+    free(Z);
+    free(yv);
+    free(theta);
+    return it;
+}
+
+double sq_logreg_cv_accuracy(const float *X, const int *y, int64_t n, int dim, int folds,
+                             const sq_logreg_opts *opts)
+{
+    if (folds < 2 || n < folds || dim < 1)
+        return NAN;
+    int *fold = malloc((size_t)n * sizeof *fold);
+    unsigned char *use = malloc((size_t)n);
+    double *w = malloc((size_t)dim * sizeof *w);
+    double acc = NAN;
+    if (!fold || !use || !w)
+        goto done;
+    int64_t dealt[2] = {0, 0};
+    for (int64_t i = 0; i < n; i++) {
+        int cls = y[i] == 1;
+        fold[i] = (int)(dealt[cls]++ % folds);
+    }
+    int64_t correct = 0;
+    for (int f = 0; f < folds; f++) {
+        for (int64_t i = 0; i < n; i++)
+            use[i] = fold[i] != f;
+        double b;
+        if (sq_logreg_train(X, y, n, dim, use, opts, w, &b) < 0)
+            goto done;
+        for (int64_t i = 0; i < n; i++) {
+            if (use[i])
+                continue;
+            double t = b;
+            for (int j = 0; j < dim; j++)
+                t += w[j] * X[(size_t)i * dim + j];
+            correct += (t > 0) == (y[i] == 1);
+        }
+    }
+    acc = (double)correct / (double)n;
+done:
+    free(fold);
+    free(use);
+    free(w);
+    return acc;
+}

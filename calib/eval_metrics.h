@@ -1,0 +1,101 @@
+/* Accuracy metrics of `squint embed-run`: how far a quantized model's
+ * embeddings are from a reference model's (cosine per text, nearest-neighbour
+ * overlap), and the task metrics of labelled sets (STS-B Spearman, BEIR
+ * nDCG@10 / recall@100, a logistic-regression probe with k-fold CV). Pure
+ * functions over plain arrays: no I/O, deterministic (ties always broken by
+ * the lower index), and the same result at any thread count. */
+#ifndef SQ_EVAL_METRICS_H
+#define SQ_EVAL_METRICS_H
+
+#include <stdint.h>
+
+/* Cosine similarity of two dim-vectors (not assumed normalized). A zero
+ * vector gives NaN. */
+double sq_cosine(const float *a, const float *b, int dim);
+
+/* Statistics of cos(a[i], b[i]) over the rows of two [n][dim] matrices. */
+typedef struct sq_cos_stats {
+    double mean;
+    double min;
+    double p01;     /* 1st percentile (linear interpolation between order statistics) */
+    int64_t argmin; /* row of the minimum */
+    int64_t n_nan;  /* rows with a zero vector: counted as cosine 0 */
+} sq_cos_stats;
+
+/* Returns 0, or -1 when n < 1 or out of memory. */
+int sq_cos_pair_stats(const float *a, const float *b, int64_t n, int dim, sq_cos_stats *out);
+
+/* The p-th percentile (p in [0, 100]) of n values already sorted ascending,
+ * interpolating linearly between neighbours (numpy's default). */
+double sq_percentile_sorted(const double *sorted, int64_t n, double p);
+
+/* Top-k nearest-neighbour overlap between two embeddings of the same n texts:
+ * for each text i, the k texts j != i with the largest cosine under a and
+ * under b; the mean over i of |both sets| / k. k is clipped to n - 1. NaN
+ * when n < 2; 1 when a and b are equal. O(n^2 dim). *k_used gets the k. */
+double sq_topk_overlap(const float *a, const float *b, int64_t n, int dim, int k, int *k_used);
+
+/* Indices of the k largest scores (descending; ties: lower index first) into
+ * out[0..k); k is clipped to n. Returns the number written. */
+int64_t sq_top_indices(const double *scores, int64_t n, int64_t k, int64_t *out);
+
+/* Average ranks (1-based; tied values share the mean of their ranks). */
+void sq_average_ranks(const double *x, int64_t n, double *ranks);
+/* Pearson correlation; NaN when n < 2 or a side is constant. */
+double sq_pearson(const double *x, const double *y, int64_t n);
+/* Spearman correlation: Pearson of the average ranks (so ties are handled
+ * as scipy.stats.spearmanr does). NaN as for Pearson, or on allocation
+ * failure. */
+double sq_spearman(const double *x, const double *y, int64_t n);
+
+/* One query's judged documents: doc[i] has grade[i] (> 0 relevant). */
+typedef struct sq_qrels_view {
+    const int64_t *doc;
+    const double *grade;
+    int64_t n;
+} sq_qrels_view;
+
+/* nDCG@k as trec_eval / BEIR compute it: DCG = sum over the first k ranked
+ * documents of grade / log2(rank + 1) (rank from 1, linear gain), divided by
+ * the DCG of the ideal ordering of the judged grades cut at k. 0 when no
+ * document is relevant. ranked holds n_ranked document ids, best first. */
+double sq_ndcg_at_k(const int64_t *ranked, int64_t n_ranked, const sq_qrels_view *q, int k);
+/* recall@k: relevant (grade > 0) documents among the first k ranked / all
+ * relevant ones. 0 when none is relevant. */
+double sq_recall_at_k(const int64_t *ranked, int64_t n_ranked, const sq_qrels_view *q, int k);
+
+/* Retrieval by cosine: for each of nq queries Q [nq][dim], rank the nd
+ * documents D [nd][dim] (ties: lower index first), and average nDCG@10 and
+ * recall@100 over the queries. Query q's judgements are qrel_doc/qrel_grade
+ * [qrel_off[q] .. qrel_off[q+1]). Returns 0, or -1 when nq < 1 or out of
+ * memory. */
+int sq_retrieval_eval(const float *Q, int64_t nq, const float *D, int64_t nd, int dim,
+                      const int64_t *qrel_off, const int64_t *qrel_doc, const double *qrel_grade,
+                      double *ndcg10, double *recall100);
+
+/* L2-regularized binary logistic regression, trained by Newton's method on
+ * features standardized with the training rows' mean and deviation:
+ * minimize sum_i logloss(y_i, w.x_i + b) + (l2 / 2) |w|^2 (b unpenalized;
+ * l2 = 1 is scikit-learn's default C = 1). */
+typedef struct sq_logreg_opts {
+    double l2;     /* > 0; default 1 */
+    int max_iter;  /* Newton steps; default 50 */
+    double tol;    /* stop when the largest |step| < tol; default 1e-8 */
+} sq_logreg_opts;
+
+/* Cross-validated probe accuracy: n rows of X [n][dim] with labels y in
+ * {0, 1}; `folds` stratified deterministic folds (the rows of each class, in
+ * order, dealt round-robin to the folds); each fold is predicted by a model
+ * trained on the others. Returns correct / n, or NaN when a training split
+ * lacks a class, folds < 2, n < folds, or memory runs out. opts may be NULL. */
+double sq_logreg_cv_accuracy(const float *X, const int *y, int64_t n, int dim, int folds,
+                             const sq_logreg_opts *opts);
+
+/* Train on the rows where use[i] != 0 (all rows when use is NULL) and write
+ * the weights for raw (unstandardized) features into w[0..dim) and the bias
+ * into *b. Returns the number of Newton steps, or -1 (a class missing, a
+ * singular system, out of memory). */
+int sq_logreg_train(const float *X, const int *y, int64_t n, int dim, const unsigned char *use,
+                    const sq_logreg_opts *opts, double *w, double *b);
+
+#endif
