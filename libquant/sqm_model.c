@@ -118,12 +118,14 @@ static int load_linear(const sq_container *c, int l, sq_linear_kind k, const sq_
     sq_qweight shape = {0};
     if (sq_qweight_shape(&shape, qt, N, K, err) != 0)
         return -1;
+    /* int8: scale [N], wsum [N_pad]; int4: [N, groups] and [N_pad, groups]
+     * (2-D even with one group), as formats/SQM.md says. */
     int G = sq_qweight_groups(&shape);
+    uint64_t gdim = qt == SQ_QT_S4G128 ? (uint64_t)G : 0;
     snprintf(name, sizeof name, "layer.%d.%s.scale", l, kn);
-    const float *scale = need(c, name, SQ_CDT_F32, (uint64_t)N, G > 1 ? (uint64_t)G : 0, err);
+    const float *scale = need(c, name, SQ_CDT_F32, (uint64_t)N, gdim, err);
     snprintf(name, sizeof name, "layer.%d.%s.wsum", l, kn);
-    const int32_t *wsum = scale ? need(c, name, SQ_CDT_I32, (uint64_t)shape.n_pad,
-                                       G > 1 ? (uint64_t)G : 0, err) : NULL;
+    const int32_t *wsum = scale ? need(c, name, SQ_CDT_I32, (uint64_t)shape.n_pad, gdim, err) : NULL;
     snprintf(name, sizeof name, "layer.%d.%s.act_scale", l, kn);
     const float *as = wsum ? need(c, name, SQ_CDT_F32, 1, 0, err) : NULL;
     if (!as)

@@ -88,6 +88,11 @@ PY
 out=$("$SQ" diff "$W/t1.sqm" "$W/i4.sqm" 2>&1); rc=$?
 [[ $rc -eq 1 && "$out" == *dB* ]] && pass "diff int8 vs int4 exits 1 and shows SQNR" || fail "diff int8/int4: rc $rc"
 [[ $(stat -c %s "$W/i4.sqm") -lt $(stat -c %s "$W/t1.sqm") ]] && pass "int4 file is smaller" || fail "int4 size"
+printf 'Hello world!\nThe int4 build runs too.\n' > "$W/run.txt"
+for b in t1 i4; do
+  "$SQ" embed-run "$W/$b.sqm" --input "$W/run.txt" --reference "$W/m" --gate cos_mean=0.99 --quiet >/dev/null 2>&1 &&
+    pass "$b.sqm runs and stays within cos_mean 0.99 of fp32" || fail "$b.sqm embed-run"
+done
 
 # --- compression ---
 "$SQ" quantize "$W/m" --calib "$W/m.sqc" -o "$W/z.sqm" --compress 2>/dev/null && "$SQ" verify "$W/z.sqm" >/dev/null &&
