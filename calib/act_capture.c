@@ -21,7 +21,7 @@ int sq_act_capture_init(sq_act_capture *c, const sq_bert_config *cfg, int max_ro
     for (int i = 0; i < n; i++) {
         int k = i % SQ_LIN_KINDS;
         c->cols[i] = k == SQ_LIN_FFN_DOWN ? cfg->ffn : cfg->hidden;
-        c->rows[i] = malloc((size_t)max_rows * c->cols[i] * sizeof(float));
+        c->rows[i] = malloc(((size_t)max_rows * c->cols[i] + 1) * sizeof(float));
         if (!c->rows[i] || sq_act_stats_init(&c->stats[i], c->cols[i], err) != 0) {
             sq_act_capture_free(c);
             return sq_err_set(err, "out of memory");

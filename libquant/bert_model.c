@@ -255,8 +255,10 @@ int sq_bert_load_dir(const char *dir, sq_encoder *enc, sq_err *err)
     if (rc != 0)
         return -1;
     weights w;
-    if (open_weights(dir, &w, err) != 0)
+    if (open_weights(dir, &w, err) != 0) {
+        close_weights(&w); /* the shards opened before the failure */
         return -1;
+    }
     const sq_safetensors *dummy;
     w.prefix = find_any(&w, "bert.embeddings.word_embeddings.weight", &dummy) ? "bert." : "";
     const sq_bert_config *c = &enc->cfg;

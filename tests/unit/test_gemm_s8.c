@@ -316,6 +316,36 @@ START_TEST(quantize_acts_matches_reference)
 }
 END_TEST
 
+/* Row counts around the AVX2 kernel's switch from 4-row sign-trick tiles
+ * to widened tiles (8 rows), register-block tails (rows mod 3 of a tile),
+ * tile tails (rows mod 32) and K that ends mid-chunk (k_pad mod 128 != 0
+ * for int8), extreme values included, for every ISA this CPU runs. */
+START_TEST(tile_and_chunk_edges)
+{
+    static const int ms[] = {7, 8, 9, 10, 31, 32, 33, 34, 35, 97};
+    static const int nk[][2] = {{33, 260}, {48, 1544}, {17, 128}, {64, 4}};
+    for (int qi = 0; qi < 2; qi++)
+        for (int mi = 0; mi < LEN(ms); mi++)
+            for (int s = 0; s < LEN(nk); s++)
+                for (int pat = 0; pat < PAT_COUNT; pat += PAT_SIGNS) {
+                    problem p;
+                    problem_make(&p, qi ? SQ_QT_S4G128 : SQ_QT_S8, ms[mi], nk[s][0], nk[s][1], pat);
+                    const void *naive = qi ? (void *)p.naive4 : (void *)p.naive8;
+                    for (int isa = 0; isa < SQ_ISA_COUNT; isa++) {
+                        if (!sq_isa_supported((sq_isa)isa, NULL))
+                            continue;
+                        void *got = run((sq_isa)isa, &p);
+                        ck_assert_msg(memcmp(got, naive, 4 * (size_t)p.M * p.N) == 0,
+                                      "%s %s [%d x %d x %d] pattern %d differs from naive",
+                                      sq_isa_name((sq_isa)isa), qi ? "s4" : "s8", p.M, p.N, p.K,
+                                      pat);
+                        free(got);
+                    }
+                    problem_free(&p);
+                }
+}
+END_TEST
+
 /* Informational: GOP/s of every available ISA on 128 x 1152 x 384. */
 START_TEST(throughput)
 {
@@ -353,6 +383,7 @@ static Suite *suite(void)
     tcase_add_test(tc, int8_all_isas);
     tcase_add_test(tc, int4_all_isas);
     tcase_add_test(tc, thread_count_independent);
+    tcase_add_test(tc, tile_and_chunk_edges);
     tcase_add_test(tc, throughput);
     suite_add_tcase(s, tc);
     return s;
