@@ -9,7 +9,6 @@
 
 #include "ops.h"
 #include "quant_embed.h"
-#include "threads.h"
 
 const char *sq_linear_kind_name(sq_linear_kind k)
 {
@@ -39,7 +38,10 @@ void sq_workspace_free(sq_workspace *ws)
 
 int sq_workspace_reserve(sq_workspace *ws, const sq_encoder *enc, int max_tokens, int max_len)
 {
-    int nt = sq_threads_count();
+    /* One score matrix per OpenMP thread that attention() may run on: the
+     * team size OpenMP will use, whoever set it (found by fuzzing: a caller
+     * that never called sq_threads_init got more threads than buffers). */
+    int nt = omp_get_max_threads();
     if (ws->qkv && max_tokens <= ws->max_tokens && max_len <= ws->max_len && nt <= ws->n_threads)
         return 0;
     if (ws->qkv) {

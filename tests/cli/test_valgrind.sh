@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # valgrind memcheck over the end-to-end flow on a tiny fixture: embed,
-# calibrate, quantize, embed of the .sqm, verify, diff. Fails on any memory
+# calibrate, quantize, embed of the .sqm, embed-run against fp32, verify, diff. Fails on any memory
 # error or definitely-lost block. (OpenMP's worker threads keep their
 # thread-local storage until exit: "possibly lost", not counted.)
 # usage: test_valgrind.sh SQUINT GEN_FIXTURE
@@ -24,6 +24,7 @@ run "embed" -- "$SQ" embed "$W/m" --input "$W/in.txt" --output "$W/e.npy" --thre
 run "calibrate" -- "$SQ" calibrate "$W/m" --samples 12 --quiet -o "$W/m.sqc" --threads 2
 run "quantize" -- "$SQ" quantize "$W/m" --calib "$W/m.sqc" -o "$W/m.sqm" --threads 2
 run "embed .sqm" -- "$SQ" embed "$W/m.sqm" --input "$W/in.txt" --output "$W/q.npy" --threads 2
+run "embed-run vs fp32" -- "$SQ" embed-run "$W/m.sqm" --input "$W/in.txt" --reference "$W/m" --gate cos_mean=0.9 --quiet --threads 2
 run "verify" -- "$SQ" verify "$W/m.sqm"
 run "diff" -- "$SQ" diff "$W/m.sqm" "$W/m.sqm"
 run "inspect" -- "$SQ" inspect "$W/m.sqc"
