@@ -3,7 +3,8 @@
 # BERT fixture checkpoint with planted outlier channels (bge-small vocabulary
 # when ../shared/data has it), calibrate it on the bundled QASPER corpus,
 # quantize it (SmoothQuant + int8) into a packed .sqm, verify and inspect
-# that file, and embed a few sentences with squint's fp32 encoder.
+# that file, then run the .sqm on a few sentences with the int8 runtime and
+# measure it against the fp32 model (embed-run with a cosine gate).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -28,7 +29,8 @@ A cat sat on the mat.
 The quick brown fox jumps over the lazy dog!
 Post-training static quantization needs calibration data.
 TXT
-build/squint embed "$out/model" --input "$out/texts.txt" --output "$out/embeddings.jsonl" --threads 2
-build/squint embed "$out/model" --input "$out/texts.txt" --output "$out/embeddings.npy" --quiet
-echo "demo: wrote $out/embeddings.jsonl and $out/embeddings.npy ($(wc -l < "$out/embeddings.jsonl") embeddings)"
+build/squint embed-run "$out/model.sqm" --input "$out/texts.txt" --reference "$out/model" \
+  --gate cos_mean=0.99,cos_min=0.98 --output "$out/embeddings.npy" --report "$out/report.json"
+build/squint embed "$out/model.sqm" --input "$out/texts.txt" --output "$out/embeddings.jsonl" --quiet
+echo "demo: int8 embeddings in $out/embeddings.jsonl and .npy, accuracy report in $out/report.json"
 head -c 300 "$out/embeddings.jsonl"; echo " ..."
