@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "embed_model.h"
+#include "embedder.h"
 #include "linear.h"
 #include "threads.h"
 
@@ -112,8 +113,26 @@ int cmd_bench(int argc, char **argv)
     int nt = sq_threads_init((int)threads);
     sq_err err = {{0}};
     sq_embed_model m;
+    double t_open = cli_now();
     if (sq_embed_model_open(argv[optind], &m, &err) != 0)
         return cli_fail("bench", &err);
+    double load_s = cli_now() - t_open;
+    /* Load to first embedding: one short text through tokenizer and encoder. */
+    double first_s = 0;
+    {
+        const char *text = "How fast is the first embedding after loading the model?";
+        size_t len = strlen(text);
+        sq_embed_opts eo = {.batch = 1, .max_seq = m.max_seq, .pooling = m.pool.pooling,
+                            .normalize = m.pool.normalize};
+        sq_embed_result r;
+        double t0 = cli_now();
+        if (sq_embed_texts(&m, &text, &len, 1, &eo, &r, &err) != 0) {
+            sq_embed_model_close(&m);
+            return cli_fail("bench", &err);
+        }
+        first_s = cli_now() - t0;
+        sq_embed_result_free(&r);
+    }
     const sq_bert_config *cfg = &m.enc.cfg;
     if (seq > cfg->max_pos || lseq > cfg->max_pos) {
         sq_embed_model_close(&m);
@@ -146,6 +165,8 @@ int cmd_bench(int argc, char **argv)
         printf("%s seq/s=%.2f  (batch %ld x %ld tokens, %.1f ms/batch)\n", prec, batch / tput,
                batch, seq, tput * 1e3);
         printf("%s latency_ms=%.2f  (batch %ld x %ld tokens)\n", prec, lat * 1e3, lbatch, lseq);
+        printf("load_ms=%.1f  first_embedding_ms=%.1f  (open + checks; then one short text)\n",
+               load_s * 1e3, first_s * 1e3);
         printf("peak_rss_mib=%.1f\n", ru.ru_maxrss / 1024.0);
     }
     sq_embed_model_close(&m);
