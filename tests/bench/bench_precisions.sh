@@ -4,9 +4,11 @@
 # for several rounds (the machine is shared: only ratios within a run mean
 # anything). Throughput at --batch x --seq, latency at 1 x 128.
 #   bench_precisions.sh --squint BIN --gen BIN [--workdir DIR] [--threads 2]
-#                       [--rounds 3] [--batch 32] [--seq 256] [--iters 3]
+#                       [--rounds 3] [--batch 32] [--seq 256] [--iters 3] [--torch]
+# --torch adds PyTorch fp32 and PyTorch dynamic int8 (quantize_dynamic, onednn)
+# throughput to the same rounds (tests/bench/torch_bench.py, /usr/bin/python3).
 set -euo pipefail
-squint= gen= work=/tmp/squint-bench-prec threads=2 rounds=3 batch=32 seq=256 iters=3
+squint= gen= work=/tmp/squint-bench-prec threads=2 rounds=3 batch=32 seq=256 iters=3 torch=0
 while [ $# -gt 0 ]; do
   case "$1" in
   --squint) squint=$2; shift 2 ;;
@@ -17,6 +19,7 @@ while [ $# -gt 0 ]; do
   --batch) batch=$2; shift 2 ;;
   --seq) seq=$2; shift 2 ;;
   --iters) iters=$2; shift 2 ;;
+  --torch) torch=1; shift ;;
   *) echo "bench_precisions: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -43,6 +46,16 @@ for r in $(seq 1 "$rounds"); do
     tput[$p]+="$t "; lat[$p]+="$l "
     printf 'round %d  %-5s %8s seq/s  %8s ms  (%s)\n' "$r" "$p" "$t" "$l" "$gemm"
   done
+  if [[ $torch -eq 1 ]]; then
+    for p in torch torch-dynint8; do
+      flag=(); [[ $p == torch-dynint8 ]] && flag=(--dynamic-int8)
+      t=$(OPENBLAS_NUM_THREADS=$threads OMP_NUM_THREADS=$threads /usr/bin/python3 \
+            "$(dirname "$0")/torch_bench.py" "$m" --batch "$batch" --seq "$seq" --threads "$threads" \
+            --iters "$iters" "${flag[@]}" 2>/dev/null | sed -n 's/.* seq\/s=\([0-9.]*\).*/\1/p')
+      tput[$p]+="$t "
+      printf 'round %d  %-13s %8s seq/s\n' "$r" "$p" "$t"
+    done
+  fi
 done
 median() { tr ' ' '\n' <<<"$1" | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 ft=$(median "${tput[fp32]}"); fl=$(median "${lat[fp32]}")
@@ -54,4 +67,11 @@ for p in fp32 int8 int4; do
   awk -v p="$p" -v t="$t" -v l="$l" -v ft="$ft" -v fl="$fl" \
     'BEGIN { printf "%-6s %12s %9.2fx %14s %9.2fx\n", p, t, t / ft, l, fl / l }'
 done
+if [[ $torch -eq 1 ]]; then
+  for p in torch torch-dynint8; do
+    t=$(median "${tput[$p]}")
+    awk -v p="$p" -v t="$t" -v ft="$ft" -v i8="$(median "${tput[int8]}")" \
+      'BEGIN { printf "%-13s %8s seq/s  squint fp32 / this %.2fx  squint int8 / this %.2fx\n", p, t, ft / t, i8 / t }'
+  done
+fi
 ls -l "$m/model.safetensors" "$work/int8.sqm" "$work/int4.sqm" | awk '{print $5, $NF}'
