@@ -13,9 +13,11 @@
 static const char *const help =
     "usage: squint embed MODEL --input FILE [options]\n"
     "\n"
-    "Compute sentence embeddings with squint's fp32 encoder.\n"
+    "Compute sentence embeddings with squint's encoder.\n"
     "MODEL is a Hugging Face BERT checkpoint directory (config.json, model.safetensors,\n"
-    "tokenizer files, optional sentence-transformers modules.json), or a .tar/.tar.gz/.zip of one.\n"
+    "tokenizer files, optional sentence-transformers modules.json) or a .tar/.tar.gz/.zip of\n"
+    "one, run in fp32; or a packed .sqm from `squint quantize`, run by the int8/int4 runtime\n"
+    "with the tokenizer and pooling stored in the file.\n"
     "\n"
     "options:\n"
     "  --input FILE          texts: one per line, or JSONL (see --field); '-' = stdin\n"

@@ -7,7 +7,7 @@
 #include "squint_version.h"
 
 static const sq_command commands[] = {
-    {"embed", "fp32 sentence embeddings from a Hugging Face BERT checkpoint", cmd_embed},
+    {"embed", "sentence embeddings from a checkpoint (fp32) or a .sqm (int8/int4)", cmd_embed},
     {"calibrate", "activation statistics on a corpus (.sqc)", cmd_calibrate},
     {"quantize", "SmoothQuant + int8/int4 weights -> packed .sqm", cmd_quantize},
     {"inspect", "what is inside a .sqc or .sqm file", cmd_inspect},
