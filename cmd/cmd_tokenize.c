@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "container.h"
 #include "fileio.h"
+#include "sqm_model.h"
 #include "sqm_tokenizer.h"
 #include "text_input.h"
 
@@ -30,22 +31,13 @@ static const char *const help =
 
 static sq_tokenizer *open_tokenizer(const char *arg, sq_err *err)
 {
-    if (!sq_dir_exists(arg)) {
-        FILE *fp = fopen(arg, "rb");
-        unsigned char magic[4] = {0};
-        size_t n = fp ? fread(magic, 1, 4, fp) : 0;
-        if (fp)
-            fclose(fp);
-        /* A squint container (plain "SQNT" or its zstd form). */
-        if (n == 4 && (memcmp(magic, "SQNT", 4) == 0 ||
-                       (magic[0] == 0x28 && magic[1] == 0xb5 && magic[2] == 0x2f && magic[3] == 0xfd))) {
-            sq_container c;
-            if (sq_container_open(arg, SQ_KIND_SQM, &c, err) != 0)
-                return NULL;
-            sq_tokenizer *t = sq_sqm_tokenizer_load(&c, err);
-            sq_container_close(&c);
-            return t;
-        }
+    if (!sq_dir_exists(arg) && sq_sqm_sniff(arg)) {
+        sq_container c;
+        if (sq_container_open(arg, SQ_KIND_SQM, &c, err) != 0)
+            return NULL;
+        sq_tokenizer *t = sq_sqm_tokenizer_load(&c, err);
+        sq_container_close(&c);
+        return t;
     }
     sq_checkpoint_dir cd;
     if (sq_checkpoint_open(arg, &cd, err) != 0)
