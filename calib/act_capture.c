@@ -19,8 +19,10 @@ int sq_act_capture_init(sq_act_capture *c, const sq_bert_config *cfg, int max_ro
         return sq_err_set(err, "out of memory");
     }
     for (int i = 0; i < n; i++) {
-        int k = i % SQ_LIN_KINDS;
-        c->cols[i] = k == SQ_LIN_FFN_DOWN ? cfg->ffn : cfg->hidden;
+        int N;
+        if (!sq_linear_shape(cfg, i / SQ_LIN_KINDS, (sq_linear_kind)(i % SQ_LIN_KINDS), &N,
+                             &c->cols[i]))
+            continue; /* absent linear: cols 0, no rows */
         c->rows[i] = malloc(((size_t)max_rows * c->cols[i] + 1) * sizeof(float));
         if (!c->rows[i] || sq_act_stats_init(&c->stats[i], c->cols[i], err) != 0) {
             sq_act_capture_free(c);
@@ -95,7 +97,7 @@ int sq_act_capture_check(const sq_act_capture *c, sq_err *err)
 bool sq_act_capture_full(const sq_act_capture *c)
 {
     for (int i = 0; i < c->layers * SQ_LIN_KINDS; i++)
-        if (c->n_rows[i] < c->max_rows)
+        if (c->cols[i] > 0 && c->n_rows[i] < c->max_rows)
             return false;
     return true;
 }

@@ -24,7 +24,9 @@ int sq_calib_stats_init(sq_calib_stats *st, const sq_bert_config *cfg, sq_err *e
         st->attn_pmin[l] = 1.0f;
         st->attn_pmax[l] = 0.0f;
         for (int k = 0; k < SQ_LIN_KINDS; k++) {
-            int C = k == SQ_LIN_FFN_DOWN ? cfg->ffn : cfg->hidden;
+            int N, C;
+            if (!sq_linear_shape(cfg, l, (sq_linear_kind)k, &N, &C))
+                continue; /* absent linear: zeroed statistics, never written */
             if (sq_act_stats_init(&st->lin[l * SQ_LIN_KINDS + k], C, err) != 0) {
                 sq_calib_stats_free(st);
                 return -1;
@@ -129,7 +131,7 @@ int sq_calib_stats_merge(sq_calib_stats *dst, const sq_calib_stats *src, sq_err 
     if (memcmp(&dst->cfg, &src->cfg, sizeof dst->cfg) != 0)
         return sq_err_set(err, "statistics are from models of different shapes");
     for (int i = 0; i < dst->cfg.layers * SQ_LIN_KINDS; i++)
-        if (sq_act_stats_merge(&dst->lin[i], &src->lin[i], err) != 0)
+        if (dst->lin[i].channels > 0 && sq_act_stats_merge(&dst->lin[i], &src->lin[i], err) != 0)
             return -1;
     for (int l = 0; l < dst->cfg.layers; l++) {
         if (src->attn_pmin[l] < dst->attn_pmin[l])

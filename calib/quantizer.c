@@ -32,7 +32,9 @@ void sq_quantize_report_free(sq_quantize_report *r)
 typedef struct plan_linear {
     sq_resolved_linear res;
     float *s;        /* SmoothQuant factors [k] or NULL */
-    bool folded;     /* attn_out: s folded into V, no runtime multiplier */
+    bool absent;     /* the layer has no such linear (res of a non-widening layer) */
+    bool folded;     /* s folded into the producer (attn_out: V rows; pre-LN qkv and
+                        ffn_up: the LayerNorm), no runtime multiplier */
     float alpha;
     float act_amax;
     sq_qweight qw;   /* quantized and packed (when not fp32) */
@@ -164,7 +166,7 @@ static char *build_metadata(const sq_embed_model *m, const sq_calib_stats *st, u
     sq_recipe_apply_pooling(r, &pc);
     sq_strbuf sb = {0};
     sq_sb_printf(&sb, "format: squint-model\nformat_version: 1\ntool: \"squint %s\"\n"
-                      "architecture: bert\n", SQUINT_VERSION);
+                      "architecture: %s\n", SQUINT_VERSION, sq_architecture_name(c));
     sq_sb_printf(&sb, "config:\n");
     sq_bert_config_to_yaml(&sb, c, "  ");
     sq_sb_printf(&sb, "pooling: %s\nnormalize: %s\nmax_seq: %d\nembeddings_type: %s\n",
@@ -200,10 +202,15 @@ static char *build_metadata(const sq_embed_model *m, const sq_calib_stats *st, u
     sq_sb_printf(&sb, "linears:\n");
     for (int i = 0; i < rep->n_linears; i++) {
         const sq_linear_report *lr = &rep->linears[i];
+        if (pl[i].absent)
+            continue;
         sq_sb_printf(&sb, "  - {name: %s, type: %s, shape: [%d, %d], smooth: %s", lr->name,
                      sq_qtype_get(lr->qtype)->name, lr->n, lr->k, lr->smooth ? "true" : "false");
         if (lr->smooth)
-            sq_sb_printf(&sb, ", alpha: %.3g%s", (double)lr->alpha, pl[i].folded ? ", folded_into_v: true" : "");
+            sq_sb_printf(&sb, ", alpha: %.3g%s", (double)lr->alpha,
+                         !pl[i].folded                          ? ""
+                         : i % SQ_LIN_KINDS == SQ_LIN_ATTN_OUT ? ", folded_into_v: true"
+                                                                : ", folded_into_layernorm: true");
         if (lr->qtype != SQ_QT_F32)
             sq_sb_printf(&sb, ", act_amax: %.9g, err: %.6g", (double)lr->act_amax, lr->err);
         if (lr->smooth)
@@ -286,48 +293,60 @@ static int write_sqm(const sq_embed_model *m, const plan_linear *pl, const char 
     }
     ADD_REF("tokenizer.vocab", SQ_CDT_U8, 1, &vbytes, vocab, vbytes);
 
-    uint64_t V = (uint64_t)c->vocab_size, d2[2] = {V, (uint64_t)H};
+    const int E = c->embed_dim; /* embedding width (layer 0 input) */
+    uint64_t V = (uint64_t)c->vocab_size, d2[2] = {V, (uint64_t)E};
     if (emb_qt == SQ_QT_F32) {
-        ADD_REF("embeddings.word", SQ_CDT_F32, 2, d2, e->word_emb, V * H * 4);
+        ADD_REF("embeddings.word", SQ_CDT_F32, 2, d2, e->word_emb, V * E * 4);
     } else if (emb_qt == SQ_QT_S8) {
-        int8_t *q = keep_add(&kp, malloc(V * H));
+        int8_t *q = keep_add(&kp, malloc(V * E));
         float *sc = keep_add(&kp, malloc(V * 4));
         if (!q || !sc) {
             sq_err_set(err, "out of memory");
             goto out;
         }
-        sq_embed_quant_s8(e->word_emb, (int)V, H, q, sc);
-        ADD_REF("embeddings.word", SQ_CDT_I8, 2, d2, q, V * H);
+        sq_embed_quant_s8(e->word_emb, (int)V, E, q, sc);
+        ADD_REF("embeddings.word", SQ_CDT_I8, 2, d2, q, V * E);
         ADD_REF("embeddings.word.scale", SQ_CDT_F32, 1, &V, sc, V * 4);
     } else {
-        uint64_t G = (uint64_t)sq_embed_s4_groups(H), dq[2] = {V, (uint64_t)H / 2}, ds[2] = {V, G};
-        uint8_t *q = keep_add(&kp, calloc(V * H / 2, 1));
+        uint64_t G = (uint64_t)sq_embed_s4_groups(E), dq[2] = {V, (uint64_t)E / 2}, ds[2] = {V, G};
+        uint8_t *q = keep_add(&kp, calloc(V * E / 2, 1));
         float *sc = keep_add(&kp, malloc(V * G * 4));
         if (!q || !sc) {
             sq_err_set(err, "out of memory");
             goto out;
         }
-        sq_embed_quant_s4(e->word_emb, (int)V, H, q, sc);
-        ADD_REF("embeddings.word", SQ_CDT_U8, 2, dq, q, V * H / 2);
+        sq_embed_quant_s4(e->word_emb, (int)V, E, q, sc);
+        ADD_REF("embeddings.word", SQ_CDT_U8, 2, dq, q, V * E / 2);
         ADD_REF("embeddings.word.scale", SQ_CDT_F32, 2, ds, sc, V * G * 4);
     }
-    uint64_t dp[2] = {(uint64_t)c->max_pos, (uint64_t)H}, dt[2] = {(uint64_t)c->type_vocab, (uint64_t)H},
-             dh = (uint64_t)H;
-    ADD_REF("embeddings.position", SQ_CDT_F32, 2, dp, e->pos_emb, dp[0] * H * 4);
-    ADD_REF("embeddings.token_type", SQ_CDT_F32, 2, dt, e->type_emb, dt[0] * H * 4);
-    ADD_REF("embeddings.ln.gamma", SQ_CDT_F32, 1, &dh, e->emb_ln_g, dh * 4);
-    ADD_REF("embeddings.ln.beta", SQ_CDT_F32, 1, &dh, e->emb_ln_b, dh * 4);
+    uint64_t dp[2] = {(uint64_t)c->max_pos, (uint64_t)E}, dt[2] = {(uint64_t)c->type_vocab, (uint64_t)E},
+             de = (uint64_t)E, dh = (uint64_t)H;
+    ADD_REF("embeddings.position", SQ_CDT_F32, 2, dp, e->pos_emb, dp[0] * E * 4);
+    if (c->type_vocab > 0)
+        ADD_REF("embeddings.token_type", SQ_CDT_F32, 2, dt, e->type_emb, dt[0] * E * 4);
+    if (c->emb_ln) {
+        ADD_REF("embeddings.ln.gamma", SQ_CDT_F32, 1, &de, e->emb_ln_g, de * 4);
+        ADD_REF("embeddings.ln.beta", SQ_CDT_F32, 1, &de, e->emb_ln_b, de * 4);
+    }
+    if (c->head != SQ_HEAD_NONE) {
+        uint64_t dhh[2] = {dh, dh};
+        ADD_REF("head.weight", SQ_CDT_F32, 2, dhh, e->head.w, dh * dh * 4);
+        ADD_REF("head.bias", SQ_CDT_F32, 1, &dh, e->head.b, dh * 4);
+    }
     char name[96];
     for (int l = 0; l < c->layers; l++) {
         const sq_encoder_layer *L = &e->layers[l];
+        uint64_t da = (uint64_t)sq_ln_attn_dim(c, l);
 #define NAME(...) (snprintf(name, sizeof name, __VA_ARGS__), name)
-        ADD_REF(NAME("layer.%d.ln_attn.gamma", l), SQ_CDT_F32, 1, &dh, L->ln_attn_g, dh * 4);
-        ADD_REF(NAME("layer.%d.ln_attn.beta", l), SQ_CDT_F32, 1, &dh, L->ln_attn_b, dh * 4);
+        ADD_REF(NAME("layer.%d.ln_attn.gamma", l), SQ_CDT_F32, 1, &da, L->ln_attn_g, da * 4);
+        ADD_REF(NAME("layer.%d.ln_attn.beta", l), SQ_CDT_F32, 1, &da, L->ln_attn_b, da * 4);
         ADD_REF(NAME("layer.%d.ln_ffn.gamma", l), SQ_CDT_F32, 1, &dh, L->ln_ffn_g, dh * 4);
         ADD_REF(NAME("layer.%d.ln_ffn.beta", l), SQ_CDT_F32, 1, &dh, L->ln_ffn_b, dh * 4);
         for (int k = 0; k < SQ_LIN_KINDS; k++) {
             const plan_linear *p = &pl[l * SQ_LIN_KINDS + k];
             const sq_linear *lin = &L->lin[k];
+            if (p->absent)
+                continue;
             const char *kn = sq_linear_kind_name((sq_linear_kind)k);
             uint64_t N = (uint64_t)lin->out, K = (uint64_t)lin->in, dw[2] = {N, K};
             if (p->res.qtype == SQ_QT_F32) {
@@ -442,6 +461,10 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
             int i = l * SQ_LIN_KINDS + k;
             sq_linear_report *lr = &rep->linears[i];
             const sq_linear *lin = &m->enc.layers[l].lin[k];
+            if (lin->out == 0) { /* n == 0 marks it absent in the report */
+                pl[i].absent = true;
+                continue;
+            }
             sq_linear_name(lr->name, sizeof lr->name, l, (sq_linear_kind)k);
             if (sq_recipe_resolve(r, lr->name, &pl[i].res, err) != 0)
                 goto out;
@@ -481,14 +504,15 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
      * changes the V rows that qkv's factors look at. */
     sq_smooth_search search = {.step = (float)r->sq_auto_step};
     static const sq_linear_kind order[SQ_LIN_KINDS] = {SQ_LIN_ATTN_OUT, SQ_LIN_QKV, SQ_LIN_FFN_UP,
-                                                       SQ_LIN_FFN_DOWN};
+                                                       SQ_LIN_FFN_DOWN, SQ_LIN_RES};
+    const bool pre_ln = c->norm == SQ_NORM_PRE;
     for (int l = 0; l < L; l++) {
         sq_encoder_layer *Ly = &m->enc.layers[l];
         for (int t = 0; t < SQ_LIN_KINDS; t++) {
             sq_linear_kind k = order[t];
             int i = l * SQ_LIN_KINDS + k;
             plan_linear *p = &pl[i];
-            if (!p->res.smooth)
+            if (p->absent || !p->res.smooth)
                 continue;
             sq_linear *lin = &Ly->lin[k];
             const sq_act_stats *xs = sq_calib_stats_at(st, l, k);
@@ -523,6 +547,20 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
                 memcpy(w_orig[i], lin->w, (size_t)N * K * sizeof(float));
                 if (sq_smooth_fold_v_out(&Ly->lin[SQ_LIN_QKV], lin, p->s, err) != 0)
                     goto out;
+                p->folded = true;
+            } else if (pre_ln && (k == SQ_LIN_QKV || k == SQ_LIN_FFN_UP)) {
+                /* Pre-LN: this LayerNorm feeds only this linear, so 1/s goes
+                 * exactly into its gamma and beta and s into W's columns. */
+                w_orig[i] = malloc((size_t)N * K * sizeof(float));
+                if (!w_orig[i]) {
+                    sq_err_set(err, "out of memory");
+                    goto out;
+                }
+                memcpy(w_orig[i], lin->w, (size_t)N * K * sizeof(float));
+                if (k == SQ_LIN_QKV)
+                    sq_smooth_fold_layernorm(Ly->ln_attn_g, Ly->ln_attn_b, lin, p->s);
+                else
+                    sq_smooth_fold_layernorm(Ly->ln_ffn_g, Ly->ln_ffn_b, lin, p->s);
                 p->folded = true;
             }
         }
@@ -574,6 +612,8 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
     for (int i = 0; i < NL; i++) {
         plan_linear *p = &pl[i];
         sq_linear_report *lr = &rep->linears[i];
+        if (p->absent)
+            continue;
         int l = i / SQ_LIN_KINDS;
         sq_linear_kind k = (sq_linear_kind)(i % SQ_LIN_KINDS);
         const sq_linear *lin = &m->enc.layers[l].lin[k];

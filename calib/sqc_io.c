@@ -73,6 +73,8 @@ static char *build_metadata(const sq_calib_stats *st)
     for (int l = 0; l < c->layers; l++)
         for (int k = 0; k < SQ_LIN_KINDS; k++) {
             const sq_act_stats *a = sq_calib_stats_at(st, l, (sq_linear_kind)k);
+            if (a->channels == 0)
+                continue; /* the layer has no such linear */
             float amax = 0;
             sq_err e;
             if (a->rows > 0 && sq_select_amax(&a->hist, &st->scale, &amax, &e) != 0)
@@ -113,6 +115,8 @@ int sq_calib_stats_save(const sq_calib_stats *st, const char *path, sq_err *err)
     for (int l = 0; l < L; l++)
         for (int k = 0; k < SQ_LIN_KINDS; k++) {
             const sq_act_stats *a = sq_calib_stats_at(st, l, (sq_linear_kind)k);
+            if (a->channels == 0)
+                continue;
             tensor_info *ti = &info[l * SQ_LIN_KINDS + k];
             ti->counts[0] = a->rows;
             ti->counts[1] = a->nonfinite;
@@ -383,7 +387,8 @@ int sq_calib_stats_load(const char *path, sq_calib_stats *st, sq_err *err)
     st->attn_pmax = pmax;
     for (int l = 0; l < cfg.layers; l++)
         for (int k = 0; k < SQ_LIN_KINDS; k++)
-            if (load_act(&c, l, k, &st->lin[l * SQ_LIN_KINDS + k], err) != 0)
+            if (st->lin[l * SQ_LIN_KINDS + k].channels > 0 &&
+                load_act(&c, l, k, &st->lin[l * SQ_LIN_KINDS + k], err) != 0)
                 goto out;
     const float *attn = tensor_exact(&c, "attn_probs.range", SQ_CDT_F32, (uint64_t)cfg.layers, 2, err);
     if (!attn)

@@ -142,18 +142,21 @@ int cmd_bench(int argc, char **argv)
     printf("model: %s  layers=%d hidden=%d heads=%d ffn=%d\n", argv[optind], cfg->layers,
            cfg->hidden, cfg->heads, cfg->ffn);
     /* The precision of the linears: a .sqm may mix types (recipe overrides). */
-    int count[SQ_QT_COUNT] = {0};
+    int count[SQ_QT_COUNT] = {0}, n_lin = 0;
     for (int l = 0; l < cfg->layers; l++)
         for (int k = 0; k < SQ_LIN_KINDS; k++)
-            count[m.enc.layers[l].lin[k].qtype]++;
-    const char *prec = count[SQ_QT_S8] == cfg->layers * SQ_LIN_KINDS      ? "int8"
-                       : count[SQ_QT_S4G128] == cfg->layers * SQ_LIN_KINDS ? "int4"
-                       : count[SQ_QT_F32] == cfg->layers * SQ_LIN_KINDS    ? "fp32"
-                                                                            : "mixed";
+            if (m.enc.layers[l].lin[k].out > 0) {
+                count[m.enc.layers[l].lin[k].qtype]++;
+                n_lin++;
+            }
+    const char *prec = count[SQ_QT_S8] == n_lin      ? "int8"
+                       : count[SQ_QT_S4G128] == n_lin ? "int4"
+                       : count[SQ_QT_F32] == n_lin    ? "fp32"
+                                                      : "mixed";
     sq_isa isa = SQ_ISA_SCALAR;
     sq_linear_isa(&isa, NULL);
     printf("threads=%d  linears=%s  gemm=%s\n", nt, prec,
-           count[SQ_QT_F32] == cfg->layers * SQ_LIN_KINDS ? "openblas-sgemm" : sq_isa_name(isa));
+           count[SQ_QT_F32] == n_lin ? "openblas-sgemm" : sq_isa_name(isa));
     double tput, lat;
     int rc = SQ_EXIT_OK;
     if (time_forward(&m, (int)batch, (int)seq, (int)warmup, (int)iters, &tput, &err) != 0 ||

@@ -128,6 +128,8 @@ static int inspect_sqc(const char *path, int top, const char *method, int json)
     for (int l = 0; l < c->layers; l++)
         for (int k = 0; k < SQ_LIN_KINDS; k++) {
             const sq_act_stats *a = sq_calib_stats_at(&st, l, (sq_linear_kind)k);
+            if (a->channels == 0)
+                continue; /* the layer has no such linear */
             float amax = 0;
             if (a->rows > 0 && sq_select_amax(&a->hist, &sp, &amax, &err) != 0)
                 amax = 0;

@@ -59,6 +59,8 @@ static void print_json(const sq_quantize_report *rep, const char *out, bool dry)
     json_t *root = json_object(), *arr = json_array();
     for (int i = 0; i < rep->n_linears; i++) {
         const sq_linear_report *l = &rep->linears[i];
+        if (l->n == 0)
+            continue; /* the layer has no such linear */
         json_t *o = json_pack("{s:s,s:s,s:[i,i],s:b,s:I,s:I}", "name", l->name, "type",
                               sq_qtype_get(l->qtype)->name, "shape", l->n, l->k, "smooth",
                               l->smooth, "bytes_fp32", (json_int_t)l->bytes_fp32, "bytes_packed",
@@ -200,14 +202,23 @@ int cmd_quantize(int argc, char **argv)
             const sq_bert_config *mc = &m.enc.cfg;
             const char *emb = sq_qtype_get(recipe.weight_type)->name;
             printf("plan for %s:\n", model_arg);
-            printf("  %-22s [%5d x %5d]  %s%s\n", "embeddings.word", mc->vocab_size, mc->hidden,
+            printf("  %-22s [%5d x %5d]  %s%s\n", "embeddings.word", mc->vocab_size, mc->embed_dim,
                    emb, recipe.weight_type == SQ_QT_F32 ? "" : " (per-row scales)");
-            printf("  %-22s [%5d x %5d]  fp32\n", "embeddings.position", mc->max_pos, mc->hidden);
-            printf("  %-22s [%5d x %5d]  fp32\n", "embeddings.token_type", mc->type_vocab, mc->hidden);
-            printf("  %-22s [%5d]          fp32\n", "LayerNorms", (2 * mc->layers + 1) * 2 * mc->hidden);
+            printf("  %-22s [%5d x %5d]  fp32\n", "embeddings.position", mc->max_pos, mc->embed_dim);
+            if (mc->type_vocab > 0)
+                printf("  %-22s [%5d x %5d]  fp32\n", "embeddings.token_type", mc->type_vocab,
+                       mc->embed_dim);
+            int ln_floats = mc->emb_ln ? 2 * mc->embed_dim : 0;
+            for (int l = 0; l < mc->layers; l++)
+                ln_floats += 2 * (sq_ln_attn_dim(mc, l) + mc->hidden);
+            printf("  %-22s [%5d]          fp32\n", "LayerNorms", ln_floats);
+            if (mc->head != SQ_HEAD_NONE)
+                printf("  %-22s [%5d x %5d]  fp32\n", "head", mc->hidden, mc->hidden);
             printf("  %-22s [%5d]          u8 (token strings)\n", "tokenizer.vocab", m.tok_spec.vocab_size);
             for (int i = 0; i < rep.n_linears; i++) {
                 const sq_linear_report *l = &rep.linears[i];
+                if (l->n == 0)
+                    continue;
                 printf("  %-22s [%5d x %5d]  %-9s", l->name, l->n, l->k, sq_qtype_get(l->qtype)->name);
                 if (l->smooth) {
                     if (l->alpha >= 0)

@@ -3,6 +3,8 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "yaml_tree.h"
+
 void sq_bert_config_to_yaml(sq_strbuf *sb, const sq_bert_config *c, const char *in)
 {
     sq_sb_printf(sb,
@@ -11,6 +13,62 @@ void sq_bert_config_to_yaml(sq_strbuf *sb, const sq_bert_config *c, const char *
                  "%slayer_norm_eps: %.17g\n",
                  in, c->vocab_size, in, c->hidden, in, c->layers, in, c->heads, in, c->ffn, in,
                  c->max_pos, in, c->type_vocab, in, c->pad_token_id, in, c->ln_eps);
+    sq_sb_printf(sb,
+                 "%sembed_dim: %d\n%snorm: %s\n%sactivation: %s\n%spositions: %s\n"
+                 "%sembedding_layernorm: %s\n%spooling_head: %s\n",
+                 in, c->embed_dim, in, sq_norm_place_name(c->norm), in, sq_act_name(c->act), in,
+                 sq_pos_kind_name(c->positions), in, c->emb_ln ? "true" : "false", in,
+                 sq_head_kind_name(c->head));
+}
+
+/* An optional enumerated key: absent leaves *out (the BERT default). */
+static int get_enum(const yt_node *conf, const char *key, const char *const *names, int n,
+                    int *out, sq_err *err)
+{
+    const yt_node *v = yt_get(conf, key);
+    if (!v)
+        return 0;
+    const char *s;
+    if (yt_get_string(conf, key, &s, err) != 0)
+        return -1;
+    for (int i = 0; i < n; i++)
+        if (strcmp(s, names[i]) == 0) {
+            *out = i;
+            return 0;
+        }
+    return yt_error(v, err, "'%s' has the unknown value \"%s\"", key, s);
+}
+
+/* The architecture variants; files written before they existed are BERT. */
+static int variants_from_yaml(const yt_node *conf, sq_bert_config *cfg, sq_err *err)
+{
+    static const char *const norms[] = {"post", "pre"}, *const acts[] = {"gelu", "relu"},
+                             *const poss[] = {"learned", "sinusoidal"},
+                             *const heads[] = {"none", "tanh"};
+    sq_bert_config_set_bert_defaults(cfg);
+    int norm = cfg->norm, act = cfg->act, pos = cfg->positions, head = cfg->head;
+    if (get_enum(conf, "norm", norms, 2, &norm, err) != 0 ||
+        get_enum(conf, "activation", acts, 2, &act, err) != 0 ||
+        get_enum(conf, "positions", poss, 2, &pos, err) != 0 ||
+        get_enum(conf, "pooling_head", heads, 2, &head, err) != 0)
+        return -1;
+    cfg->norm = (sq_norm_place)norm;
+    cfg->act = (sq_act)act;
+    cfg->positions = (sq_pos_kind)pos;
+    cfg->head = (sq_head_kind)head;
+    if (yt_get(conf, "embedding_layernorm") &&
+        yt_get_bool(conf, "embedding_layernorm", &cfg->emb_ln, err) != 0)
+        return -1;
+    if (yt_get(conf, "embed_dim")) {
+        int64_t v;
+        if (yt_get_int64(conf, "embed_dim", 1, cfg->hidden, &v, err) != 0)
+            return -1;
+        cfg->embed_dim = (int)v;
+    }
+    if (cfg->embed_dim % cfg->heads != 0)
+        return yt_error(conf, err, "embed_dim %d is not divisible by heads %d", cfg->embed_dim,
+                        cfg->heads);
+    return 0;
 }
 
 int sq_bert_config_from_yaml(const yt_node *conf, sq_bert_config *cfg, sq_err *err)
@@ -27,7 +85,7 @@ int sq_bert_config_from_yaml(const yt_node *conf, sq_bert_config *cfg, sq_err *e
         {"heads", offsetof(sq_bert_config, heads), 1, SQ_MAX_HIDDEN},
         {"ffn", offsetof(sq_bert_config, ffn), 1, SQ_MAX_FFN},
         {"max_positions", offsetof(sq_bert_config, max_pos), 2, SQ_MAX_POSITIONS},
-        {"type_vocab", offsetof(sq_bert_config, type_vocab), 1, 1024},
+        {"type_vocab", offsetof(sq_bert_config, type_vocab), 0, 1024},
         {"pad_token_id", offsetof(sq_bert_config, pad_token_id), 0, SQ_MAX_VOCAB},
     };
     if (yt_expect(conf, YT_MAPPING, "config", err) != 0)
@@ -51,5 +109,5 @@ int sq_bert_config_from_yaml(const yt_node *conf, sq_bert_config *cfg, sq_err *e
                         cfg->heads);
     if (cfg->pad_token_id >= cfg->vocab_size)
         return yt_error(conf, err, "pad_token_id %d is outside the vocabulary", cfg->pad_token_id);
-    return 0;
+    return variants_from_yaml(conf, cfg, err);
 }

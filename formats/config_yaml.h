@@ -1,6 +1,8 @@
 /* The encoder configuration as a YAML mapping, shared by the metadata of
  * .sqc and .sqm files: vocab_size, hidden, layers, heads, ffn,
- * max_positions, type_vocab, pad_token_id, layer_norm_eps. */
+ * max_positions, type_vocab, pad_token_id, layer_norm_eps, and the
+ * architecture variants (embed_dim, norm, activation, positions,
+ * embedding_layernorm, pooling_head; absent = BERT). */
 #ifndef SQ_CONFIG_YAML_H
 #define SQ_CONFIG_YAML_H
 

@@ -6,6 +6,41 @@
 #include "fileio.h"
 #include "json_util.h"
 
+void sq_bert_config_set_bert_defaults(sq_bert_config *c)
+{
+    c->embed_dim = c->hidden;
+    c->norm = SQ_NORM_POST;
+    c->act = SQ_ACT_GELU;
+    c->positions = SQ_POS_LEARNED;
+    c->emb_ln = true;
+    c->head = SQ_HEAD_NONE;
+}
+
+const char *sq_norm_place_name(sq_norm_place v)
+{
+    return v == SQ_NORM_PRE ? "pre" : "post";
+}
+
+const char *sq_act_name(sq_act v)
+{
+    return v == SQ_ACT_RELU ? "relu" : "gelu";
+}
+
+const char *sq_pos_kind_name(sq_pos_kind v)
+{
+    return v == SQ_POS_SINUSOIDAL ? "sinusoidal" : "learned";
+}
+
+const char *sq_head_kind_name(sq_head_kind v)
+{
+    return v == SQ_HEAD_TANH ? "tanh" : "none";
+}
+
+const char *sq_architecture_name(const sq_bert_config *c)
+{
+    return c->norm == SQ_NORM_PRE ? "t2t" : "bert";
+}
+
 int sq_bert_config_load(const char *path, sq_bert_config *cfg, sq_err *err)
 {
     memset(cfg, 0, sizeof *cfg);
@@ -74,6 +109,7 @@ int sq_bert_config_load(const char *path, sq_bert_config *cfg, sq_err *err)
         sq_err_set(err, "%s: layer_norm_eps %g is outside (0, 0.01]", path, cfg->ln_eps);
         goto out;
     }
+    sq_bert_config_set_bert_defaults(cfg);
     rc = 0;
 out:
     json_decref(root);

@@ -15,6 +15,16 @@
 #define SQ_MAX_POSITIONS 65536
 #define SQ_MAX_VOCAB (1 << 22)
 
+/* Architecture variants of the one encoder executor (libquant/encoder.h).
+ * BERT is post-LN, GELU, learned positions, an embedding LayerNorm and no
+ * pooling head; tensor2tensor-style encoders such as Universal Sentence
+ * Encoder Lite are pre-LN, ReLU, sinusoidal positions, no embedding
+ * LayerNorm, and a dense+tanh head on the pooled vector. */
+typedef enum sq_norm_place { SQ_NORM_POST = 0, SQ_NORM_PRE = 1 } sq_norm_place;
+typedef enum sq_act { SQ_ACT_GELU = 0, SQ_ACT_RELU = 1 } sq_act;
+typedef enum sq_pos_kind { SQ_POS_LEARNED = 0, SQ_POS_SINUSOIDAL = 1 } sq_pos_kind;
+typedef enum sq_head_kind { SQ_HEAD_NONE = 0, SQ_HEAD_TANH = 1 } sq_head_kind;
+
 typedef struct sq_bert_config {
     int vocab_size;
     int hidden;
@@ -25,7 +35,26 @@ typedef struct sq_bert_config {
     int type_vocab;
     int pad_token_id;
     double ln_eps;
+    /* Variants (BERT values are set by sq_bert_config_set_bert_defaults). */
+    int embed_dim;         /* embedding width = layer 0 input width (== hidden for BERT);
+                              a layer whose input is narrower than hidden attends at its
+                              input width and projects its residual (res linear) */
+    sq_norm_place norm;
+    sq_act act;
+    sq_pos_kind positions; /* sinusoidal tables are stored like learned ones */
+    bool emb_ln;           /* LayerNorm on the embeddings */
+    sq_head_kind head;     /* transform of the pooled vector before normalization */
 } sq_bert_config;
+
+/* The BERT values of the variant fields (embed_dim = hidden). */
+void sq_bert_config_set_bert_defaults(sq_bert_config *c);
+const char *sq_norm_place_name(sq_norm_place v);
+const char *sq_act_name(sq_act v);
+const char *sq_pos_kind_name(sq_pos_kind v);
+const char *sq_head_kind_name(sq_head_kind v);
+/* "bert" (post-LN) or "t2t" (pre-LN tensor2tensor-style encoder): the
+ * architecture names of recipes and .sqm metadata. */
+const char *sq_architecture_name(const sq_bert_config *c);
 
 typedef enum sq_pooling { SQ_POOL_CLS = 0, SQ_POOL_MEAN = 1 } sq_pooling;
 

@@ -37,7 +37,11 @@ int sq_tokenize_texts(const sq_embed_model *m, const char *const *texts, const s
     int failed = 0, rc = -1;
     if (!tok || !cnt)
         goto oom;
-    const int64_t body = max_seq - 2;
+    /* BERT vocabularies wrap each sequence in [CLS] ... [SEP]; a vocabulary
+     * without them (SentencePiece) feeds the bare tokens. */
+    const int32_t cls = sq_tokenizer_cls_id(m->tok), sep = sq_tokenizer_sep_id(m->tok);
+    const bool wrap = cls >= 0 && sep >= 0;
+    const int64_t body = wrap ? max_seq - 2 : max_seq;
 #pragma omp parallel for schedule(dynamic, 32)
     for (int64_t i = 0; i < n; i++) {
         int64_t cap = windows ? 256 : body, k;
@@ -70,24 +74,25 @@ int sq_tokenize_texts(const sq_embed_model *m, const char *const *texts, const s
         if (w < 1)
             w = 1;
         nseq += w;
-        ntok += cnt[i] + 2 * w;
+        ntok += cnt[i] + (wrap ? 2 * w : 0);
     }
     out->offsets = malloc((size_t)(nseq + 1) * sizeof *out->offsets);
     out->ids = malloc((size_t)ntok * sizeof *out->ids);
     out->source = malloc((size_t)nseq * sizeof *out->source);
     if (!out->offsets || !out->ids || !out->source)
         goto oom;
-    const int32_t cls = sq_tokenizer_cls_id(m->tok), sep = sq_tokenizer_sep_id(m->tok);
     int64_t s = 0, t = 0;
     out->offsets[0] = 0;
     for (int64_t i = 0; i < n; i++) {
         int64_t done = 0;
         do {
             int64_t len = cnt[i] - done < body ? cnt[i] - done : body;
-            out->ids[t++] = cls;
+            if (wrap)
+                out->ids[t++] = cls;
             memcpy(out->ids + t, tok[i] + done, (size_t)len * sizeof(int32_t));
             t += len;
-            out->ids[t++] = sep;
+            if (wrap)
+                out->ids[t++] = sep;
             done += len;
             out->source[s] = i;
             out->offsets[++s] = t;
@@ -122,6 +127,14 @@ static int cmp_len_desc(const void *a, const void *b)
     return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
+/* Pooled rows -> the model's head (if any) -> optional L2 normalization. */
+static void finish_pooled(const sq_encoder *enc, float *pooled, int n, bool normalize, float *tmp)
+{
+    sq_encoder_apply_head(enc, pooled, n, tmp);
+    if (normalize)
+        sq_l2_normalize_rows(pooled, n, enc->cfg.hidden);
+}
+
 int sq_encode_seqs(sq_embed_model *m, const sq_token_seqs *s, const sq_embed_opts *o,
                    sq_embed_result *res, sq_err *err)
 {
@@ -131,12 +144,17 @@ int sq_encode_seqs(sq_embed_model *m, const sq_token_seqs *s, const sq_embed_opt
         return sq_err_set(err, "no inputs");
     if (o->batch < 1)
         return sq_err_set(err, "batch size must be at least 1");
-    int max_len = 0;
+    /* An empty sequence (a SentencePiece model given an empty text) has no
+     * rows to run: its mean-pooled vector is 0, as the tfjs graph's
+     * sum / max(len, 1) gives, and it still goes through the head. */
+    const bool allow_empty = o->pooling == SQ_POOL_MEAN;
+    int max_len = 1;
     for (int64_t i = 0; i < n; i++) {
         int64_t L = s->offsets[i + 1] - s->offsets[i];
-        if (L < 1 || L > m->enc.cfg.max_pos)
-            return sq_err_set(err, "sequence %lld has %lld tokens (the model takes 1..%d)",
-                              (long long)i, (long long)L, m->enc.cfg.max_pos);
+        if (L < (allow_empty ? 0 : 1) || L > m->enc.cfg.max_pos)
+            return sq_err_set(err, "sequence %lld has %lld tokens (the model takes %d..%d)",
+                              (long long)i, (long long)L, allow_empty ? 0 : 1,
+                              m->enc.cfg.max_pos);
         if (L > max_len)
             max_len = (int)L;
     }
@@ -146,8 +164,9 @@ int sq_encode_seqs(sq_embed_model *m, const sq_token_seqs *s, const sq_embed_opt
     int *boff = malloc(((size_t)o->batch + 1) * sizeof *boff);
     float *hid = malloc((size_t)o->batch * max_len * H * sizeof *hid);
     float *pooled = malloc((size_t)o->batch * H * sizeof *pooled);
+    float *head_tmp = malloc((size_t)o->batch * H * sizeof *head_tmp);
     sq_workspace ws = {0};
-    if (!order || !bids || !boff || !hid || !pooled) {
+    if (!order || !bids || !boff || !hid || !pooled || !head_tmp) {
         sq_err_set(err, "out of memory for %lld sequences", (long long)n);
         goto out;
     }
@@ -157,8 +176,19 @@ int sq_encode_seqs(sq_embed_model *m, const sq_token_seqs *s, const sq_embed_opt
     }
     qsort(order, (size_t)n, sizeof *order, cmp_len_desc);
 
-    for (int64_t b0 = 0; b0 < n; b0 += o->batch) {
+    int64_t n_run = n; /* sorted longest first: the empty sequences are last */
+    while (n_run > 0 && order[n_run - 1].len == 0)
+        n_run--;
+    for (int64_t b0 = n_run; res && b0 < n; b0 += o->batch) {
         int nb = (int)(n - b0 < o->batch ? n - b0 : o->batch);
+        memset(pooled, 0, (size_t)nb * H * sizeof *pooled);
+        finish_pooled(&m->enc, pooled, nb, o->normalize, head_tmp);
+        for (int k = 0; k < nb; k++)
+            memcpy(res->emb + (size_t)order[b0 + k].idx * H, pooled + (size_t)k * H,
+                   (size_t)H * sizeof(float));
+    }
+    for (int64_t b0 = 0; b0 < n_run; b0 += o->batch) {
+        int nb = (int)(n_run - b0 < o->batch ? n_run - b0 : o->batch);
         boff[0] = 0;
         for (int k = 0; k < nb; k++) {
             const seq_ref *r = &order[b0 + k];
@@ -169,7 +199,8 @@ int sq_encode_seqs(sq_embed_model *m, const sq_token_seqs *s, const sq_embed_opt
         if (sq_encoder_forward(&m->enc, &ws, &batch, hid, o->observer, err) != 0)
             goto out;
         if (res) {
-            sq_pool(hid, boff, nb, H, o->pooling, o->normalize, pooled);
+            sq_pool(hid, boff, nb, H, o->pooling, false, pooled);
+            finish_pooled(&m->enc, pooled, nb, o->normalize, head_tmp);
             for (int k = 0; k < nb; k++) {
                 int64_t idx = order[b0 + k].idx;
                 memcpy(res->emb + (size_t)idx * H, pooled + (size_t)k * H, (size_t)H * sizeof(float));
@@ -179,7 +210,7 @@ int sq_encode_seqs(sq_embed_model *m, const sq_token_seqs *s, const sq_embed_opt
             }
         }
         if (o->progress)
-            o->progress(o->progress_ctx, b0 + nb, n);
+            o->progress(o->progress_ctx, b0 + nb + (n - n_run), n);
     }
     rc = 0;
 out:
@@ -188,6 +219,7 @@ out:
     free(boff);
     free(hid);
     free(pooled);
+    free(head_tmp);
     sq_workspace_free(&ws);
     return rc;
 }

@@ -12,8 +12,46 @@
 
 const char *sq_linear_kind_name(sq_linear_kind k)
 {
-    static const char *const names[SQ_LIN_KINDS] = {"qkv", "attn_out", "ffn_up", "ffn_down"};
+    static const char *const names[SQ_LIN_KINDS] = {"qkv", "attn_out", "ffn_up", "ffn_down",
+                                                    "res"};
     return (unsigned)k < SQ_LIN_KINDS ? names[k] : "?";
+}
+
+int sq_layer_in_dim(const sq_bert_config *c, int layer)
+{
+    return layer == 0 ? c->embed_dim : c->hidden;
+}
+
+bool sq_linear_shape(const sq_bert_config *c, int layer, sq_linear_kind k, int *N, int *K)
+{
+    const int in = sq_layer_in_dim(c, layer), H = c->hidden, F = c->ffn;
+    int n = 0, kk = 0;
+    switch (k) {
+    case SQ_LIN_QKV: n = 3 * in, kk = in; break;
+    case SQ_LIN_ATTN_OUT: n = H, kk = in; break;
+    case SQ_LIN_FFN_UP: n = F, kk = H; break;
+    case SQ_LIN_FFN_DOWN: n = H, kk = F; break;
+    case SQ_LIN_RES: n = in != H ? H : 0, kk = in != H ? in : 0; break;
+    default: break;
+    }
+    *N = n;
+    *K = kk;
+    return n > 0;
+}
+
+int sq_ln_attn_dim(const sq_bert_config *c, int layer)
+{
+    return c->norm == SQ_NORM_PRE ? sq_layer_in_dim(c, layer) : c->hidden;
+}
+
+void sq_encoder_apply_head(const sq_encoder *enc, float *x, int n, float *tmp)
+{
+    if (enc->cfg.head == SQ_HEAD_NONE || n <= 0)
+        return;
+    const int H = enc->cfg.hidden;
+    sq_linear_forward(&enc->head, x, n, tmp, NULL);
+    for (int64_t i = 0; i < (int64_t)n * H; i++)
+        x[i] = tanhf(tmp[i]);
 }
 
 static float *alloc_floats(size_t n)
@@ -31,6 +69,7 @@ void sq_workspace_free(sq_workspace *ws)
     free(ws->tmp);
     free(ws->ffn);
     free(ws->scores);
+    free(ws->res);
     free(ws->lin.qa);
     free(ws->lin.acc);
     memset(ws, 0, sizeof *ws);
@@ -52,7 +91,12 @@ int sq_workspace_reserve(sq_workspace *ws, const sq_encoder *enc, int max_tokens
     }
     sq_workspace_free(ws);
     size_t T = (size_t)max_tokens, H = (size_t)enc->cfg.hidden, F = (size_t)enc->cfg.ffn;
+    /* Every layer input is at most H wide (embed_dim <= hidden). */
     ws->qkv = alloc_floats(T * 3 * H);
+    if (enc->cfg.embed_dim != enc->cfg.hidden && !(ws->res = alloc_floats(T * H))) {
+        sq_workspace_free(ws);
+        return -1;
+    }
     ws->ctx = alloc_floats(T * H);
     ws->tmp = alloc_floats(T * H);
     ws->ffn = alloc_floats(T * F);
@@ -77,35 +121,41 @@ int sq_workspace_reserve(sq_workspace *ws, const sq_encoder *enc, int max_tokens
 
 static void embed(const sq_encoder *enc, const sq_batch *b, float *x)
 {
-    const int H = enc->cfg.hidden;
+    const int E = enc->cfg.embed_dim;
 #pragma omp parallel for schedule(static)
     for (int s = 0; s < b->n_seq; s++) {
         for (int t = b->offsets[s]; t < b->offsets[s + 1]; t++) {
             int pos = t - b->offsets[s];
-            int tt = b->type_ids ? b->type_ids[t] : 0;
-            const float *pe = enc->pos_emb + (size_t)pos * H;
-            const float *te = enc->type_emb + (size_t)tt * H;
-            float *o = x + (size_t)t * H;
+            const float *pe = enc->pos_emb + (size_t)pos * E;
+            float *o = x + (size_t)t * E;
             size_t id = (size_t)b->ids[t];
             if (enc->word_qt == SQ_QT_S8)
-                sq_embed_dequant_s8_row((const int8_t *)enc->word_q + id * H, enc->word_scale[id], H, o);
+                sq_embed_dequant_s8_row((const int8_t *)enc->word_q + id * E, enc->word_scale[id], E, o);
             else if (enc->word_qt == SQ_QT_S4G128)
-                sq_embed_dequant_s4_row((const uint8_t *)enc->word_q + id * (H / 2),
-                                        enc->word_scale + id * sq_embed_s4_groups(H), H, o);
+                sq_embed_dequant_s4_row((const uint8_t *)enc->word_q + id * (E / 2),
+                                        enc->word_scale + id * sq_embed_s4_groups(E), E, o);
             else
-                memcpy(o, enc->word_emb + id * H, (size_t)H * sizeof(float));
-            for (int c = 0; c < H; c++)
-                o[c] = o[c] + te[c] + pe[c];
+                memcpy(o, enc->word_emb + id * E, (size_t)E * sizeof(float));
+            if (enc->type_emb) {
+                int tt = b->type_ids ? b->type_ids[t] : 0;
+                const float *te = enc->type_emb + (size_t)tt * E;
+                for (int c = 0; c < E; c++)
+                    o[c] = o[c] + te[c] + pe[c];
+            } else {
+                for (int c = 0; c < E; c++)
+                    o[c] = o[c] + pe[c];
+            }
         }
     }
 }
 
-/* Multi-head self-attention core: ctx = softmax(Q K^T / sqrt(dh)) V per
- * (sequence, head); qkv rows hold [Q | K | V]. */
+/* Multi-head self-attention core at width D (the layer input width):
+ * ctx = softmax(Q K^T / sqrt(dh)) V per (sequence, head); qkv rows hold
+ * [Q | K | V], each D wide; ctx rows are D wide. */
 static void attention(const sq_encoder *enc, const sq_batch *b, const float *qkv, float *ctx,
-                      float *scores, int max_len, float *prange)
+                      float *scores, int max_len, int D, float *prange)
 {
-    const int H = enc->cfg.hidden, A = enc->cfg.heads, dh = H / A, ld = 3 * H;
+    const int H = D, A = enc->cfg.heads, dh = H / A, ld = 3 * H;
     const float scale = 1.0f / sqrtf((float)dh);
     const int jobs = b->n_seq * A;
     float pmin = 1.0f, pmax = 0.0f; /* min/max reductions are order-independent */
@@ -169,25 +219,55 @@ int sq_encoder_forward(const sq_encoder *enc, sq_workspace *ws, const sq_batch *
     float eps = (float)c->ln_eps;
     float *x = hidden_out;
     embed(enc, b, x);
-    sq_add_layernorm(x, NULL, T, H, enc->emb_ln_g, enc->emb_ln_b, eps);
+    if (enc->emb_ln_g)
+        sq_add_layernorm(x, NULL, T, c->embed_dim, enc->emb_ln_g, enc->emb_ln_b, eps);
+    const bool pre = c->norm == SQ_NORM_PRE;
     for (int l = 0; l < c->layers; l++) {
         const sq_encoder_layer *L = &enc->layers[l];
-        observe(obs, l, SQ_LIN_QKV, x, T, H);
-        sq_linear_forward(&L->lin[SQ_LIN_QKV], x, T, ws->qkv, &ws->lin);
+        const int in = sq_layer_in_dim(c, l);
+        /* Attention block. Pre-LN: x + attn(LN(x)); post-LN: LN(x + attn(x)).
+         * A widening layer projects its residual x (res linear) to H. */
+        const float *a_in = x;
+        if (pre) {
+            sq_layernorm_to(x, ws->tmp, T, in, L->ln_attn_g, L->ln_attn_b, eps);
+            a_in = ws->tmp;
+        }
+        observe(obs, l, SQ_LIN_QKV, a_in, T, in);
+        sq_linear_forward(&L->lin[SQ_LIN_QKV], a_in, T, ws->qkv, &ws->lin);
         float prange[2];
         bool want_p = obs && obs->attn_probs;
-        attention(enc, b, ws->qkv, ws->ctx, ws->scores, ws->max_len, want_p ? prange : NULL);
+        attention(enc, b, ws->qkv, ws->ctx, ws->scores, ws->max_len, in, want_p ? prange : NULL);
         if (want_p)
             obs->attn_probs(obs->ctx, l, prange[0], prange[1]);
-        observe(obs, l, SQ_LIN_ATTN_OUT, ws->ctx, T, H);
+        observe(obs, l, SQ_LIN_ATTN_OUT, ws->ctx, T, in);
         sq_linear_forward(&L->lin[SQ_LIN_ATTN_OUT], ws->ctx, T, ws->tmp, &ws->lin);
-        sq_add_layernorm(x, ws->tmp, T, H, L->ln_attn_g, L->ln_attn_b, eps);
-        observe(obs, l, SQ_LIN_FFN_UP, x, T, H);
-        sq_linear_forward(&L->lin[SQ_LIN_FFN_UP], x, T, ws->ffn, &ws->lin);
-        sq_gelu_inplace(ws->ffn, (int64_t)T * c->ffn);
+        if (L->lin[SQ_LIN_RES].out > 0) {
+            observe(obs, l, SQ_LIN_RES, x, T, in);
+            sq_linear_forward(&L->lin[SQ_LIN_RES], x, T, ws->res, &ws->lin);
+            memcpy(x, ws->res, (size_t)T * H * sizeof(float)); /* x is H wide from here */
+        }
+        if (pre)
+            sq_add_inplace(x, ws->tmp, (int64_t)T * H);
+        else
+            sq_add_layernorm(x, ws->tmp, T, H, L->ln_attn_g, L->ln_attn_b, eps);
+        /* FFN block. */
+        const float *f_in = x;
+        if (pre) {
+            sq_layernorm_to(x, ws->tmp, T, H, L->ln_ffn_g, L->ln_ffn_b, eps);
+            f_in = ws->tmp;
+        }
+        observe(obs, l, SQ_LIN_FFN_UP, f_in, T, H);
+        sq_linear_forward(&L->lin[SQ_LIN_FFN_UP], f_in, T, ws->ffn, &ws->lin);
+        if (c->act == SQ_ACT_RELU)
+            sq_relu_inplace(ws->ffn, (int64_t)T * c->ffn);
+        else
+            sq_gelu_inplace(ws->ffn, (int64_t)T * c->ffn);
         observe(obs, l, SQ_LIN_FFN_DOWN, ws->ffn, T, c->ffn);
         sq_linear_forward(&L->lin[SQ_LIN_FFN_DOWN], ws->ffn, T, ws->tmp, &ws->lin);
-        sq_add_layernorm(x, ws->tmp, T, H, L->ln_ffn_g, L->ln_ffn_b, eps);
+        if (pre)
+            sq_add_inplace(x, ws->tmp, (int64_t)T * H);
+        else
+            sq_add_layernorm(x, ws->tmp, T, H, L->ln_ffn_g, L->ln_ffn_b, eps);
     }
     return 0;
 }
@@ -208,6 +288,7 @@ void sq_encoder_free(sq_encoder *enc)
         }
     }
     free(enc->layers);
+    sq_linear_free(&enc->head);
     if (!enc->borrowed) {
         free(enc->word_emb);
         free(enc->pos_emb);

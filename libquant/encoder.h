@@ -1,8 +1,11 @@
-/* THE encoder executor: one implementation for every precision. A BERT
- * post-LN encoder over a batch of variable-length sequences packed without
- * padding (token rows concatenated), so padding never enters a statistic or
- * an attention score. Every linear carries a qtype; an optional observer sees
- * the input of every linear (calibration hooks in here). */
+/* THE encoder executor: one implementation for every precision and every
+ * supported architecture variant (hf_config.h: post-LN BERT, pre-LN
+ * tensor2tensor encoders; GELU or ReLU; learned or sinusoidal positions; a
+ * layer that widens its input). It runs a batch of variable-length sequences
+ * packed without padding (token rows concatenated), so padding never enters
+ * a statistic or an attention score. Every linear carries a qtype; an
+ * optional observer sees the input of every linear (calibration hooks in
+ * here). */
 #ifndef SQ_ENCODER_H
 #define SQ_ENCODER_H
 
@@ -18,15 +21,26 @@ typedef enum sq_linear_kind {
     SQ_LIN_ATTN_OUT,  /* attention output projection [H][H] */
     SQ_LIN_FFN_UP,    /* intermediate [F][H] */
     SQ_LIN_FFN_DOWN,  /* output [H][F] */
+    SQ_LIN_RES,       /* residual projection [H][in] of a widening layer (in < H) */
     SQ_LIN_KINDS
 } sq_linear_kind;
 
 const char *sq_linear_kind_name(sq_linear_kind k);
 
+/* Width of layer `layer`'s input: embed_dim for layer 0, hidden after. A
+ * layer attends at its input width (qkv [3 in][in], attn_out [H][in]). */
+int sq_layer_in_dim(const sq_bert_config *c, int layer);
+/* Shape of linear k of a layer (N outputs, K inputs). False when the layer
+ * has no such linear (res on a layer whose input is already H wide). */
+bool sq_linear_shape(const sq_bert_config *c, int layer, sq_linear_kind k, int *N, int *K);
+/* Width of the attention-block LayerNorm: the layer input for pre-LN, H for
+ * post-LN. The FFN-block LayerNorm is always H wide. */
+int sq_ln_attn_dim(const sq_bert_config *c, int layer);
+
 typedef struct sq_encoder_layer {
-    sq_linear lin[SQ_LIN_KINDS];
-    float *ln_attn_g, *ln_attn_b; /* attention.output.LayerNorm */
-    float *ln_ffn_g, *ln_ffn_b;   /* output.LayerNorm */
+    sq_linear lin[SQ_LIN_KINDS]; /* lin[k].out == 0: absent */
+    float *ln_attn_g, *ln_attn_b; /* post-LN: after attention; pre-LN: before it */
+    float *ln_ffn_g, *ln_ffn_b;   /* post-LN: after the FFN; pre-LN: before it */
 } sq_encoder_layer;
 
 typedef struct sq_encoder {
@@ -38,12 +52,17 @@ typedef struct sq_encoder {
     const void *word_q;
     const float *word_scale;
     bool borrowed;    /* the f32 arrays point into a mapped file: not freed */
-    float *word_emb;  /* [vocab][H] (f32 word_qt) */
-    float *pos_emb;   /* [max_pos][H] */
-    float *type_emb;  /* [type_vocab][H] */
-    float *emb_ln_g, *emb_ln_b;
+    float *word_emb;  /* [vocab][E] (f32 word_qt); E = cfg.embed_dim */
+    float *pos_emb;   /* [max_pos][E], learned or the sinusoid table */
+    float *type_emb;  /* [type_vocab][E]; NULL when type_vocab == 0 */
+    float *emb_ln_g, *emb_ln_b; /* NULL without an embedding LayerNorm */
     sq_encoder_layer *layers;
+    sq_linear head;   /* pooling head [H][H] (cfg.head != none), always f32 */
 } sq_encoder;
+
+/* The pooling head in place on n pooled rows: x = tanh(x W^T + b). tmp holds
+ * n x H floats. No-op without a head. */
+void sq_encoder_apply_head(const sq_encoder *enc, float *x, int n, float *tmp);
 
 /* Called with the rows feeding a linear (all rows are real tokens), from
  * outside any parallel region. The FFN_DOWN input is the GELU output.
@@ -69,6 +88,7 @@ typedef struct sq_batch {
 typedef struct sq_workspace {
     int max_tokens, max_len, n_threads;
     float *qkv, *ctx, *tmp, *ffn, *scores;
+    float *res; /* residual projections (only when a layer widens) */
     sq_linear_scratch lin; /* quantized linears: int8 activations, accumulators */
 } sq_workspace;
 

@@ -3,6 +3,24 @@
 #include <immintrin.h>
 #include <math.h>
 
+/* One row: v = LayerNorm(v) * gamma + beta, written to out (may be v). */
+static void layernorm_row(const float *v, float *out, int cols, const float *gamma,
+                          const float *beta, float eps)
+{
+    double s = 0;
+    for (int c = 0; c < cols; c++)
+        s += v[c];
+    float mean = (float)(s / cols);
+    double q = 0;
+    for (int c = 0; c < cols; c++) {
+        float d = v[c] - mean;
+        q += (double)d * d;
+    }
+    float rstd = (float)(1.0 / sqrt(q / cols + eps));
+    for (int c = 0; c < cols; c++)
+        out[c] = (v[c] - mean) * rstd * gamma[c] + beta[c];
+}
+
 void sq_add_layernorm(float *x, const float *add, int rows, int cols, const float *gamma,
                       const float *beta, float eps)
 {
@@ -14,19 +32,30 @@ void sq_add_layernorm(float *x, const float *add, int rows, int cols, const floa
             for (int c = 0; c < cols; c++)
                 v[c] += a[c];
         }
-        double s = 0;
-        for (int c = 0; c < cols; c++)
-            s += v[c];
-        float mean = (float)(s / cols);
-        double q = 0;
-        for (int c = 0; c < cols; c++) {
-            float d = v[c] - mean;
-            q += (double)d * d;
-        }
-        float rstd = (float)(1.0 / sqrt(q / cols + eps));
-        for (int c = 0; c < cols; c++)
-            v[c] = (v[c] - mean) * rstd * gamma[c] + beta[c];
+        layernorm_row(v, v, cols, gamma, beta, eps);
     }
+}
+
+void sq_layernorm_to(const float *x, float *y, int rows, int cols, const float *gamma,
+                     const float *beta, float eps)
+{
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < rows; r++)
+        layernorm_row(x + (int64_t)r * cols, y + (int64_t)r * cols, cols, gamma, beta, eps);
+}
+
+void sq_add_inplace(float *x, const float *a, int64_t n)
+{
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++)
+        x[i] += a[i];
+}
+
+void sq_relu_inplace(float *x, int64_t n)
+{
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; i++)
+        x[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
 /* ---- AVX2 + FMA versions of exp and erf ----

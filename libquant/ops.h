@@ -8,6 +8,13 @@
  * add may be NULL. Two-pass mean/variance in f32 with a double accumulator. */
 void sq_add_layernorm(float *x, const float *add, int rows, int cols, const float *gamma,
                       const float *beta, float eps);
+/* y[r] = LayerNorm(x[r]) * gamma + beta (pre-LN blocks: x stays the
+ * residual stream). Same arithmetic as sq_add_layernorm. */
+void sq_layernorm_to(const float *x, float *y, int rows, int cols, const float *gamma,
+                     const float *beta, float eps);
+/* x[i] += a[i], and x[i] = max(x[i], 0). */
+void sq_add_inplace(float *x, const float *a, int64_t n);
+void sq_relu_inplace(float *x, int64_t n);
 /* Exact (erf) GELU: 0.5 x (1 + erf(x / sqrt 2)), in place. Uses AVX2+FMA
  * when the CPU has it (erf within 1.5e-7 absolute), libm's erff otherwise. */
 void sq_gelu_inplace(float *x, int64_t n);

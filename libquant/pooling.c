@@ -19,15 +19,22 @@ void sq_pool(const float *hidden, const int *offsets, int n_seq, int H, sq_pooli
                 o[c] = (float)(acc / (t1 - t0));
             }
         }
-        if (normalize) {
-            double n2 = 0;
-            for (int c = 0; c < H; c++)
-                n2 += (double)o[c] * o[c];
-            /* torch.nn.functional.normalize: x / max(||x||, 1e-12) */
-            double n = sqrt(n2);
-            float inv = (float)(1.0 / (n > 1e-12 ? n : 1e-12));
-            for (int c = 0; c < H; c++)
-                o[c] *= inv;
-        }
+    }
+    if (normalize)
+        sq_l2_normalize_rows(out, n_seq, H);
+}
+
+void sq_l2_normalize_rows(float *x, int n, int H)
+{
+    for (int s = 0; s < n; s++) {
+        float *o = x + (size_t)s * H;
+        double n2 = 0;
+        for (int c = 0; c < H; c++)
+            n2 += (double)o[c] * o[c];
+        /* torch.nn.functional.normalize: x / max(||x||, 1e-12) */
+        double nrm = sqrt(n2);
+        float inv = (float)(1.0 / (nrm > 1e-12 ? nrm : 1e-12));
+        for (int c = 0; c < H; c++)
+            o[c] *= inv;
     }
 }

@@ -11,5 +11,7 @@
 /* hidden: [offsets[n_seq]][H]; out: [n_seq][H]. */
 void sq_pool(const float *hidden, const int *offsets, int n_seq, int H, sq_pooling mode,
              bool normalize, float *out);
+/* x / max(||x||, 1e-12) per row, as torch.nn.functional.normalize. */
+void sq_l2_normalize_rows(float *x, int n, int H);
 
 #endif

@@ -237,8 +237,9 @@ static int parse_model(const yt_node *m, sq_recipe *r, sq_err *err)
         const char *s;
         if (yt_as_string(arch, "architecture", &s, err) != 0)
             return -1;
-        if (strcmp(s, "bert") != 0)
-            return yt_error(arch, err, "unsupported architecture '%s' (expected: bert)", s);
+        if (strcmp(s, "bert") != 0 && strcmp(s, "t2t") != 0)
+            return yt_error(arch, err, "unsupported architecture '%s' (expected: bert, t2t)", s);
+        snprintf(r->architecture, sizeof r->architecture, "%s", s);
     }
     if (get_int(m, "hidden", 1, SQ_MAX_HIDDEN, &r->hidden, err) != 0 ||
         get_int(m, "layers", 1, SQ_MAX_LAYERS, &r->layers, err) != 0 ||
@@ -316,7 +317,8 @@ static int parse_inputs(const yt_node *seq, bool inputs[SQ_LIN_KINDS], sq_err *e
             return -1;
         if (sq_linear_kind_parse(s, &kind) != 0)
             return yt_error(item, err,
-                            "unknown linear kind '%s' (expected: qkv, attn_out, ffn_up, ffn_down)",
+                            "unknown linear kind '%s' (expected: qkv, attn_out, ffn_up, ffn_down, "
+                            "res)",
                             s);
         if (inputs[kind])
             return yt_error(item, err, "linear kind '%s' is listed twice", s);
@@ -587,7 +589,8 @@ static bool override_equal(const sq_recipe_override *a, const sq_recipe_override
 
 bool sq_recipe_equal(const sq_recipe *a, const sq_recipe *b)
 {
-    if (a->version != b->version || !str_equal(a->name, b->name) || a->hidden != b->hidden ||
+    if (a->version != b->version || !str_equal(a->name, b->name) ||
+        strcmp(a->architecture, b->architecture) != 0 || a->hidden != b->hidden ||
         a->layers != b->layers || a->heads != b->heads || a->ffn != b->ffn ||
         a->set_pooling != b->set_pooling || (a->set_pooling && a->pooling != b->pooling) ||
         a->set_normalize != b->set_normalize ||
@@ -660,7 +663,11 @@ static bool write_yaml(sq_strbuf *sb, const sq_recipe *r)
             return false;
         sq_sb_printf(sb, "\n");
     }
-    sq_sb_printf(sb, "model:\n  architecture: bert\n");
+    if (r->architecture[0] || r->hidden || r->layers || r->heads || r->ffn || r->set_pooling ||
+        r->set_normalize)
+        sq_sb_printf(sb, "model:\n");
+    if (r->architecture[0])
+        sq_sb_printf(sb, "  architecture: %s\n", r->architecture);
     if (r->hidden)
         sq_sb_printf(sb, "  hidden: %d\n", r->hidden);
     if (r->layers)
@@ -856,6 +863,9 @@ static int check_dim(const sq_recipe *r, const char *what, int want, int have, s
 
 int sq_recipe_check_model(const sq_recipe *r, const sq_bert_config *cfg, sq_err *err)
 {
+    if (r->architecture[0] && strcmp(r->architecture, sq_architecture_name(cfg)) != 0)
+        return sq_err_set(err, "%s: the recipe is for architecture %s, the model is %s", r->source,
+                          r->architecture, sq_architecture_name(cfg));
     if (check_dim(r, "hidden", r->hidden, cfg->hidden, err) != 0 ||
         check_dim(r, "layers", r->layers, cfg->layers, err) != 0 ||
         check_dim(r, "heads", r->heads, cfg->heads, err) != 0 ||

@@ -61,19 +61,28 @@ float sq_smooth_act_absmax(const float *xmax, const float *s, int k)
 
 int sq_smooth_fold_v_out(sq_linear *qkv, sq_linear *attn_out, const float *s, sq_err *err)
 {
-    const int H = attn_out->in;
-    if (attn_out->out != H || qkv->in != H || qkv->out != 3 * H)
+    const int D = attn_out->in; /* attention width; attn_out may widen to H > D */
+    if (qkv->in != D || qkv->out != 3 * D)
         return sq_err_set(err, "V -> out fold: qkv is [%d][%d] and attn_out [%d][%d], expected "
-                               "[3H][H] and [H][H]", qkv->out, qkv->in, attn_out->out,
+                               "[3D][D] and [H][D]", qkv->out, qkv->in, attn_out->out,
                           attn_out->in);
-    for (int j = 0; j < H; j++) {
-        float *vrow = qkv->w + (size_t)(2 * H + j) * H;
-        for (int i = 0; i < H; i++)
+    for (int j = 0; j < D; j++) {
+        float *vrow = qkv->w + (size_t)(2 * D + j) * D;
+        for (int i = 0; i < D; i++)
             vrow[i] /= s[j];
-        qkv->b[2 * H + j] /= s[j];
+        qkv->b[2 * D + j] /= s[j];
     }
-    sq_smooth_scale_weights(attn_out->w, H, H, s);
+    sq_smooth_scale_weights(attn_out->w, attn_out->out, D, s);
     return 0;
+}
+
+void sq_smooth_fold_layernorm(float *gamma, float *beta, sq_linear *lin, const float *s)
+{
+    for (int j = 0; j < lin->in; j++) {
+        gamma[j] /= s[j];
+        beta[j] /= s[j];
+    }
+    sq_smooth_scale_weights(lin->w, lin->out, lin->in, s);
 }
 
 /* The grid: i / N exactly when 1/step is (nearly) a whole number N, so

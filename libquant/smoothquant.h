@@ -11,8 +11,9 @@
  *
  * Where each side goes (DESIGN.md, "Numerics that decide correctness"):
  *   weights     W'[n][j] = W[n][j] * s_j, then per-channel s8.
- *   activations NOT folded into LayerNorm (post-LN: the LN output also feeds
- *               the residual). The runtime's quantize step uses
+ *   activations NOT folded into LayerNorm on post-LN graphs (the LN output
+ *               also feeds the residual); on pre-LN graphs the LN feeds only
+ *               the linear and the fold is exact (sq_smooth_fold_layernorm). The runtime's quantize step uses
  *               m_j = 1 / (s_j * act_scale) (sq_ref_act_multipliers), where
  *               act_scale comes from the smoothed range max_j max|X_j| / s_j.
  *   attn_out    exact fold into V instead (sq_smooth_fold_v_out): after it
@@ -63,8 +64,14 @@ float sq_smooth_act_absmax(const float *xmax, const float *s, int k);
  * included, and the projection is unchanged in exact arithmetic. Use factors
  * from attn_out's own weight (wmax over attn_out only) and the calibration
  * max of its input. Returns -1 with err set on a shape mismatch
- * (qkv must be [3H][H], attn_out [H][H]). */
+ * (qkv must be [3D][D] and attn_out [H][D], D the attention width). */
 int sq_smooth_fold_v_out(sq_linear *qkv, sq_linear *attn_out, const float *s, sq_err *err);
+
+/* Pre-LN exact fold: a LayerNorm that feeds only `lin` takes 1/s into its
+ * gamma and beta (LN(x) / s), and lin's columns take s (W'[n][j] = W[n][j]
+ * s_j), so the product is unchanged and the runtime quantizes the LN output
+ * as it is (no multiplier). gamma and beta hold lin->in floats. */
+void sq_smooth_fold_layernorm(float *gamma, float *beta, sq_linear *lin, const float *s);
 
 /* Clip range of the smoothed activation for one candidate alpha: called with
  * the sample already divided by s ([rows][k]); returns amax > 0 (0 or less

@@ -63,8 +63,9 @@ static int parse_meta(const sq_container *c, sq_bert_config *cfg, sq_sqm_info *i
         goto out;
     if (sq_bert_config_from_yaml(conf, cfg, err) != 0)
         goto out;
-    if (cfg->hidden % 2 != 0) {
-        sq_err_set(err, "%s: hidden %d must be even", c->path, cfg->hidden);
+    if (cfg->hidden % 2 != 0 || cfg->embed_dim % 2 != 0) {
+        sq_err_set(err, "%s: hidden %d and embed_dim %d must be even", c->path, cfg->hidden,
+                   cfg->embed_dim);
         goto out;
     }
     if (yt_get_string(r, "pooling", &s, err) != 0 || sq_pooling_parse(s, &info->pool.pooling) != 0) {
@@ -90,9 +91,9 @@ static int load_linear(const sq_container *c, int l, sq_linear_kind k, const sq_
                        sq_linear *lin, sq_err *err)
 {
     const char *kn = sq_linear_kind_name(k);
-    const int H = cfg->hidden, F = cfg->ffn;
-    int N = k == SQ_LIN_QKV ? 3 * H : k == SQ_LIN_FFN_UP ? F : H;
-    int K = k == SQ_LIN_FFN_DOWN ? F : H;
+    int N, K;
+    if (!sq_linear_shape(cfg, l, k, &N, &K))
+        return 0; /* the layer has no such linear */
     char name[96];
     snprintf(name, sizeof name, "layer.%d.%s.weight", l, kn);
     const sq_container_tensor *wt = sq_container_find(c, name);
@@ -163,26 +164,39 @@ int sq_sqm_load_encoder(const sq_container *c, sq_encoder *enc, sq_sqm_info *inf
         return -1;
     enc->borrowed = true;
     const sq_bert_config *cfg = &enc->cfg;
-    const uint64_t V = (uint64_t)cfg->vocab_size, H = (uint64_t)cfg->hidden;
+    const uint64_t V = (uint64_t)cfg->vocab_size, H = (uint64_t)cfg->hidden,
+                   E = (uint64_t)cfg->embed_dim;
     enc->word_qt = emb_qt;
     if (emb_qt == SQ_QT_F32) {
-        if (!(enc->word_emb = (float *)need(c, "embeddings.word", SQ_CDT_F32, V, H, err)))
+        if (!(enc->word_emb = (float *)need(c, "embeddings.word", SQ_CDT_F32, V, E, err)))
             goto fail;
     } else if (emb_qt == SQ_QT_S8) {
-        if (!(enc->word_q = need(c, "embeddings.word", SQ_CDT_I8, V, H, err)) ||
+        if (!(enc->word_q = need(c, "embeddings.word", SQ_CDT_I8, V, E, err)) ||
             !(enc->word_scale = need(c, "embeddings.word.scale", SQ_CDT_F32, V, 0, err)))
             goto fail;
     } else {
-        uint64_t G = (uint64_t)sq_embed_s4_groups((int)H);
-        if (!(enc->word_q = need(c, "embeddings.word", SQ_CDT_U8, V, H / 2, err)) ||
+        uint64_t G = (uint64_t)sq_embed_s4_groups((int)E);
+        if (!(enc->word_q = need(c, "embeddings.word", SQ_CDT_U8, V, E / 2, err)) ||
             !(enc->word_scale = need(c, "embeddings.word.scale", SQ_CDT_F32, V, G, err)))
             goto fail;
     }
-    if (!(enc->pos_emb = (float *)need(c, "embeddings.position", SQ_CDT_F32, (uint64_t)cfg->max_pos, H, err)) ||
-        !(enc->type_emb = (float *)need(c, "embeddings.token_type", SQ_CDT_F32, (uint64_t)cfg->type_vocab, H, err)) ||
-        !(enc->emb_ln_g = (float *)need(c, "embeddings.ln.gamma", SQ_CDT_F32, H, 0, err)) ||
-        !(enc->emb_ln_b = (float *)need(c, "embeddings.ln.beta", SQ_CDT_F32, H, 0, err)))
+    if (!(enc->pos_emb = (float *)need(c, "embeddings.position", SQ_CDT_F32, (uint64_t)cfg->max_pos, E, err)))
         goto fail;
+    if (cfg->type_vocab > 0 &&
+        !(enc->type_emb = (float *)need(c, "embeddings.token_type", SQ_CDT_F32, (uint64_t)cfg->type_vocab, E, err)))
+        goto fail;
+    if (cfg->emb_ln && (!(enc->emb_ln_g = (float *)need(c, "embeddings.ln.gamma", SQ_CDT_F32, E, 0, err)) ||
+                        !(enc->emb_ln_b = (float *)need(c, "embeddings.ln.beta", SQ_CDT_F32, E, 0, err))))
+        goto fail;
+    if (cfg->head != SQ_HEAD_NONE) {
+        sq_linear *hd = &enc->head;
+        hd->in = hd->out = (int)H;
+        hd->qtype = SQ_QT_F32;
+        hd->borrowed = true;
+        if (!(hd->w = (float *)need(c, "head.weight", SQ_CDT_F32, H, H, err)) ||
+            !(hd->b = (float *)need(c, "head.bias", SQ_CDT_F32, H, 0, err)))
+            goto fail;
+    }
     enc->layers = calloc((size_t)cfg->layers, sizeof *enc->layers);
     if (!enc->layers) {
         sq_err_set(err, "out of memory");
@@ -191,14 +205,15 @@ int sq_sqm_load_encoder(const sq_container *c, sq_encoder *enc, sq_sqm_info *inf
     char name[96];
     for (int l = 0; l < cfg->layers; l++) {
         sq_encoder_layer *L = &enc->layers[l];
-#define LN(field, fmt)                                                                             \
+        uint64_t DA = (uint64_t)sq_ln_attn_dim(cfg, l);
+#define LN(field, fmt, D)                                                                          \
     snprintf(name, sizeof name, fmt, l);                                                           \
-    if (!(L->field = (float *)need(c, name, SQ_CDT_F32, H, 0, err)))                               \
+    if (!(L->field = (float *)need(c, name, SQ_CDT_F32, D, 0, err)))                               \
         goto fail;
-        LN(ln_attn_g, "layer.%d.ln_attn.gamma")
-        LN(ln_attn_b, "layer.%d.ln_attn.beta")
-        LN(ln_ffn_g, "layer.%d.ln_ffn.gamma")
-        LN(ln_ffn_b, "layer.%d.ln_ffn.beta")
+        LN(ln_attn_g, "layer.%d.ln_attn.gamma", DA)
+        LN(ln_attn_b, "layer.%d.ln_attn.beta", DA)
+        LN(ln_ffn_g, "layer.%d.ln_ffn.gamma", H)
+        LN(ln_ffn_b, "layer.%d.ln_ffn.beta", H)
 #undef LN
         for (int k = 0; k < SQ_LIN_KINDS; k++)
             if (load_linear(c, l, (sq_linear_kind)k, cfg, &L->lin[k], err) != 0)

@@ -10,7 +10,8 @@
 #include "test_util.h"
 
 static const sq_bert_config cfg = {.vocab_size = 100, .hidden = 8, .layers = 2, .heads = 2,
-                                   .ffn = 16, .max_pos = 32, .type_vocab = 2, .ln_eps = 1e-12};
+                                   .ffn = 16, .max_pos = 32, .type_vocab = 2, .ln_eps = 1e-12,
+                                   .embed_dim = 8, .emb_ln = true};
 
 static void fill(sq_calib_stats *st, unsigned seed)
 {
@@ -18,7 +19,9 @@ static void fill(sq_calib_stats *st, unsigned seed)
     float x[5 * 16];
     for (int l = 0; l < cfg.layers; l++)
         for (int k = 0; k < SQ_LIN_KINDS; k++) {
-            int C = k == SQ_LIN_FFN_DOWN ? cfg.ffn : cfg.hidden;
+            int N, C;
+            if (!sq_linear_shape(&cfg, l, (sq_linear_kind)k, &N, &C))
+                continue;
             for (int i = 0; i < 5 * C; i++)
                 x[i] = (float)((int)((seed + 31u * (unsigned)i + 7u * (unsigned)k) % 97u) - 48) / 7.0f;
             o.linear_input(o.ctx, l, (sq_linear_kind)k, x, 5, C);

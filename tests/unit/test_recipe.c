@@ -175,8 +175,6 @@ START_TEST(default_recipe)
     assert_round_trip(&r);
     char *y = sq_recipe_to_yaml(&r);
     ck_assert_str_eq(y, "version: 1\n"
-                        "model:\n"
-                        "  architecture: bert\n"
                         "observer:\n"
                         "  method: percentile\n"
                         "  percentile: 99.99\n"
@@ -478,7 +476,7 @@ static const struct {
     {"smoothquant: {enabled: yes}\n", "x.yaml:1:24: 'enabled' must be true or false"},
     {"smoothquant: {inputs: qkv}\n", "x.yaml:1:23: 'inputs' must be a sequence, not a scalar"},
     {"smoothquant: {inputs: [qkv, ffn]}\n",
-     "x.yaml:1:29: unknown linear kind 'ffn' (expected: qkv, attn_out, ffn_up, ffn_down)"},
+     "x.yaml:1:29: unknown linear kind 'ffn' (expected: qkv, attn_out, ffn_up, ffn_down, res)"},
     {"smoothquant: {inputs: [qkv, qkv]}\n", "x.yaml:1:29: linear kind 'qkv' is listed twice"},
     /* types */
     {"weights:\n  type: int3\n",
@@ -530,7 +528,7 @@ static const struct {
     {"gates:\n  topk_k: 0\n", "x.yaml:2:11: 'topk_k' must be an integer in [1, 1000]"},
     /* model */
     {"model: {architecture: llama}\n",
-     "x.yaml:1:23: unsupported architecture 'llama' (expected: bert)"},
+     "x.yaml:1:23: unsupported architecture 'llama' (expected: bert, t2t)"},
     {"model: {hidden: 0}\n", "x.yaml:1:17: 'hidden' must be an integer in [1, 16384]"},
     {"model: {layers: 12.5}\n", "x.yaml:1:17: 'layers' must be an integer in [1, 256]"},
     {"model: {hidden: 384, heads: 10}\n", "x.yaml:1:29: 'heads' (10) must divide 'hidden' (384)"},

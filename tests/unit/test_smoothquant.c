@@ -259,7 +259,7 @@ START_TEST(test_fold_v_out)
     /* Shape mismatch. */
     ao2.in = H / 2;
     ck_assert_int_eq(sq_smooth_fold_v_out(&qkv2, &ao2, s, &err), -1);
-    ck_assert_ptr_nonnull(strstr(err.msg, "[3H][H]"));
+    ck_assert_ptr_nonnull(strstr(err.msg, "[3D][D]"));
     lin_free(&none);
     lin_free(&qkv), lin_free(&ao), lin_free(&qkv2), lin_free(&ao2);
     free(x);
