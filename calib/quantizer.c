@@ -136,6 +136,13 @@ static uint64_t packed_bytes(const sq_qweight *q)
 
 static void yaml_tokenizer(sq_strbuf *sb, const sq_wordpiece_spec *t)
 {
+    if (t->type == SQ_TOK_UNIGRAM) {
+        sq_sb_printf(sb,
+                     "tokenizer:\n  type: unigram\n  vocab_size: %d\n  unk_id: %d\n"
+                     "  model_max_length: %d\n",
+                     t->vocab_size, t->unk_id, t->model_max_length);
+        return;
+    }
     sq_sb_printf(sb,
                  "tokenizer:\n  type: wordpiece\n  vocab_size: %d\n  lowercase: %s\n"
                  "  strip_accents: %s\n  clean_text: %s\n  handle_chinese_chars: %s\n"
@@ -292,6 +299,10 @@ static int write_sqm(const sq_embed_model *m, const plan_linear *pl, const char 
         o += (int)n;
     }
     ADD_REF("tokenizer.vocab", SQ_CDT_U8, 1, &vbytes, vocab, vbytes);
+    if (ts->type == SQ_TOK_UNIGRAM) {
+        uint64_t nv = (uint64_t)ts->vocab_size;
+        ADD_REF("tokenizer.scores", SQ_CDT_F64, 1, &nv, ts->scores, nv * 8);
+    }
 
     const int E = c->embed_dim; /* embedding width (layer 0 input) */
     uint64_t V = (uint64_t)c->vocab_size, d2[2] = {V, (uint64_t)E};

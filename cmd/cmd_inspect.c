@@ -52,6 +52,8 @@ static float *outlier_scores(const sq_calib_stats *st)
     for (int l = 0; l < st->cfg.layers; l++)
         for (int k = 0; k < 2; k++) {
             const sq_act_stats *a = sq_calib_stats_at(st, l, kinds[k]);
+            if (a->channels != H)
+                continue; /* a narrower layer input (before a widening layer) */
             memcpy(tmp, a->ch_max_abs, (size_t)H * sizeof *tmp);
             qsort(tmp, (size_t)H, sizeof *tmp, cmp_float);
             float med = tmp[H / 2] > 0 ? tmp[H / 2] : 1e-30f;

@@ -1,5 +1,7 @@
 #include "file_hash.h"
 
+#include "json_util.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -101,6 +103,43 @@ static int add_file(const char *dir, const char *name, sq_model_digest *d, sq_er
     return 0;
 }
 
+/* A TensorFlow.js graph model: model.json, its weight shards in manifest
+ * order, and the SentencePiece vocab.json next to it. */
+static int add_tfjs_files(const char *dir, sq_model_digest *d, sq_err *err)
+{
+    char *path = sq_path_join(dir, "model.json");
+    if (!path)
+        return sq_err_set(err, "out of memory");
+    int rc = 0;
+    if (sq_file_exists(path)) {
+        json_t *root = sq_json_load_object(path, err);
+        json_t *man = root ? json_object_get(root, "weightsManifest") : NULL;
+        rc = root && add_file(dir, "model.json", d, err) == 0 ? 0 : -1;
+        size_t gi, pi;
+        json_t *g, *p;
+        if (rc == 0 && json_is_array(man))
+            json_array_foreach(man, gi, g) {
+                json_array_foreach(json_object_get(g, "paths"), pi, p) {
+                    const char *f = json_string_value(p);
+                    if (!f || !*f || strchr(f, '/') || strcmp(f, "..") == 0) {
+                        rc = sq_err_set(err, "%s: weight shard path is not a plain file name",
+                                        path);
+                        break;
+                    }
+                    if ((rc = add_file(dir, f, d, err)) != 0)
+                        break;
+                }
+                if (rc != 0)
+                    break;
+            }
+        if (rc == 0)
+            rc = add_file(dir, "vocab.json", d, err);
+        json_decref(root);
+    }
+    free(path);
+    return rc;
+}
+
 int sq_model_digest_dir(const char *dir, sq_model_digest *d, sq_err *err)
 {
     memset(d, 0, sizeof *d);
@@ -131,6 +170,8 @@ int sq_model_digest_dir(const char *dir, sq_model_digest *d, sq_err *err)
     for (size_t i = 0; i < sizeof after / sizeof after[0]; i++)
         if (add_file(dir, after[i], d, err) != 0)
             goto fail;
+    if (add_tfjs_files(dir, d, err) != 0)
+        goto fail;
     XXH64_state_t *st = XXH64_createState();
     if (!st) {
         sq_err_set(err, "out of memory");

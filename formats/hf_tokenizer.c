@@ -1,5 +1,7 @@
 #include "hf_tokenizer.h"
 
+#include "use_vocab.h"
+
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +26,21 @@ void sq_wordpiece_spec_free(sq_wordpiece_spec *spec)
         free(spec->added);
     }
     free(spec->continuing_subword_prefix);
+    free(spec->scores);
     memset(spec, 0, sizeof *spec);
+}
+
+int sq_unigram_spec_load_use_vocab(const char *path, sq_wordpiece_spec *spec, sq_err *err)
+{
+    memset(spec, 0, sizeof *spec);
+    if (sq_use_vocab_load_f64(path, &spec->vocab, &spec->scores, &spec->vocab_size, err) != 0) {
+        memset(spec, 0, sizeof *spec);
+        return -1;
+    }
+    spec->type = SQ_TOK_UNIGRAM;
+    spec->unk_id = 0;
+    spec->cls_id = spec->sep_id = spec->pad_id = spec->mask_id = -1;
+    return 0;
 }
 
 /* Settings BertTokenizer uses when nothing says otherwise. */

@@ -26,9 +26,17 @@ typedef struct sq_added_token {
     int32_t id;
 } sq_added_token;
 
+/* The spec describes either tokenizer kind (the name is historical):
+ * WordPiece (BERT) or SentencePiece unigram (Universal Sentence Encoder
+ * Lite; then only vocab, scores, unk_id = 0 and model_max_length are used,
+ * cls/sep/pad/mask are -1 and no [CLS]/[SEP] wrap the sequences). */
+typedef enum sq_tokenizer_type { SQ_TOK_WORDPIECE = 0, SQ_TOK_UNIGRAM = 1 } sq_tokenizer_type;
+
 typedef struct sq_wordpiece_spec {
+    sq_tokenizer_type type;
     char **vocab;           /* vocab[id] = token string (UTF-8, NUL-terminated) */
     int32_t vocab_size;
+    double *scores;         /* unigram: [vocab_size] piece log-probabilities */
     bool clean_text;        /* drop control chars, map whitespace to ' ' */
     bool handle_chinese_chars;
     bool lowercase;
@@ -72,6 +80,10 @@ int sq_wordpiece_spec_load_vocab_txt(const char *path, sq_wordpiece_spec *spec, 
  * the unk/cls/sep/pad/mask token names (string or {"content": ...}).
  * do_basic_tokenize false or a non-empty never_split are refused. */
 int sq_wordpiece_spec_apply_config(const char *path, sq_wordpiece_spec *spec, sq_err *err);
+
+/* A SentencePiece unigram spec from USE Lite's vocab.json
+ * (formats/use_vocab.h); model_max_length is left 0 for the caller. */
+int sq_unigram_spec_load_use_vocab(const char *path, sq_wordpiece_spec *spec, sq_err *err);
 
 /* Release everything the spec owns and zero it. */
 void sq_wordpiece_spec_free(sq_wordpiece_spec *spec);

@@ -7,6 +7,8 @@
 #include "linear.h"
 #include "sqm_model.h"
 #include "sqm_tokenizer.h"
+#include "tfjs_encoder.h"
+#include "tfjs_model.h"
 
 static int open_sqm(const char *path, sq_embed_model *m, sq_err *err)
 {
@@ -30,6 +32,13 @@ static int open_checkpoint(const char *arg, sq_embed_model *m, sq_err *err)
     if (sq_checkpoint_open(arg, &m->ckpt, err) != 0)
         return -1;
     const char *dir = m->ckpt.dir;
+    if (sq_tfjs_is_model_dir(dir)) { /* USE Lite as TensorFlow.js exports it */
+        if (sq_tfjs_load_encoder(dir, &m->enc, &m->tok_spec, &m->pool, err) != 0 ||
+            !(m->tok = sq_tokenizer_new(&m->tok_spec, err)))
+            return -1;
+        m->max_seq = m->enc.cfg.max_pos;
+        return 0;
+    }
     if (sq_bert_load_dir(dir, &m->enc, err) != 0)
         return -1;
     if (sq_wordpiece_spec_load_dir(dir, &m->tok_spec, err) != 0)

@@ -1,5 +1,6 @@
 #include "sqm_tokenizer.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +16,65 @@ static int get_id(const yt_node *t, const char *key, int32_t vocab, int32_t *out
     return 0;
 }
 
+/* The vocabulary tensor: exactly vocab_size NUL-terminated, non-empty strings. */
+static int read_vocab(const sq_container *c, sq_wordpiece_spec *spec, sq_err *err)
+{
+    const sq_container_tensor *v = sq_container_find(c, "tokenizer.vocab");
+    if (!v || v->dtype != SQ_CDT_U8 || v->ndim != 1 || v->size == 0)
+        return sq_err_set(err, "%s: missing or malformed tensor \"tokenizer.vocab\"", c->path);
+    const char *p = v->data, *end = p + v->size;
+    if (end[-1] != '\0')
+        return sq_err_set(err, "%s: \"tokenizer.vocab\" does not end with a NUL byte", c->path);
+    spec->vocab = calloc((size_t)spec->vocab_size, sizeof *spec->vocab);
+    if (!spec->vocab)
+        return sq_err_set(err, "out of memory");
+    int32_t n = 0;
+    while (p < end) {
+        size_t len = strlen(p);
+        if (len == 0 || n >= spec->vocab_size)
+            return sq_err_set(err, "%s: \"tokenizer.vocab\" holds %s (token %d)", c->path,
+                              len == 0 ? "an empty token" : "more tokens than vocab_size", n);
+        if (!(spec->vocab[n++] = strdup(p)))
+            return sq_err_set(err, "out of memory");
+        p += len + 1;
+    }
+    if (n != spec->vocab_size)
+        return sq_err_set(err, "%s: \"tokenizer.vocab\" holds %d tokens, metadata says %d",
+                          c->path, n, spec->vocab_size);
+    return 0;
+}
+
+/* type: unigram: vocab_size, unk_id (0), model_max_length, plus the
+ * tokenizer.scores tensor (f64 [vocab_size], finite). */
+static int unigram_spec(const sq_container *c, const yt_node *t, sq_wordpiece_spec *spec,
+                        sq_err *err)
+{
+    int64_t vs, unk, mml = 0;
+    if (yt_get_int64(t, "vocab_size", 1, 1 << 22, &vs, err) != 0 ||
+        yt_get_int64(t, "unk_id", 0, 0, &unk, err) != 0 ||
+        yt_get_int64(t, "model_max_length", 0, 1 << 30, &mml, err) < 0)
+        return -1;
+    spec->type = SQ_TOK_UNIGRAM;
+    spec->vocab_size = (int32_t)vs;
+    spec->unk_id = 0;
+    spec->cls_id = spec->sep_id = spec->pad_id = spec->mask_id = -1;
+    spec->model_max_length = (int32_t)mml;
+    if (read_vocab(c, spec, err) != 0)
+        return -1;
+    const sq_container_tensor *sc = sq_container_find(c, "tokenizer.scores");
+    if (!sc || sc->dtype != SQ_CDT_F64 || sc->ndim != 1 || sc->dims[0] != (uint64_t)vs)
+        return sq_err_set(err, "%s: missing or malformed tensor \"tokenizer.scores\"", c->path);
+    spec->scores = malloc((size_t)vs * sizeof *spec->scores);
+    if (!spec->scores)
+        return sq_err_set(err, "out of memory");
+    memcpy(spec->scores, sc->data, (size_t)vs * sizeof *spec->scores);
+    for (int64_t i = 0; i < vs; i++)
+        if (!isfinite(spec->scores[i]))
+            return sq_err_set(err, "%s: tokenizer.scores[%lld] is not finite", c->path,
+                              (long long)i);
+    return 0;
+}
+
 int sq_sqm_tokenizer_spec(const sq_container *c, sq_wordpiece_spec *spec, sq_err *err)
 {
     memset(spec, 0, sizeof *spec);
@@ -27,6 +87,10 @@ int sq_sqm_tokenizer_spec(const sq_container *c, sq_wordpiece_spec *spec, sq_err
     int64_t vs, maxc = 100, mml = 0;
     if (!t || yt_get_string(t, "type", &type, err) != 0)
         goto out;
+    if (strcmp(type, "unigram") == 0) {
+        rc = unigram_spec(c, t, spec, err);
+        goto out;
+    }
     if (strcmp(type, "wordpiece") != 0) {
         yt_error(yt_get(t, "type"), err, "tokenizer type '%s' is not supported", type);
         goto out;
@@ -57,41 +121,12 @@ int sq_sqm_tokenizer_spec(const sq_container *c, sq_wordpiece_spec *spec, sq_err
         get_id(t, "mask_id", spec->vocab_size, &spec->mask_id, err) != 0)
         goto out;
     spec->continuing_subword_prefix = strdup(prefix);
-    /* The vocabulary tensor: exactly vocab_size NUL-terminated, non-empty strings. */
-    const sq_container_tensor *v = sq_container_find(c, "tokenizer.vocab");
-    if (!v || v->dtype != SQ_CDT_U8 || v->ndim != 1 || v->size == 0) {
-        sq_err_set(err, "%s: missing or malformed tensor \"tokenizer.vocab\"", c->path);
-        goto out;
-    }
-    const char *p = v->data, *end = p + v->size;
-    if (end[-1] != '\0') {
-        sq_err_set(err, "%s: \"tokenizer.vocab\" does not end with a NUL byte", c->path);
-        goto out;
-    }
-    spec->vocab = calloc((size_t)spec->vocab_size, sizeof *spec->vocab);
-    if (!spec->vocab || !spec->continuing_subword_prefix) {
+    if (!spec->continuing_subword_prefix) {
         sq_err_set(err, "out of memory");
         goto out;
     }
-    int32_t n = 0;
-    while (p < end) {
-        size_t len = strlen(p);
-        if (len == 0 || n >= spec->vocab_size) {
-            sq_err_set(err, "%s: \"tokenizer.vocab\" holds %s (token %d)", c->path,
-                       len == 0 ? "an empty token" : "more tokens than vocab_size", n);
-            goto out;
-        }
-        if (!(spec->vocab[n++] = strdup(p))) {
-            sq_err_set(err, "out of memory");
-            goto out;
-        }
-        p += len + 1;
-    }
-    if (n != spec->vocab_size) {
-        sq_err_set(err, "%s: \"tokenizer.vocab\" holds %d tokens, metadata says %d", c->path, n,
-                   spec->vocab_size);
+    if (read_vocab(c, spec, err) != 0)
         goto out;
-    }
     const yt_node *added = yt_get(t, "added_tokens");
     if (added && yt_len(added) > 0) {
         if (yt_expect(added, YT_SEQUENCE, "added_tokens", err) != 0)

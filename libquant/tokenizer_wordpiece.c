@@ -2,6 +2,8 @@
  * See tokenizer.h for the exact pipeline. */
 #include "tokenizer.h"
 
+#include "tokenizer_unigram.h"
+
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +43,10 @@ struct sq_tokenizer {
     added_entry *added;
     int32_t n_added;
     bool added_first[256]; /* first bytes of added tokens: quick reject */
+
+    /* A SentencePiece unigram tokenizer behind the same interface: when set,
+     * every call goes to it and the WordPiece fields above are unused. */
+    sq_unigram *uni;
 };
 
 /* ---- hash table ---------------------------------------------------------- */
@@ -182,8 +188,34 @@ static int setup_added(sq_tokenizer *t, const sq_wordpiece_spec *spec, sq_err *e
     return 0;
 }
 
+static sq_tokenizer *new_unigram(const sq_wordpiece_spec *spec, sq_err *err)
+{
+    if (!spec->scores) {
+        sq_err_set(err, "tokenizer: a unigram vocabulary needs its piece scores");
+        return NULL;
+    }
+    sq_tokenizer *t = calloc(1, sizeof *t);
+    if (!t) {
+        sq_err_set(err, "out of memory");
+        return NULL;
+    }
+    t->uni = sq_unigram_new_f64((const char *const *)spec->vocab, spec->scores, spec->vocab_size,
+                                err);
+    if (!t->uni) {
+        free(t);
+        return NULL;
+    }
+    t->n = sq_unigram_vocab_size(t->uni);
+    t->unk_id = 0;
+    t->cls_id = t->sep_id = t->pad_id = t->mask_id = -1;
+    t->model_max_length = spec->model_max_length;
+    return t;
+}
+
 sq_tokenizer *sq_tokenizer_new(const sq_wordpiece_spec *spec, sq_err *err)
 {
+    if (spec && spec->type == SQ_TOK_UNIGRAM)
+        return new_unigram(spec, err);
     if (!spec || !spec->vocab || spec->vocab_size <= 0 || spec->vocab_size > SQ_WORDPIECE_MAX_VOCAB) {
         sq_err_set(err, "tokenizer: vocabulary size %d is not in 1..%d", spec ? spec->vocab_size : 0,
                    SQ_WORDPIECE_MAX_VOCAB);
@@ -250,6 +282,7 @@ void sq_tokenizer_free(sq_tokenizer *t)
 {
     if (!t)
         return;
+    sq_unigram_free(t->uni);
     free(t->slot_id);
     free(t->slot_tag);
     free(t->tok);
@@ -521,6 +554,8 @@ static const added_entry *match_added(const sq_tokenizer *t, const uint8_t *text
 int64_t sq_tokenizer_tokenize(const sq_tokenizer *t, const char *text, size_t len, int32_t *ids,
                               int64_t cap)
 {
+    if (t->uni)
+        return sq_unigram_tokenize(t->uni, text, len, ids, cap);
     uint32_t stack_a[STACK_CPS], stack_b[STACK_CPS];
     uint8_t stack_words[256 * 4 + 257 * sizeof(uint32_t)] __attribute__((aligned(4)));
     scratch s = {
@@ -580,11 +615,21 @@ int32_t sq_tokenizer_model_max_length(const sq_tokenizer *t) { return t->model_m
 
 const char *sq_tokenizer_token(const sq_tokenizer *t, int32_t id)
 {
+    if (t->uni)
+        return sq_unigram_piece(t->uni, id);
     return (id >= 0 && id < t->n) ? t->tok[id] : NULL;
 }
 
 int32_t sq_tokenizer_lookup(const sq_tokenizer *t, const char *token, size_t len)
 {
+    if (t->uni) { /* rare (tools only): a scan; the last duplicate wins as in matching */
+        for (int32_t id = t->n - 1; id >= 0; id--) {
+            const char *p = sq_unigram_piece(t->uni, id);
+            if (p && strlen(p) == len && memcmp(p, token, len) == 0)
+                return id;
+        }
+        return -1;
+    }
     if (len > t->max_word_bytes)
         return -1;
     uint64_t h = fnv_feed(FNV_OFFSET, (const uint8_t *)token, len);
