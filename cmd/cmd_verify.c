@@ -147,21 +147,33 @@ static int check_linears(const sq_container *c, sq_verify_report *r)
     return 0;
 }
 
-/* The tensors every model has, and the int8 embedding's scale. */
+/* The tensors every model has, the quantized embedding's scale, and the
+ * optional pieces of the architecture variants in whole pairs. */
 static int check_required(const sq_container *c, sq_verify_report *r)
 {
-    static const char *const required[] = {"tokenizer.vocab",       "embeddings.word",
-                                           "embeddings.position",   "embeddings.token_type",
-                                           "embeddings.ln.gamma",   "embeddings.ln.beta"};
+    static const char *const required[] = {"tokenizer.vocab", "embeddings.word",
+                                           "embeddings.position"};
     for (size_t i = 0; i < sizeof required / sizeof *required; i++)
         if (!sq_container_find(c, required[i]))
             return damaged(r, "tensor", required[i], "missing tensor \"%s\"", required[i]);
+    static const char *const pairs[][2] = {{"embeddings.ln.gamma", "embeddings.ln.beta"},
+                                           {"head.weight", "head.bias"}};
+    for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++) {
+        bool a = sq_container_find(c, pairs[i][0]) != NULL, b = sq_container_find(c, pairs[i][1]) != NULL;
+        if (a != b)
+            return damaged(r, "tensor", a ? pairs[i][1] : pairs[i][0], "missing tensor \"%s\"",
+                           a ? pairs[i][1] : pairs[i][0]);
+    }
     const sq_container_tensor *w = sq_container_find(c, "embeddings.word");
-    if (w->ndim != 2 || (w->dtype != SQ_CDT_I8 && w->dtype != SQ_CDT_F32))
-        return damaged(r, "tensor", w->name, "tensor \"embeddings.word\" must be a 2-D i8 or f32");
+    if (w->ndim != 2 || (w->dtype != SQ_CDT_I8 && w->dtype != SQ_CDT_U8 && w->dtype != SQ_CDT_F32))
+        return damaged(r, "tensor", w->name,
+                       "tensor \"embeddings.word\" must be a 2-D i8, u8 (int4) or f32");
     if (w->dtype == SQ_CDT_I8)
         return check_companion(c, "embeddings.word", "scale", false, SQ_CDT_F32, 1, w->dims[0],
                                0, r);
+    if (w->dtype == SQ_CDT_U8) /* two int4 per byte, one scale per row and 128-group */
+        return check_companion(c, "embeddings.word", "scale", false, SQ_CDT_F32, 2, w->dims[0],
+                               (w->dims[1] * 2 + 127) / 128, r);
     return 0;
 }
 

@@ -618,7 +618,13 @@ int sq_wordpiece_spec_load_dir(const char *dir, sq_wordpiece_spec *spec, sq_err 
         if (rc == 0 && has_cfg)
             rc = sq_wordpiece_spec_apply_config(tc, spec, err);
     } else {
-        sq_err_set(err, "%s: no tokenizer.json or vocab.txt in this directory", dir);
+        /* A TensorFlow.js USE Lite export: SentencePiece vocab.json. */
+        char *vj = sq_path_join(dir, "vocab.json");
+        if (vj && sq_file_exists(vj))
+            rc = sq_unigram_spec_load_use_vocab(vj, spec, err);
+        else
+            sq_err_set(err, "%s: no tokenizer.json, vocab.txt or vocab.json in this directory", dir);
+        free(vj);
     }
     if (rc != 0)
         sq_wordpiece_spec_free(spec);

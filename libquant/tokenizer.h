@@ -1,4 +1,8 @@
-/* WordPiece tokenizer, behaving exactly as Hugging Face BertTokenizer /
+/* The tokenizer interface. Built from a WordPiece spec it is the tokenizer
+ * described below; from a unigram spec (hf_tokenizer.h, SQ_TOK_UNIGRAM) every
+ * call goes to libquant/tokenizer_unigram.h (USE Lite's SentencePiece).
+ *
+ * WordPiece tokenizer, behaving exactly as Hugging Face BertTokenizer /
  * tokenizers' BertNormalizer + BertPreTokenizer + WordPiece (checked against
  * transformers.js golden ids, tests/tokenizer/).
  *
@@ -42,7 +46,8 @@ void sq_tokenizer_free(sq_tokenizer *t);
 int64_t sq_tokenizer_tokenize(const sq_tokenizer *t, const char *text, size_t len,
                               int32_t *ids, int64_t cap);
 
-/* [CLS] tokens [SEP], truncated so that the total is <= max_len (max_len >= 2).
+/* [CLS] tokens [SEP], truncated so that the total is <= max_len (max_len >= 2);
+ * a unigram tokenizer has no [CLS]/[SEP]: the first max_len ids.
  * Returns the number of ids written (<= max_len), or -1 on error. */
 int sq_tokenizer_encode(const sq_tokenizer *t, const char *text, size_t len,
                         int max_len, int32_t *ids);

@@ -592,6 +592,12 @@ int64_t sq_tokenizer_tokenize(const sq_tokenizer *t, const char *text, size_t le
 int sq_tokenizer_encode(const sq_tokenizer *t, const char *text, size_t len, int max_len,
                         int32_t *ids)
 {
+    if (t->uni) { /* no [CLS]/[SEP]: the first max_len pieces */
+        if (max_len < 1)
+            return -1;
+        int64_t n = sq_unigram_tokenize(t->uni, text, len, ids, max_len);
+        return n < 0 ? -1 : (int)(n < max_len ? n : max_len);
+    }
     if (max_len < 2 || t->cls_id < 0 || t->sep_id < 0)
         return -1;
     int64_t n = sq_tokenizer_tokenize(t, text, len, ids + 1, max_len - 2);
