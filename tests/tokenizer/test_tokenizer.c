@@ -394,7 +394,7 @@ static void expect_load_error(const char *needle)
 
 START_TEST(hostile_vocab_txt)
 {
-    expect_load_error("no tokenizer.json or vocab.txt");
+    expect_load_error("no tokenizer.json, vocab.txt or vocab.json");
     write_str("vocab.txt", "");
     expect_load_error("empty vocabulary");
     write_str("vocab.txt", "[PAD]\nhello\n");
