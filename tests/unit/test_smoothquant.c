@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "linear.h"
+#include "ops.h"
 #include "qlinear_ref.h"
 #include "smoothquant.h"
 
@@ -263,6 +265,37 @@ START_TEST(test_fold_v_out)
     lin_free(&none);
     lin_free(&qkv), lin_free(&ao), lin_free(&qkv2), lin_free(&ao2);
     free(x);
+}
+END_TEST
+
+/* Pre-LN fold: LN(x) with gamma/s, beta/s into W diag(s) gives the same
+ * linear output, and the LN output the runtime quantizes is LN(x) / s. */
+START_TEST(test_fold_layernorm)
+{
+    rng_seed(33);
+    enum { K = 48, N = 40, T = 7 };
+    float *x = gauss_array(T * K, 1.0), *g = gauss_array(K, 1.0), *b = gauss_array(K, 0.3);
+    sq_linear lin = {.in = K, .out = N, .w = gauss_array(N * K, 0.2), .b = gauss_array(N, 0.1)};
+    float s[K], h[T * K], h2[T * K], y0[T * N], y1[T * N];
+    for (int j = 0; j < K; j++)
+        s[j] = (float)(0.05 + 0.3 * j); /* factors spanning 1.3 decades */
+    sq_layernorm_to(x, h, T, K, g, b, 1e-6f);
+    sq_linear_forward(&lin, h, T, y0, NULL);
+    float *g2 = copy_floats(g, K), *b2 = copy_floats(b, K);
+    sq_smooth_fold_layernorm(g2, b2, &lin, s);
+    sq_layernorm_to(x, h2, T, K, g2, b2, 1e-6f);
+    sq_linear_forward(&lin, h2, T, y1, NULL);
+    float ymax = 0, dmax = 0;
+    for (int i = 0; i < T * N; i++) {
+        ymax = fmaxf(ymax, fabsf(y0[i]));
+        dmax = fmaxf(dmax, fabsf(y1[i] - y0[i]));
+    }
+    for (int i = 0; i < T * K; i++)
+        ck_assert_float_eq_tol(h2[i], h[i] / s[i % K], 1e-5f * (fabsf(h[i]) / s[i % K] + 1e-3f));
+    printf("LayerNorm fold: max|y| %.3f, max abs diff %.2e\n", ymax, dmax);
+    ck_assert_float_lt(dmax, 1e-5f * ymax);
+    free(x), free(g), free(b), free(g2), free(b2);
+    lin_free(&lin);
 }
 END_TEST
 
@@ -620,6 +653,7 @@ static Suite *suite(void)
     tcase_add_test(t, test_factors_clamp_and_zero);
     tcase_add_test(t, test_smoothing_exact_fp32);
     tcase_add_test(t, test_fold_v_out);
+    tcase_add_test(t, test_fold_layernorm);
     suite_add_tcase(s, t);
     t = tcase_create("reference");
     tcase_add_test(t, test_round_s8);
