@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The accuracy table of README "Accuracy on a real model": Universal Sentence
+# Encoder Lite, fp32 vs int8 (SmoothQuant alpha auto = recipes/use-lite.yaml,
+# alpha 0.5, no SmoothQuant) and int4-g128, on STS-B (original sts-test),
+# SciFact (BEIR test qrels) and SST-2 (dev, probe), plus fp32/int8/int4
+# speed side by side. Takes about 25 minutes on 2 cores.
+# usage: tests/bench/use_lite_table.sh [SQUINT] [SHARED_DATA] [WORKDIR]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+SQ=${1:-$here/../../build/squint}
+data=${2:-${SQUINT_SHARED_DATA:-$here/../../../shared/data}}
+W=${3:-/tmp/squint-use-table}
+M=$data/use-lite-tfjs
+mkdir -p "$W"
+cd "$W"
+cat >a05.yaml <<'EOF'
+version: 1
+model: {architecture: t2t}
+smoothquant: {enabled: true, alpha: 0.5}
+EOF
+cat >nosq.yaml <<'EOF'
+version: 1
+model: {architecture: t2t}
+smoothquant: {enabled: false}
+EOF
+cat >int4.yaml <<'EOF'
+version: 1
+model: {architecture: t2t}
+smoothquant: {enabled: true, alpha: auto}
+weights: {type: int4-g128}
+EOF
+cp "$here/../../recipes/use-lite.yaml" auto.yaml
+[[ -f use.sqc ]] || "$SQ" calibrate "$M" --quiet -o use.sqc
+for v in auto a05 nosq int4; do
+  [[ -f $v.sqm ]] || "$SQ" quantize "$M" --calib use.sqc --recipe $v.yaml -o $v.sqm >q_$v.log 2>&1
+done
+for v in auto a05 nosq int4; do
+  echo "=== $v ($(stat -c %s $v.sqm) bytes)"
+  "$SQ" embed-run $v.sqm --input "$data/stsb-glue/original/sts-test.tsv" --reference "$M" --quiet
+  "$SQ" embed-run $v.sqm --input "$data/scifact/beir-format" --reference "$M" --quiet
+  "$SQ" embed-run $v.sqm --input "$data/sst2-glue/dev.tsv" --reference "$M" --quiet
+done
+echo "=== speed (2 threads, alternating)"
+for r in 1 2 3; do
+  for m in "$M" auto.sqm int4.sqm; do
+    "$SQ" bench "$m" --seq 128 --threads 2 --iters 5 | grep -E "seq/s|latency"
+  done
+done
