@@ -138,16 +138,18 @@ bool sq_isa_supported(sq_isa isa, const char **missing)
                                : NULL;
         break;
     case SQ_ISA_AMX:
-        /* the AMX entry points run the avx512vnni kernels for now
-         * (gemm_s8_amx.c), so AMX needs both */
+        /* tdpbssd (gemm_s8_amx.c): CPUID amx_tile + amx_int8, the XCR0
+         * tile states and the granted arch_prctl permission (detect()
+         * sets amx_tile/amx_int8 only then); its int4 unpack and f32
+         * epilogue are compiled for AVX2, which every AMX CPU has */
         if (f->amx_denied)
             why = "AMX tile-data permission (arch_prctl refused)";
         else if (!f->amx_tile)
             why = "amx_tile";
         else if (!f->amx_int8)
             why = "amx_int8";
-        else
-            sq_isa_supported(SQ_ISA_AVX512VNNI, &why);
+        else if (!f->avx2)
+            why = "avx2";
         break;
     default:
         why = "a known ISA";

@@ -38,6 +38,38 @@ int sq_gemm_s8(sq_isa isa, const int8_t *A, int M, size_t lda, const sq_qweight 
 int sq_gemm_s4(sq_isa isa, const int8_t *A, int M, size_t lda, const sq_qweight *W, float *C,
                size_t ldc);
 
+/* ---- the fused epilogue (the quantized linear's last step) ----
+ * int8:  y[m][n] = (float)C[m][n] * out_scale[n] + bias[n]
+ * int4:  y[m][n] = C[m][n] * act_scale + bias[n]
+ * with C the sq_gemm_s8 / sq_gemm_s4 result, for n < W->n only (y's
+ * columns W->n .. ldy-1 are never written). The product is rounded to
+ * float before the add (never an FMA), so y has the bits of running
+ * sq_gemm_s8 / sq_gemm_s4 and then that loop in plain C. */
+typedef struct sq_gemm_epilogue {
+    const float *out_scale; /* int8: [W->n]; unused for int4 */
+    float act_scale;        /* int4; unused for int8 */
+    const float *bias;      /* [W->n] */
+    float *y;               /* [M][ldy] */
+    size_t ldy;             /* >= W->n */
+} sq_gemm_epilogue;
+
+/* C = A W^T, then the epilogue into ep->y; for the ISAs whose kernels run
+ * on the shared tile driver (sq_gemm_fuses) each finished tile goes
+ * straight to y and no C matrix exists. The others compute C into scratch
+ * ([M][W->n], int32 or float) and then run the epilogue over it; scratch
+ * may be NULL when sq_gemm_fuses(isa). Same bits either way, at any
+ * thread count. Returns 0, or -1 (nothing written) on the sq_gemm_s8 /
+ * sq_gemm_s4 argument checks, a missing out_scale (int8) / bias / y,
+ * ldy < W->n, or a NULL scratch that is needed. */
+int sq_gemm_s8_fused(sq_isa isa, const int8_t *A, int M, size_t lda, const sq_qweight *W,
+                     const sq_gemm_epilogue *ep, int32_t *scratch);
+int sq_gemm_s4_fused(sq_isa isa, const int8_t *A, int M, size_t lda, const sq_qweight *W,
+                     const sq_gemm_epilogue *ep, float *scratch);
+
+/* 1 when isa's kernels apply the epilogue tile by tile (no scratch):
+ * avx2, avxvnni, avx512vnni. scalar and amx have their own loops. */
+int sq_gemm_fuses(sq_isa isa);
+
 /* The activation quantize step with K padding: qa[r][j] =
  * sq_ref_round_s8(x[r][j] * m[j]) for j < k (bit for bit the reference
  * sq_ref_quantize_acts), and 0 for k <= j < k_pad. x is [rows][ldx],
@@ -80,13 +112,17 @@ typedef void (*sq_ukr_s8)(const int8_t *A, size_t lda, int nr, const sq_qweight 
 typedef void (*sq_ukr_s4)(const int8_t *A, size_t lda, int nr, const sq_qweight *W, int p0,
                           int np, float *out);
 
-/* Largest nr * np * 16 a micro-kernel may use (AMX: 16 rows x 4 panels). */
+/* Largest nr * np * 16 a micro-kernel may use (AVX2 widened: 32 rows x 2
+ * panels; the AMX kernel has its own driver, gemm_s8_amx.inc). */
 #define SQ_UKR_MAX_OUT (16 * 4 * SQ_PANEL_N)
 
 /* Run ukr over the fixed grid of (nr_max rows, np_max panels) tiles,
  * panel-block-major, OpenMP-parallel over tiles, copying the live columns
  * (n < W->n) into C. The grid depends only on the shapes, never on the
- * thread count. */
+ * thread count. Under sq_gemm_s8_fused / sq_gemm_s4_fused (which hand the
+ * epilogue to the driver through a thread-local the driver takes on entry,
+ * since the per-ISA entry points have no parameter for it) the live
+ * columns go through the epilogue into y instead and C is not touched. */
 void sq_gemm_tiles_s8(sq_ukr_s8 ukr, int nr_max, int np_max, const int8_t *A, int M,
                       size_t lda, const sq_qweight *W, int32_t *C, size_t ldc);
 void sq_gemm_tiles_s4(sq_ukr_s4 ukr, int nr_max, int np_max, const int8_t *A, int M,

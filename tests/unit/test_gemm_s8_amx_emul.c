@@ -115,13 +115,14 @@ static void problem_free(problem *p)
     sq_qweight_free(&p->w);
 }
 
-enum { GUARD = 3 };
+enum { GUARD = 3, GUARD_ROWS = 32 };
 
 /* Run the emulated AMX kernel (amx != 0) or the scalar reference on p into
- * a fresh [M][N + GUARD] buffer prefilled with 0xA5. */
+ * a fresh [M + GUARD_ROWS][N + GUARD] buffer prefilled with 0xA5 (the
+ * kernel may write rows < M, columns < N only). */
 static uint8_t *run(const problem *p, int amx)
 {
-    size_t ldc = (size_t)p->N + GUARD, bytes = 4 * ldc * (size_t)p->M;
+    size_t ldc = (size_t)p->N + GUARD, bytes = 4 * ldc * (size_t)(p->M + GUARD_ROWS);
     uint8_t *c = malloc(bytes);
     if (!c)
         abort();
@@ -168,6 +169,12 @@ static int check_problem(const problem *p)
                 ok = 0;
             }
     }
+    for (size_t i = 4 * ldc * p->M; i < 4 * ldc * (size_t)(p->M + GUARD_ROWS) && ok; i++)
+        if (got[i] != 0xA5) {
+            CHECK(0, "%s [%d x %d x %d] %s: wrote past row M", qn, p->M, p->N, p->K,
+                  pat_names[p->pat]);
+            ok = 0;
+        }
     long live = __atomic_load_n(&sq_emu_stats.live_configs, __ATOMIC_RELAXED);
     if (live != 0) {
         CHECK(0, "%s [%d x %d x %d]: %ld thread(s) kept a tile config (no _tile_release)", qn,
@@ -264,7 +271,7 @@ static long thread_independence(long *cases_out)
                 return -1;
             omp_set_num_threads(1);
             uint8_t *one = run(&p, 1);
-            size_t bytes = 4 * ((size_t)p.N + GUARD) * (size_t)p.M;
+            size_t bytes = 4 * ((size_t)p.N + GUARD) * (size_t)(p.M + GUARD_ROWS);
             int ok = 1;
             for (int t = 2; t <= 4; t++) {
                 omp_set_num_threads(t == 4 ? (def > 1 ? def : 4) : t);
@@ -288,6 +295,7 @@ static long thread_independence(long *cases_out)
 
 int main(void)
 {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* keep the messages if the emulator aborts */
     emulator_selftest();
     long c8 = 0, c4 = 0, ct = 0;
     long p8 = sweep(SQ_QT_S8, &c8);
