@@ -9,10 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int sq_map_file(const char *path, sq_mapped_file *mf, sq_err *err)
+int sq_open_regular(const char *path, uint64_t *size, sq_err *err)
 {
-    memset(mf, 0, sizeof *mf);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return sq_err_set(err, "%s: cannot open: %s", path, strerror(errno));
     struct stat st;
@@ -25,7 +24,18 @@ int sq_map_file(const char *path, sq_mapped_file *mf, sq_err *err)
         close(fd);
         return sq_err_set(err, "%s: not a regular file", path);
     }
-    mf->size = (size_t)st.st_size;
+    *size = (uint64_t)st.st_size;
+    return fd;
+}
+
+int sq_map_file(const char *path, sq_mapped_file *mf, sq_err *err)
+{
+    memset(mf, 0, sizeof *mf);
+    uint64_t fsize;
+    int fd = sq_open_regular(path, &fsize, err);
+    if (fd < 0)
+        return -1;
+    mf->size = (size_t)fsize;
     if (mf->size > 0) {
         void *p = mmap(NULL, mf->size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (p == MAP_FAILED) {

@@ -16,6 +16,11 @@ typedef struct sq_mapped_file {
     char *path;
 } sq_mapped_file;
 
+/* Open a regular file read-only (symlinks to one are fine; O_NONBLOCK keeps
+ * a FIFO from blocking the open before fstat refuses it). Returns the fd and
+ * *size, or -1 with err naming the file. */
+int sq_open_regular(const char *path, uint64_t *size, sq_err *err);
+
 /* mmap a whole file read-only. Empty files map to data == NULL, size 0. */
 int sq_map_file(const char *path, sq_mapped_file *mf, sq_err *err);
 void sq_unmap_file(sq_mapped_file *mf);

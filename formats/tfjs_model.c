@@ -44,27 +44,6 @@ static bool clean_string(const json_t *v)
     return n > 0 && n <= MAX_NAME && strlen(json_string_value(v)) == n;
 }
 
-/* Open a regular file (symlinks to one are fine); O_NONBLOCK keeps opening a
- * FIFO from blocking before fstat refuses it. */
-static int open_regular(const char *path, uint64_t *size, sq_err *err)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0)
-        return sq_err_set(err, "%s: cannot open: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return sq_err_set(err, "%s: cannot stat: %s", path, strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return sq_err_set(err, "%s: not a regular file", path);
-    }
-    *size = (uint64_t)st.st_size;
-    return fd;
-}
-
 /* Read exactly n bytes; a short read means the file shrank since it was sized. */
 static int read_full(int fd, void *dst, size_t n, const char *path, sq_err *err)
 {
@@ -88,7 +67,7 @@ static int read_full(int fd, void *dst, size_t n, const char *path, sq_err *err)
 static int slurp(const char *path, size_t max, char **out, size_t *len, sq_err *err)
 {
     uint64_t size;
-    int fd = open_regular(path, &size, err);
+    int fd = sq_open_regular(path, &size, err);
     if (fd < 0)
         return -1;
     if (size > max) {
@@ -454,7 +433,7 @@ static int size_shards(loader *L, sq_err *err)
             if (!path)
                 return sq_err_set(err, "%s: out of memory", m->json_path);
             uint64_t sz = 0;
-            int fd = open_regular(path, &sz, err);
+            int fd = sq_open_regular(path, &sz, err);
             free(path);
             if (fd < 0)
                 return sq_err_prefix(err, "%s: weightsManifest[%zu] shard", m->json_path, g);
@@ -511,7 +490,7 @@ static int stream_read(shard_stream *s, uint8_t *dst, uint64_t n, sq_err *err)
             if (!s->path)
                 return sq_err_set(err, "%s: out of memory", m->json_path);
             uint64_t sz = 0;
-            s->fd = open_regular(s->path, &sz, err);
+            s->fd = sq_open_regular(s->path, &sz, err);
             if (s->fd < 0)
                 return -1;
             if (sz != s->L->fsize[f])
