@@ -1,5 +1,5 @@
-/* Argument checks, ISA dispatch, the shared OpenMP tile driver and the
- * activation quantize step of the int8 GEMM (gemm_s8.h). */
+/* Argument checks, ISA dispatch, the shared OpenMP tile driver, the fused
+ * epilogue and the activation quantize step of the int8 GEMM (gemm_s8.h). */
 #include <string.h>
 
 #include "gemm_s8.h"
@@ -20,13 +20,9 @@ static int valid(sq_isa isa, const int8_t *A, int M, size_t lda, const sq_qweigh
     return sq_isa_supported(isa, NULL);
 }
 
-int sq_gemm_s8(sq_isa isa, const int8_t *A, int M, size_t lda, const sq_qweight *W, int32_t *C,
-               size_t ldc)
+static void run_s8(sq_isa isa, const int8_t *A, int M, size_t lda, const sq_qweight *W,
+                   int32_t *C, size_t ldc)
 {
-    if (!valid(isa, A, M, lda, W, C, ldc, SQ_QT_S8))
-        return -1;
-    if (M == 0)
-        return 0;
     switch (isa) {
     case SQ_ISA_AVX2: sq_gemm_s8_avx2(A, M, lda, W, C, ldc); break;
     case SQ_ISA_AVXVNNI: sq_gemm_s8_avxvnni(A, M, lda, W, C, ldc); break;
@@ -34,6 +30,27 @@ int sq_gemm_s8(sq_isa isa, const int8_t *A, int M, size_t lda, const sq_qweight 
     case SQ_ISA_AMX: sq_gemm_s8_amx(A, M, lda, W, C, ldc); break;
     default: sq_gemm_s8_scalar(A, M, lda, W, C, ldc); break;
     }
+}
+
+static void run_s4(sq_isa isa, const int8_t *A, int M, size_t lda, const sq_qweight *W,
+                   float *C, size_t ldc)
+{
+    switch (isa) {
+    case SQ_ISA_AVX2: sq_gemm_s4_avx2(A, M, lda, W, C, ldc); break;
+    case SQ_ISA_AVXVNNI: sq_gemm_s4_avxvnni(A, M, lda, W, C, ldc); break;
+    case SQ_ISA_AVX512VNNI: sq_gemm_s4_avx512vnni(A, M, lda, W, C, ldc); break;
+    case SQ_ISA_AMX: sq_gemm_s4_amx(A, M, lda, W, C, ldc); break;
+    default: sq_gemm_s4_scalar(A, M, lda, W, C, ldc); break;
+    }
+}
+
+int sq_gemm_s8(sq_isa isa, const int8_t *A, int M, size_t lda, const sq_qweight *W, int32_t *C,
+               size_t ldc)
+{
+    if (!valid(isa, A, M, lda, W, C, ldc, SQ_QT_S8))
+        return -1;
+    if (M > 0)
+        run_s8(isa, A, M, lda, W, C, ldc);
     return 0;
 }
 
@@ -42,15 +59,137 @@ int sq_gemm_s4(sq_isa isa, const int8_t *A, int M, size_t lda, const sq_qweight 
 {
     if (!valid(isa, A, M, lda, W, C, ldc, SQ_QT_S4G128) || !W->scale)
         return -1;
+    if (M > 0)
+        run_s4(isa, A, M, lda, W, C, ldc);
+    return 0;
+}
+
+/* ---- the epilogue ----
+ * One row segment: y[j] = (float)acc[j] * scale[j] + bias[j] (int8) or
+ * acc[j] * act_scale + bias[j] (int4), 4 lanes at a time with GCC vector
+ * extensions (SSE2 on the x86-64 baseline this file is built for). The
+ * empty asm makes the rounded product opaque, so no -march / -mfma /
+ * -ffp-contract setting can fuse the multiply and the add: the bits stay
+ * those of the plain C loop the quantized linear ran before the fusion
+ * (built without FMA). cvtdq2ps / cvtsi2ss, mulps / mulss and addps /
+ * addss round alike, so lanes and the scalar tail agree. */
+typedef float v4f __attribute__((vector_size(16)));
+typedef int32_t v4i __attribute__((vector_size(16)));
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define NO_FMA(v) __asm__("" : "+x"(v))
+#else
+#define NO_FMA(v) ((void)0)
+#endif
+
+static inline void epi_s8_row(const int32_t *restrict acc, const float *restrict scale,
+                              const float *restrict bias, float *restrict y, int cols)
+{
+    int j = 0;
+    for (; j + 4 <= cols; j += 4) {
+        v4i a;
+        v4f s, b;
+        memcpy(&a, acc + j, sizeof a);
+        memcpy(&s, scale + j, sizeof s);
+        memcpy(&b, bias + j, sizeof b);
+        v4f p = __builtin_convertvector(a, v4f) * s;
+        NO_FMA(p);
+        v4f o = p + b;
+        memcpy(y + j, &o, sizeof o);
+    }
+    for (; j < cols; j++) {
+        float p = (float)acc[j] * scale[j];
+        NO_FMA(p);
+        y[j] = p + bias[j];
+    }
+}
+
+static inline void epi_s4_row(const float *restrict acc, float act_scale,
+                              const float *restrict bias, float *restrict y, int cols)
+{
+    int j = 0;
+    v4f s = {act_scale, act_scale, act_scale, act_scale};
+    for (; j + 4 <= cols; j += 4) {
+        v4f a, b;
+        memcpy(&a, acc + j, sizeof a);
+        memcpy(&b, bias + j, sizeof b);
+        v4f p = a * s;
+        NO_FMA(p);
+        v4f o = p + b;
+        memcpy(y + j, &o, sizeof o);
+    }
+    for (; j < cols; j++) {
+        float p = acc[j] * act_scale;
+        NO_FMA(p);
+        y[j] = p + bias[j];
+    }
+}
+
+/* The epilogue a sq_gemm_*_fused call hands to the tile driver of the
+ * per-ISA kernel it runs (whose signature has no room for it). Set and
+ * taken on the calling thread, before the driver forks. */
+static __thread const sq_gemm_epilogue *pending_ep;
+
+int sq_gemm_fuses(sq_isa isa)
+{
+    return isa == SQ_ISA_AVX2 || isa == SQ_ISA_AVXVNNI || isa == SQ_ISA_AVX512VNNI;
+}
+
+static int valid_ep(const sq_qweight *W, const sq_gemm_epilogue *ep, int s8)
+{
+    return W && ep && ep->bias && ep->y && ep->ldy >= (size_t)W->n && (!s8 || ep->out_scale);
+}
+
+int sq_gemm_s8_fused(sq_isa isa, const int8_t *A, int M, size_t lda, const sq_qweight *W,
+                     const sq_gemm_epilogue *ep, int32_t *scratch)
+{
+    int fuse = sq_gemm_fuses(isa);
+    if (!valid_ep(W, ep, 1) ||
+        !valid(isa, A, M, lda, W, fuse ? (const void *)ep->y : scratch, (size_t)W->n, SQ_QT_S8))
+        return -1;
     if (M == 0)
         return 0;
-    switch (isa) {
-    case SQ_ISA_AVX2: sq_gemm_s4_avx2(A, M, lda, W, C, ldc); break;
-    case SQ_ISA_AVXVNNI: sq_gemm_s4_avxvnni(A, M, lda, W, C, ldc); break;
-    case SQ_ISA_AVX512VNNI: sq_gemm_s4_avx512vnni(A, M, lda, W, C, ldc); break;
-    case SQ_ISA_AMX: sq_gemm_s4_amx(A, M, lda, W, C, ldc); break;
-    default: sq_gemm_s4_scalar(A, M, lda, W, C, ldc); break;
+    if (fuse) {
+        pending_ep = ep;
+        run_s8(isa, A, M, lda, W, scratch, (size_t)W->n);
+        if (!pending_ep)
+            return 0; /* the driver took it: y is done */
+        pending_ep = NULL; /* the kernel wrote scratch instead */
+    } else {
+        run_s8(isa, A, M, lda, W, scratch, (size_t)W->n);
     }
+    const int N = W->n;
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < M; r++)
+        epi_s8_row(scratch + (size_t)r * N, ep->out_scale, ep->bias, ep->y + (size_t)r * ep->ldy,
+                   N);
+    return 0;
+}
+
+int sq_gemm_s4_fused(sq_isa isa, const int8_t *A, int M, size_t lda, const sq_qweight *W,
+                     const sq_gemm_epilogue *ep, float *scratch)
+{
+    int fuse = sq_gemm_fuses(isa);
+    if (!valid_ep(W, ep, 0) ||
+        !valid(isa, A, M, lda, W, fuse ? (const void *)ep->y : scratch, (size_t)W->n,
+               SQ_QT_S4G128) ||
+        !W->scale)
+        return -1;
+    if (M == 0)
+        return 0;
+    if (fuse) {
+        pending_ep = ep;
+        run_s4(isa, A, M, lda, W, scratch, (size_t)W->n);
+        if (!pending_ep)
+            return 0;
+        pending_ep = NULL;
+    } else {
+        run_s4(isa, A, M, lda, W, scratch, (size_t)W->n);
+    }
+    const int N = W->n;
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < M; r++)
+        epi_s4_row(scratch + (size_t)r * N, ep->act_scale, ep->bias, ep->y + (size_t)r * ep->ldy,
+                   N);
     return 0;
 }
 
@@ -83,37 +222,70 @@ static int worth_threads(int M, const sq_qweight *W)
     return (double)M * W->n_pad * W->k_pad >= PARALLEL_MIN_MACS;
 }
 
+/* The tile's y lines, requested before its micro-kernel runs: they are
+ * one or two lines per row, a row stride apart, and would otherwise be
+ * store misses the epilogue waits on (most of its time in a 1-thread
+ * profile). The kernel's compute hides the fetch; prefetcht1 (L2) keeps
+ * them out of the kernel's L1 working set. */
+static inline void prefetch_y(const sq_gemm_epilogue *ep, int r0, int nr, int n0, int live)
+{
+    for (int i = 0; i < nr; i++) {
+        const float *yr = ep->y + (size_t)(r0 + i) * ep->ldy + n0;
+        for (int c = 0; c < live; c += 16)
+            __builtin_prefetch(yr + c, 1, 2);
+        __builtin_prefetch(yr + live - 1, 1, 2); /* the last line when yr is not 64-aligned */
+    }
+}
+
 void sq_gemm_tiles_s8(sq_ukr_s8 ukr, int nr_max, int np_max, const int8_t *A, int M,
                       size_t lda, const sq_qweight *W, int32_t *C, size_t ldc)
 {
+    const sq_gemm_epilogue *ep = pending_ep;
+    pending_ep = NULL;
     int panels = W->n_pad / SQ_PANEL_N;
     long tiles = tile_count(M, panels, nr_max, np_max);
 #pragma omp parallel for schedule(static) if (worth_threads(M, W))
     for (long t = 0; t < tiles; t++) {
         tile tl = tile_at(t, M, panels, W->n, nr_max, np_max);
         int32_t out[SQ_UKR_MAX_OUT] __attribute__((aligned(64)));
-        int ld = tl.np * SQ_PANEL_N;
+        int ld = tl.np * SQ_PANEL_N, n0 = tl.p0 * SQ_PANEL_N;
+        if (ep)
+            prefetch_y(ep, tl.r0, tl.nr, n0, tl.live);
         ukr(A + (size_t)tl.r0 * lda, lda, tl.nr, W, tl.p0, tl.np, out);
-        for (int i = 0; i < tl.nr; i++)
-            memcpy(C + (size_t)(tl.r0 + i) * ldc + (size_t)tl.p0 * SQ_PANEL_N, out + i * ld,
-                   sizeof *out * (size_t)tl.live);
+        if (ep)
+            for (int i = 0; i < tl.nr; i++)
+                epi_s8_row(out + i * ld, ep->out_scale + n0, ep->bias + n0,
+                           ep->y + (size_t)(tl.r0 + i) * ep->ldy + n0, tl.live);
+        else
+            for (int i = 0; i < tl.nr; i++)
+                memcpy(C + (size_t)(tl.r0 + i) * ldc + n0, out + i * ld,
+                       sizeof *out * (size_t)tl.live);
     }
 }
 
 void sq_gemm_tiles_s4(sq_ukr_s4 ukr, int nr_max, int np_max, const int8_t *A, int M,
                       size_t lda, const sq_qweight *W, float *C, size_t ldc)
 {
+    const sq_gemm_epilogue *ep = pending_ep;
+    pending_ep = NULL;
     int panels = W->n_pad / SQ_PANEL_N;
     long tiles = tile_count(M, panels, nr_max, np_max);
 #pragma omp parallel for schedule(static) if (worth_threads(M, W))
     for (long t = 0; t < tiles; t++) {
         tile tl = tile_at(t, M, panels, W->n, nr_max, np_max);
         float out[SQ_UKR_MAX_OUT] __attribute__((aligned(64)));
-        int ld = tl.np * SQ_PANEL_N;
+        int ld = tl.np * SQ_PANEL_N, n0 = tl.p0 * SQ_PANEL_N;
+        if (ep)
+            prefetch_y(ep, tl.r0, tl.nr, n0, tl.live);
         ukr(A + (size_t)tl.r0 * lda, lda, tl.nr, W, tl.p0, tl.np, out);
-        for (int i = 0; i < tl.nr; i++)
-            memcpy(C + (size_t)(tl.r0 + i) * ldc + (size_t)tl.p0 * SQ_PANEL_N, out + i * ld,
-                   sizeof *out * (size_t)tl.live);
+        if (ep)
+            for (int i = 0; i < tl.nr; i++)
+                epi_s4_row(out + i * ld, ep->act_scale, ep->bias + n0,
+                           ep->y + (size_t)(tl.r0 + i) * ep->ldy + n0, tl.live);
+        else
+            for (int i = 0; i < tl.nr; i++)
+                memcpy(C + (size_t)(tl.r0 + i) * ldc + n0, out + i * ld,
+                       sizeof *out * (size_t)tl.live);
     }
 }
 

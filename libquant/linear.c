@@ -79,28 +79,18 @@ static void quant_forward(const sq_linear *l, const float *x, int rows, float *y
 {
     sq_isa isa = SQ_ISA_SCALAR;
     sq_linear_isa(&isa, NULL); /* refused ISAs are reported when the model is opened */
-    const int kp = l->qw.k_pad, N = l->out;
+    const int kp = l->qw.k_pad;
     sq_gemm_quantize_acts(x, rows, l->in, (size_t)l->in, l->act_mult, sc->qa, kp, (size_t)kp);
-    if (l->qtype == SQ_QT_S8) {
-        sq_gemm_s8(isa, sc->qa, rows, (size_t)kp, &l->qw, sc->acc, (size_t)N);
-#pragma omp parallel for schedule(static)
-        for (int r = 0; r < rows; r++) {
-            const int32_t *a = sc->acc + (size_t)r * N;
-            float *o = y + (size_t)r * N;
-            for (int n = 0; n < N; n++)
-                o[n] = (float)a[n] * l->out_scale[n] + l->b[n];
-        }
-    } else {
-        float *f = (float *)sc->acc;
-        sq_gemm_s4(isa, sc->qa, rows, (size_t)kp, &l->qw, f, (size_t)N);
-#pragma omp parallel for schedule(static)
-        for (int r = 0; r < rows; r++) {
-            const float *a = f + (size_t)r * N;
-            float *o = y + (size_t)r * N;
-            for (int n = 0; n < N; n++)
-                o[n] = a[n] * l->act_scale + l->b[n];
-        }
-    }
+    /* GEMM and epilogue in one pass: y = (float)acc * out_scale[n] + b[n]
+     * (int4: acc_f32 * act_scale + b[n]), product rounded before the add,
+     * written tile by tile; sc->acc is only used by the ISAs without the
+     * fused tile driver (scalar, amx). */
+    sq_gemm_epilogue ep = {.out_scale = l->out_scale, .act_scale = l->act_scale, .bias = l->b,
+                           .y = y, .ldy = (size_t)l->out};
+    if (l->qtype == SQ_QT_S8)
+        sq_gemm_s8_fused(isa, sc->qa, rows, (size_t)kp, &l->qw, &ep, sc->acc);
+    else
+        sq_gemm_s4_fused(isa, sc->qa, rows, (size_t)kp, &l->qw, &ep, (float *)sc->acc);
 }
 
 void sq_linear_forward(const sq_linear *l, const float *x, int rows, float *y,

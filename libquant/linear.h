@@ -6,7 +6,9 @@
  *              the integer GEMM of the selected ISA (gemm_s8.h) on the
  *              packed panels, and the epilogue
  *              y = (float)acc * (act_scale * w_scale[n]) + b[n]
- *              (int4: the per-group f32 sum times act_scale, plus b). */
+ *              (int4: the per-group f32 sum times act_scale, plus b),
+ *              applied by the GEMM's tile driver as each tile finishes
+ *              (sq_gemm_s8_fused / sq_gemm_s4_fused). */
 #ifndef SQ_LINEAR_H
 #define SQ_LINEAR_H
 
@@ -30,7 +32,10 @@ typedef struct sq_linear {
 } sq_linear;
 
 /* Scratch of the quantized path, sized by the caller (encoder workspace):
- * qa holds rows x k_pad int8, acc rows x out int32 (or float for int4). */
+ * qa holds rows x k_pad int8, acc rows x out int32 (or float for int4).
+ * acc is only touched on the ISAs whose kernels do not fuse the epilogue
+ * into the GEMM (sq_gemm_fuses: scalar and amx); avx2 / avxvnni /
+ * avx512vnni write y tile by tile and never read or write it. */
 typedef struct sq_linear_scratch {
     int8_t *qa;
     int32_t *acc;

@@ -54,6 +54,8 @@ START_TEST(round_trip)
     for (int i = 0; i < cfg.layers * SQ_LIN_KINDS; i++) {
         const sq_act_stats *x = &a.lin[i], *y = &b.lin[i];
         ck_assert_int_eq(x->channels, y->channels);
+        if (x->channels == 0) /* a linear this architecture lacks (BERT has no "res") */
+            continue;
         ck_assert(memcmp(x->ch_max_abs, y->ch_max_abs, (size_t)x->channels * 4) == 0);
         ck_assert(memcmp(x->ch_sumsq, y->ch_sumsq, (size_t)x->channels * 8) == 0);
         ck_assert(memcmp(&x->hist, &y->hist, sizeof x->hist) == 0);

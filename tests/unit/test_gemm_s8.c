@@ -1,7 +1,8 @@
 /* The int8 / int4 GEMM kernels of every ISA against the scalar reference
  * and a naive int64 computation from unpacked values: ragged shapes,
  * extreme values (no saturation), thread-count independence, the SQUINT_ISA
- * override and the vectorized activation quantize step. ISAs this CPU lacks
+ * override, the vectorized activation quantize step and the fused
+ * epilogue (sq_gemm_s8_fused / sq_gemm_s4_fused). ISAs this CPU lacks
  * are reported as SKIPPED. */
 #include <check.h>
 #include <math.h>
@@ -346,6 +347,157 @@ START_TEST(tile_and_chunk_edges)
 }
 END_TEST
 
+/* The former separate epilogue of the quantized linear (linear.c before
+ * the fusion), on a packed [M][N] GEMM result: product rounded to float,
+ * then the add (the asm keeps any compiler from fusing them). */
+static float *epilogue_ref(const problem *p, const void *c, const float *scale, float act_scale,
+                           const float *bias)
+{
+    float *y = malloc(sizeof(float) * (size_t)p->M * p->N);
+    for (size_t i = 0; i < (size_t)p->M * p->N; i++) {
+        int n = (int)(i % (size_t)p->N);
+        float v = p->qt == SQ_QT_S8 ? (float)((const int32_t *)c)[i] * scale[n]
+                                    : ((const float *)c)[i] * act_scale;
+        __asm__("" : "+x"(v));
+        y[i] = v + bias[n];
+    }
+    return y;
+}
+
+/* Run the fused path of isa into y with ldy = N + 5 (guard columns, and
+ * padding channels n >= N would land on them: must stay untouched) and
+ * return the packed [M][N] y. scratch (if not NULL) is [M][N] of 0xA5
+ * bytes; *scratch_used tells whether the call changed it. */
+static float *run_fused(sq_isa isa, const problem *p, const sq_gemm_epilogue *tmpl,
+                        int use_scratch, int *scratch_used)
+{
+    size_t ldy = (size_t)p->N + 5, ysz = sizeof(float) * ldy * (size_t)p->M;
+    size_t ssz = 4 * (size_t)p->M * p->N;
+    uint8_t *yb = malloc(ysz), *sb = use_scratch ? malloc(ssz) : NULL;
+    memset(yb, 0xA5, ysz);
+    if (sb)
+        memset(sb, 0xA5, ssz);
+    sq_gemm_epilogue ep = *tmpl;
+    ep.y = (float *)yb, ep.ldy = ldy;
+    int rc = p->qt == SQ_QT_S8
+                 ? sq_gemm_s8_fused(isa, p->a, p->M, (size_t)p->w.k_pad, &p->w, &ep, (int32_t *)sb)
+                 : sq_gemm_s4_fused(isa, p->a, p->M, (size_t)p->w.k_pad, &p->w, &ep, (float *)sb);
+    ck_assert_int_eq(rc, 0);
+    float *y = malloc(sizeof(float) * (size_t)p->M * p->N);
+    for (int m = 0; m < p->M; m++) {
+        memcpy(y + (size_t)m * p->N, yb + sizeof(float) * ldy * m, sizeof(float) * p->N);
+        for (size_t i = sizeof(float) * p->N; i < sizeof(float) * ldy; i++)
+            ck_assert_msg(yb[sizeof(float) * ldy * m + i] == 0xA5,
+                          "%s fused wrote past column N", sq_isa_name(isa));
+    }
+    *scratch_used = 0;
+    for (size_t i = 0; sb && i < ssz; i++)
+        if (sb[i] != 0xA5)
+            *scratch_used = 1;
+    free(yb);
+    free(sb);
+    return y;
+}
+
+/* Fused GEMM + epilogue == GEMM + the separate epilogue, bit for bit, int8
+ * and int4, every ISA this CPU runs, ragged shapes (both AVX2 tile kinds),
+ * 1 and 2 threads; the fusing ISAs never touch the scratch. The values
+ * make an FMA differ from mul-then-add (checked), so a contraction would
+ * be caught. */
+START_TEST(fused_epilogue_matches_separate)
+{
+    static const int shapes[][3] = {{1, 17, 5},   {3, 1, 129},   {7, 33, 384},  {8, 15, 128},
+                                    {9, 96, 260}, {33, 100, 384}, {97, 48, 1544}, {130, 1152, 384}};
+    long fused_cases[SQ_ISA_COUNT] = {0};
+    int fma_differs = 0;
+    for (int qi = 0; qi < 2; qi++)
+        for (int s = 0; s < LEN(shapes); s++) {
+            problem p;
+            problem_make(&p, qi ? SQ_QT_S4G128 : SQ_QT_S8, shapes[s][0], shapes[s][1],
+                         shapes[s][2], PAT_RANDOM);
+            float *scale = malloc(sizeof(float) * p.N), *bias = malloc(sizeof(float) * p.N);
+            for (int n = 0; n < p.N; n++) {
+                scale[n] = ldexpf((float)(rng() | 1u), -32 - (int)(rng() % 12));
+                bias[n] = ((float)(int)(rng() % 200001) - 100000.0f) / 4099.0f;
+            }
+            float act_scale = 0.0137f;
+            sq_gemm_epilogue tmpl = {.out_scale = scale, .act_scale = act_scale, .bias = bias};
+            void *c = run(SQ_ISA_SCALAR, &p);
+            float *ref = epilogue_ref(&p, c, scale, act_scale, bias);
+            for (size_t i = 0; i < (size_t)p.M * p.N; i++) {
+                int n = (int)(i % (size_t)p.N);
+                float f = qi ? fmaf(((float *)c)[i], act_scale, bias[n])
+                             : fmaf((float)((int32_t *)c)[i], scale[n], bias[n]);
+                fma_differs += memcmp(&f, ref + i, sizeof f) != 0;
+            }
+            for (int isa = 0; isa < SQ_ISA_COUNT; isa++) {
+                if (!sq_isa_supported((sq_isa)isa, NULL))
+                    continue;
+                for (int th = 1; th <= 2; th++)
+                    for (int use_scratch = 1; use_scratch >= !sq_gemm_fuses((sq_isa)isa);
+                         use_scratch--) {
+                        omp_set_num_threads(th);
+                        int used;
+                        float *y = run_fused((sq_isa)isa, &p, &tmpl, use_scratch, &used);
+                        ck_assert_msg(memcmp(y, ref, sizeof(float) * (size_t)p.M * p.N) == 0,
+                                      "%s %s fused [%d x %d x %d] %d threads%s differs",
+                                      sq_isa_name((sq_isa)isa), qi ? "s4" : "s8", p.M, p.N, p.K,
+                                      th, use_scratch ? "" : " (no scratch)");
+                        ck_assert_msg(used == !sq_gemm_fuses((sq_isa)isa),
+                                      "%s: scratch %s", sq_isa_name((sq_isa)isa),
+                                      used ? "written by a fusing ISA" : "unused by the fallback");
+                        free(y);
+                        fused_cases[isa]++;
+                    }
+            }
+            free(ref);
+            free(c);
+            free(scale);
+            free(bias);
+            problem_free(&p);
+        }
+    ck_assert_msg(fma_differs > 0, "test values cannot tell FMA from mul+add");
+    for (int isa = 0; isa < SQ_ISA_COUNT; isa++)
+        if (fused_cases[isa])
+            printf("%s fused epilogue: %ld cases OK (%s)\n", sq_isa_name((sq_isa)isa),
+                   fused_cases[isa], sq_gemm_fuses((sq_isa)isa) ? "in the tile driver" : "scratch");
+    printf("fused epilogue: FMA would differ in %d outputs\n", fma_differs);
+    fflush(stdout);
+}
+END_TEST
+
+/* The fused entry points refuse bad arguments without writing y. */
+START_TEST(fused_argument_checks)
+{
+    problem p;
+    problem_make(&p, SQ_QT_S8, 3, 17, 5, PAT_RANDOM);
+    float y[3 * 17], scale[17] = {0}, bias[17] = {0};
+    int32_t scratch[3 * 17];
+    memset(y, 0x5A, sizeof y);
+    sq_gemm_epilogue ep = {.out_scale = scale, .bias = bias, .y = y, .ldy = 17};
+    ck_assert_int_eq(sq_gemm_s8_fused(SQ_ISA_SCALAR, p.a, 3, 8, &p.w, NULL, scratch), -1);
+    ck_assert_int_eq(sq_gemm_s8_fused(SQ_ISA_SCALAR, p.a, 3, 8, &p.w, &ep, NULL), -1);
+    ck_assert_int_eq(sq_gemm_s8_fused(SQ_ISA_SCALAR, p.a, 3, 7, &p.w, &ep, scratch), -1);
+    ck_assert_int_eq(sq_gemm_s4_fused(SQ_ISA_SCALAR, p.a, 3, 8, &p.w, &ep, (float *)scratch),
+                     -1); /* W is int8 */
+    ep.ldy = 16;
+    ck_assert_int_eq(sq_gemm_s8_fused(SQ_ISA_SCALAR, p.a, 3, 8, &p.w, &ep, scratch), -1);
+    ep.ldy = 17, ep.out_scale = NULL;
+    ck_assert_int_eq(sq_gemm_s8_fused(SQ_ISA_SCALAR, p.a, 3, 8, &p.w, &ep, scratch), -1);
+    ep.out_scale = scale, ep.bias = NULL;
+    ck_assert_int_eq(sq_gemm_s8_fused(SQ_ISA_SCALAR, p.a, 3, 8, &p.w, &ep, scratch), -1);
+    ep.bias = bias;
+    for (int isa = 0; isa < SQ_ISA_COUNT; isa++)
+        if (!sq_isa_supported((sq_isa)isa, NULL))
+            ck_assert_int_eq(sq_gemm_s8_fused((sq_isa)isa, p.a, 3, 8, &p.w, &ep, scratch), -1);
+    for (size_t i = 0; i < sizeof y; i++)
+        ck_assert_int_eq(((uint8_t *)y)[i], 0x5A);
+    ck_assert_int_eq(sq_gemm_s8_fused(SQ_ISA_SCALAR, p.a, 0, 8, &p.w, &ep, NULL), 0);
+    ck_assert(sq_gemm_fuses(SQ_ISA_AVX2) && !sq_gemm_fuses(SQ_ISA_SCALAR));
+    problem_free(&p);
+}
+END_TEST
+
 /* Informational: GOP/s of every available ISA on 128 x 1152 x 384. */
 START_TEST(throughput)
 {
@@ -384,6 +536,8 @@ static Suite *suite(void)
     tcase_add_test(tc, int4_all_isas);
     tcase_add_test(tc, thread_count_independent);
     tcase_add_test(tc, tile_and_chunk_edges);
+    tcase_add_test(tc, fused_argument_checks);
+    tcase_add_test(tc, fused_epilogue_matches_separate);
     tcase_add_test(tc, throughput);
     suite_add_tcase(s, tc);
     return s;
