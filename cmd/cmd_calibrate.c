@@ -30,7 +30,7 @@ static const char *const help =
     "  --qasper-parts LIST   QASPER parts: title,abstract,paragraphs,questions,evidence\n"
     "  --samples N           texts drawn from the corpus (default 256; 0 = all)\n"
     "  --seed S              sampling seed (default 0)\n"
-    "  --max-seq L           tokens per sequence incl. [CLS]/[SEP] (default: model limit)\n"
+    "  --max-seq L           tokens per sequence, special tokens included (default: model limit)\n"
     "  --window              split texts longer than --max-seq into windows (default: truncate)\n"
     "  --batch B             sequences per forward pass (default 16)\n"
     "  --threads T           worker threads (default: all CPUs)\n"

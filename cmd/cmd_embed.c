@@ -25,7 +25,7 @@ static const char *const help =
     "  --output FILE         .jsonl, .npy or .f32 (default: JSONL on stdout)\n"
     "  --format F            jsonl, npy or f32, overriding the --output extension\n"
     "  --batch N             sequences per forward pass (default 32)\n"
-    "  --max-seq N           truncate to N tokens including [CLS]/[SEP] (default: model limit)\n"
+    "  --max-seq N           truncate to N tokens, special tokens included (default: model limit)\n"
     "  --threads N           worker threads (default: all CPUs)\n"
     "  --pooling cls|mean    override the model's pooling\n"
     "  --normalize           L2-normalize embeddings (default: as the model says)\n"

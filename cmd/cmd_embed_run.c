@@ -49,7 +49,7 @@ static const char *const help =
     "  --limit N            only the first N texts / pairs / sentences; scifact: a corpus of N\n"
     "                       documents holding every relevant document of the queries kept\n"
     "  --batch N            sequences per forward pass (default 32)\n"
-    "  --max-seq N          truncate to N tokens including [CLS]/[SEP] (default: model limit)\n"
+    "  --max-seq N          truncate to N tokens, special tokens included (default: model limit)\n"
     "  --threads N          worker threads (default: all CPUs)\n"
     "  --quiet              no progress line\n"
     "\n"
