@@ -37,6 +37,8 @@ typedef struct plan_linear {
                         ffn_up: the LayerNorm), no runtime multiplier */
     float alpha;
     float act_amax;
+    float act_scale; /* the int8 step: amax / 127, or (amax - lo) / 254 with a zero point */
+    int act_zero;    /* its zero point (sq_ref_round_s8_zp), 0 = symmetric */
     sq_qweight qw;   /* quantized and packed (when not fp32) */
 } plan_linear;
 
@@ -69,8 +71,8 @@ static void logf_(const sq_quantize_opts *o, const char *fmt, ...)
  * it: activations x / s quantized to int8 with act_scale, times the
  * dequantized packed weights, plus bias, against x W^T + b in fp32. */
 static int quantized_error(const float *x, int rows, const float *w_ref, const float *bias, int N,
-                           int K, const float *s, float act_scale, const sq_qweight *qw,
-                           double *out, sq_err *err)
+                           int K, const float *s, float act_scale, int act_zero,
+                           const sq_qweight *qw, double *out, sq_err *err)
 {
     float *m = malloc((size_t)K * sizeof *m), *xq = malloc((size_t)rows * K * sizeof *xq),
           *wd = malloc((size_t)N * K * sizeof *wd), *y = malloc((size_t)rows * N * sizeof *y),
@@ -82,9 +84,9 @@ static int quantized_error(const float *x, int rows, const float *w_ref, const f
         goto out;
     }
     sq_ref_act_multipliers(s, K, act_scale, m);
-    sq_ref_quantize_acts(x, rows, K, m, q);
+    sq_ref_quantize_acts_zp(x, rows, K, m, act_zero, q);
     for (size_t i = 0; i < (size_t)rows * K; i++)
-        xq[i] = q[i] * act_scale;
+        xq[i] = (float)(q[i] + act_zero) * act_scale;
     sq_dequantize_weights(qw, wd);
     /* xq ~ x / s and wd ~ W diag(s): their product approximates x W^T. */
     sq_fp32_linear(xq, rows, K, wd, N, bias, y);
@@ -219,7 +221,8 @@ static char *build_metadata(const sq_embed_model *m, const sq_calib_stats *st, u
                          : i % SQ_LIN_KINDS == SQ_LIN_ATTN_OUT ? ", folded_into_v: true"
                                                                 : ", folded_into_layernorm: true");
         if (lr->qtype != SQ_QT_F32)
-            sq_sb_printf(&sb, ", act_amax: %.9g, err: %.6g", (double)lr->act_amax, lr->err);
+            sq_sb_printf(&sb, ", act_amax: %.9g, act_zero: %d, err: %.6g", (double)lr->act_amax,
+                         lr->act_zero, lr->err);
         if (lr->smooth)
             sq_sb_printf(&sb, ", err_nosmooth: %.6g", lr->err_nosmooth);
         sq_sb_printf(&sb, "}\n");
@@ -381,8 +384,17 @@ static int write_sqm(const sq_embed_model *m, const plan_linear *pl, const char 
                 sq_err_set(err, "out of memory");
                 goto out;
             }
-            *as = p->act_amax / 127.0f;
+            *as = p->act_scale;
             ADD_REF(NAME("layer.%d.%s.act_scale", l, kn), SQ_CDT_F32, 1, &one, as, 4);
+            if (p->act_zero != 0) {
+                int32_t *az = keep_add(&kp, malloc(4));
+                if (!az) {
+                    sq_err_set(err, "out of memory");
+                    goto out;
+                }
+                *az = p->act_zero;
+                ADD_REF(NAME("layer.%d.%s.act_zero", l, kn), SQ_CDT_I32, 1, &one, az, 4);
+            }
 #undef NAME
         }
     }
@@ -410,6 +422,52 @@ static void warn_to_log(void *ctx, const char *msg)
 static float safe_amax(float a)
 {
     return isfinite(a) && a > 0 ? a : 1e-6f; /* an all-zero input: any scale works */
+}
+
+/* The int8 step and zero point of an input clipped at amax whose smallest
+ * calibrated value is lo (lo_known false: unknown). A symmetric code range
+ * spends half its codes on negatives; ReLU outputs have none and GELU
+ * outputs none below -0.17, so where the input is (nearly) one-sided the
+ * 255 codes cover [lo, amax] instead: step (amax - lo) / 254, zero point z
+ * (sq_ref_round_s8_zp), up to half the step. Two-sided inputs, where the
+ * gain would be under 25%, stay symmetric. */
+static void act_range(float amax, bool use_zero, bool lo_known, float lo, float *scale, int *zero)
+{
+    *scale = amax / 127.0f;
+    *zero = 0;
+    if (!use_zero || !lo_known || !(lo == lo))
+        return;
+    lo = fmaxf(fminf(lo, 0.0f), -amax);
+    if (lo < -0.6f * amax)
+        return;
+    double z = round(127.0 * ((double)amax + lo) / ((double)amax - lo));
+    if (z < 1.0)
+        return;
+    *zero = z > SQ_REF_MAX_ZERO ? SQ_REF_MAX_ZERO : (int)z;
+    *scale = (amax - lo) / 254.0f;
+}
+
+/* The clip (amax), step and zero point of one int8 input from its |x|
+ * histogram. The error-driven methods (mse, entropy) weigh clipping against
+ * the step; an input that gets a zero point has twice the levels (about
+ * 2 qmax steps over [0, amax]), so its clip is chosen again for those. */
+static int select_act(const sq_hist *h, const sq_scale_params *sp, bool use_zero, bool lo_known,
+                      float lo, float *amax, float *scale, int *zero, sq_err *err)
+{
+    float a = 0;
+    if (sq_select_amax(h, sp, &a, err) != 0)
+        return -1;
+    *amax = safe_amax(a);
+    act_range(*amax, use_zero, lo_known, lo, scale, zero);
+    if (*zero != 0 && (sp->method == SQ_CALIB_MSE || sp->method == SQ_CALIB_ENTROPY)) {
+        sq_scale_params wide = *sp;
+        wide.qmax = 2 * sp->qmax;
+        if (sq_select_amax(h, &wide, &a, err) != 0)
+            return -1;
+        *amax = safe_amax(a);
+        act_range(*amax, use_zero, lo_known, lo, scale, zero);
+    }
+    return 0;
 }
 
 static void free_plan(plan_linear *pl, int n, float **w_orig)
@@ -606,17 +664,25 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
         if (p->res.qtype == SQ_QT_F32)
             continue;
         const sq_act_stats *xs = sq_calib_stats_at(st, i / SQ_LIN_KINDS, (sq_linear_kind)(i % SQ_LIN_KINDS));
-        float amax = 0;
-        if (p->s && pass_b) {
-            if (sq_select_amax(&cap2.stats[i].hist, &sp, &amax, err) != 0)
-                goto out;
-        } else if (p->s) {
-            amax = sq_smooth_act_absmax(xs->ch_max_abs, p->s, xs->channels);
-        } else if (sq_select_amax(&xs->hist, &sp, &amax, err) != 0) {
+        /* The input's minimum as the int8 step sees it: x itself, or x / s
+         * (the smoothed replay); without that replay only a non-negative
+         * x is known to stay non-negative under x / s (s > 0). */
+        bool lo_known = xs->rows > 0;
+        float lo = xs->min;
+        if (p->s && pass_b)
+            lo = cap2.stats[i].min, lo_known = cap2.stats[i].rows > 0;
+        else if (p->s)
+            lo_known = lo_known && lo >= 0.0f;
+        bool use_zero = r->zero_point && p->res.qtype == SQ_QT_S8;
+        if (p->s && !pass_b) { /* minmax: the range follows from the channel maxima */
+            p->act_amax = safe_amax(sq_smooth_act_absmax(xs->ch_max_abs, p->s, xs->channels));
+            act_range(p->act_amax, use_zero, lo_known, lo, &p->act_scale, &p->act_zero);
+        } else if (select_act(p->s ? &cap2.stats[i].hist : &xs->hist, &sp, use_zero, lo_known, lo,
+                              &p->act_amax, &p->act_scale, &p->act_zero, err) != 0) {
             goto out;
         }
-        p->act_amax = safe_amax(amax);
         rep->linears[i].act_amax = p->act_amax;
+        rep->linears[i].act_zero = p->act_zero;
     }
 
     /* 5. Quantize and pack every linear; measure its output error. */
@@ -637,21 +703,23 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
             }
             const float *wref = p->folded ? w_orig[i] : lin->w;
             if (quantized_error(cap.rows[i], cap.n_rows[i], wref, lin->b, lin->out, lin->in, p->s,
-                                p->act_amax / 127.0f, &p->qw, &lr->err, err) != 0)
+                                p->act_scale, p->act_zero, &p->qw, &lr->err, err) != 0)
                 goto out;
             if (p->s) { /* the same linear without SmoothQuant, for the report */
                 sq_linear plain = {.in = lin->in, .out = lin->out, .w = (float *)wref, .b = lin->b};
                 sq_qweight qn = {0};
-                float amax_n = 0;
-                if (quantize_linear(&plain, NULL, NULL, xs, p->res.qtype, int4_search, &qn, err) != 0 ||
-                    sq_select_amax(&xs->hist, &sp, &amax_n, err) != 0 ||
-                    quantized_error(cap.rows[i], cap.n_rows[i], wref, lin->b, lin->out, lin->in,
-                                    NULL, safe_amax(amax_n) / 127.0f, &qn, &lr->err_nosmooth,
-                                    err) != 0) {
-                    sq_qweight_free(&qn);
-                    goto out;
-                }
+                float amax_n = 0, scale_n = 1;
+                int zero_n = 0;
+                bool ok = quantize_linear(&plain, NULL, NULL, xs, p->res.qtype, int4_search, &qn,
+                                          err) == 0 &&
+                          select_act(&xs->hist, &sp, r->zero_point && p->res.qtype == SQ_QT_S8,
+                                     xs->rows > 0, xs->min, &amax_n, &scale_n, &zero_n, err) == 0;
+                ok = ok && quantized_error(cap.rows[i], cap.n_rows[i], wref, lin->b, lin->out,
+                                           lin->in, NULL, scale_n, zero_n, &qn,
+                                           &lr->err_nosmooth, err) == 0;
                 sq_qweight_free(&qn);
+                if (!ok)
+                    goto out;
             }
             lr->bytes_packed = packed_bytes(&p->qw);
         }

@@ -42,6 +42,7 @@ typedef struct sq_linear_report {
     bool smooth;
     float alpha;
     float act_amax;
+    int act_zero;        /* int8 activation zero point (0: symmetric) */
     double err;          /* relative output error of the quantized linear (NaN for fp32) */
     double err_nosmooth; /* the same with SmoothQuant off (NaN when not smoothed) */
     uint64_t bytes_fp32, bytes_packed;

@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "container.h"
 #include "inspect_sqm.h"
+#include "qlinear_ref.h"
 #include "yaml_tree.h"
 
 static const char *const help =
@@ -100,7 +101,7 @@ static uint64_t round_up(uint64_t v, uint64_t m)
 }
 
 /* A linear `prefix` whose weight is w: bias always; packed weights also need
- * scale, wsum and act_scale, and may have smooth. */
+ * scale, wsum and act_scale, and may have smooth and (int8) act_zero. */
 static int check_linear(const sq_container *c, const char *prefix, const sq_container_tensor *w,
                         sq_verify_report *r)
 {
@@ -115,7 +116,8 @@ static int check_linear(const sq_container *c, const char *prefix, const sq_cont
     if (check_companion(c, prefix, "scale", false, SQ_CDT_F32, nd, n, groups, r) ||
         check_companion(c, prefix, "wsum", false, SQ_CDT_I32, nd, n_pad, groups, r) ||
         check_companion(c, prefix, "act_scale", false, SQ_CDT_F32, 1, 1, 0, r) ||
-        check_companion(c, prefix, "smooth", true, SQ_CDT_F32, 1, k, 0, r))
+        check_companion(c, prefix, "smooth", true, SQ_CDT_F32, 1, k, 0, r) ||
+        check_companion(c, prefix, "act_zero", true, SQ_CDT_I32, 1, 1, 0, r))
         return r->status;
     char name[SQ_CONTAINER_MAX_NAME + 16];
     snprintf(name, sizeof name, "%s.act_scale", prefix);
@@ -124,6 +126,17 @@ static int check_linear(const sq_container *c, const char *prefix, const sq_cont
     if (!(a > 0 && a < 1e30f))
         return damaged(r, "tensor", name, "tensor \"%s\" is %g, not a positive finite scale",
                        name, (double)a);
+    snprintf(name, sizeof name, "%s.act_zero", prefix);
+    const sq_container_tensor *zt = sq_container_find(c, name);
+    if (zt) {
+        int32_t z;
+        memcpy(&z, zt->data, sizeof z);
+        if (int4 || z < -SQ_REF_MAX_ZERO || z > SQ_REF_MAX_ZERO || k > SQ_REF_MAX_K / 2)
+            return damaged(r, "tensor", name,
+                           "tensor \"%s\" is %d: a zero point must be in [-%d, %d], on an "
+                           "int8 linear with K <= %d",
+                           name, (int)z, SQ_REF_MAX_ZERO, SQ_REF_MAX_ZERO, SQ_REF_MAX_K / 2);
+    }
     return 0;
 }
 

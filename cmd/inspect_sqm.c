@@ -152,11 +152,19 @@ static json_t *linears_table(const sq_container *c, const yt_node *linears)
         size_t nl = strlen(name);
         snprintf(name + nl, sizeof name - nl, ".act_scale");
         const sq_container_tensor *as = sq_container_find(c, name);
+        snprintf(name + nl, sizeof name - nl, ".act_zero");
+        const sq_container_tensor *az = sq_container_find(c, name);
+        int32_t z = 0;
+        if (az && az->dtype == SQ_CDT_I32 && az->size == sizeof z)
+            memcpy(&z, az->data, sizeof z);
         if (as && as->dtype == SQ_CDT_F32 && as->size == sizeof(float)) {
             float a;
             memcpy(&a, as->data, sizeof a);
+            /* codes -127..127 stand for a * (q + z): the range [a (z - 127), a (z + 127)] */
             json_object_set_new(row, "act_scale", json_real(a));
-            json_object_set_new(row, "act_amax", json_real((double)a * 127));
+            json_object_set_new(row, "act_zero", json_integer(z));
+            json_object_set_new(row, "act_min", json_real((double)a * (z - 127)));
+            json_object_set_new(row, "act_amax", json_real((double)a * (127 + z)));
         }
         snprintf(name + nl, sizeof name - nl, ".smooth");
         json_object_set_new(row, "smooth_tensor", json_boolean(sq_container_find(c, name)));
@@ -333,8 +341,8 @@ static void print_text(const json_t *r)
 
     const json_t *lin = json_object_get(r, "linears");
     if (json_array_size(lin)) {
-        printf("\n%-22s %-9s %-12s %10s %9s %6s %5s %8s %8s\n", "linear", "type", "shape",
-               "act_scale", "act_amax", "smooth", "alpha", "err", "err_nosm");
+        printf("\n%-22s %-9s %-12s %10s %4s %9s %6s %5s %8s %8s\n", "linear", "type", "shape",
+               "act_scale", "zero", "act_amax", "smooth", "alpha", "err", "err_nosm");
         for (size_t i = 0; i < json_array_size(lin); i++) {
             const json_t *l = json_array_get(lin, i), *s = json_object_get(l, "shape");
             char shape[48];
@@ -343,6 +351,11 @@ static void print_text(const json_t *r)
                      (long long)json_integer_value(json_array_get(s, 1)));
             printf("%-22s %-9s %-12s", str(l, "name"), str(l, "type"), shape);
             print_num(json_object_get(l, "act_scale"), "%.4g", 10);
+            const json_t *zj = json_object_get(l, "act_zero");
+            if (zj)
+                printf(" %4lld", (long long)json_integer_value(zj));
+            else
+                printf(" %4s", "-");
             print_num(json_object_get(l, "act_amax"), "%.4g", 9);
             const json_t *sm = json_object_get(l, "smooth");
             printf(" %6s", sm ? str(l, "smooth")

@@ -47,6 +47,8 @@ int sq_gemm_s4(sq_isa isa, const int8_t *A, int M, size_t lda, const sq_qweight 
  * sq_gemm_s8 / sq_gemm_s4 and then that loop in plain C. */
 typedef struct sq_gemm_epilogue {
     const float *out_scale; /* int8: [W->n]; unused for int4 */
+    const int32_t *acc_off; /* int8: [W->n] added to acc first (z * wsum[n] of an
+                               activation zero point), or NULL; unused for int4 */
     float act_scale;        /* int4; unused for int8 */
     const float *bias;      /* [W->n] */
     float *y;               /* [M][ldy] */
@@ -76,6 +78,10 @@ int sq_gemm_fuses(sq_isa isa);
  * qa is [rows][lda] with lda >= k_pad >= k. Uses AVX2 when the CPU has it. */
 void sq_gemm_quantize_acts(const float *x, int rows, int k, size_t ldx, const float *m,
                            int8_t *qa, int k_pad, size_t lda);
+/* The same with an activation zero point z (|z| <= SQ_REF_MAX_ZERO):
+ * qa[r][j] = sq_ref_round_s8_zp(x[r][j] * m[j], z); padding stays 0. */
+void sq_gemm_quantize_acts_zp(const float *x, int rows, int k, size_t ldx, const float *m, int z,
+                              int8_t *qa, int k_pad, size_t lda);
 
 /* ---- per-ISA kernels, for the dispatcher and the tests ----
  * Preconditions checked by sq_gemm_s8 / sq_gemm_s4: valid shapes and a
@@ -100,7 +106,7 @@ void sq_gemm_s8_amx(const int8_t *A, int M, size_t lda, const sq_qweight *W, int
                     size_t ldc);
 void sq_gemm_s4_amx(const int8_t *A, int M, size_t lda, const sq_qweight *W, float *C,
                     size_t ldc);
-void sq_quantize_acts_avx2(const float *x, int rows, int k, size_t ldx, const float *m,
+void sq_quantize_acts_avx2(const float *x, int rows, int k, size_t ldx, const float *m, int zero,
                            int8_t *qa, int k_pad, size_t lda);
 
 /* ---- the shared tile driver (gemm_s8_dispatch.c) ----

@@ -414,22 +414,27 @@ void sq_gemm_s4_avxvnni(const int8_t *A, int M, size_t lda, const sq_qweight *W,
 /* 8 floats -> round half away from zero, clamp to +-127, NaN -> 0, as
  * floats holding integers. Rounds from the exact fraction v - trunc(v)
  * (never trunc(|v| + 0.5), which misrounds 0.49999997f). */
-T_AVX2 INLINE __m256 round_s8_ps(__m256 v)
+T_AVX2 INLINE __m256 round_s8_ps(__m256 v, __m256 zero)
 {
     const __m256 sign_bit = _mm256_set1_ps(-0.0f);
+    const __m256 lim = _mm256_set1_ps((float)(SQ_REF_QMAX + SQ_REF_MAX_ZERO));
     __m256 t = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
     __m256 frac = _mm256_andnot_ps(sign_bit, _mm256_sub_ps(v, t)); /* exact */
     __m256 up = _mm256_cmp_ps(frac, _mm256_set1_ps(0.5f), _CMP_GE_OQ);
     __m256 one = _mm256_or_ps(_mm256_and_ps(v, sign_bit), _mm256_set1_ps(1.0f)); /* +-1 */
     t = _mm256_add_ps(t, _mm256_and_ps(up, one));
+    /* sq_ref_round_s8_zp: clamp, shift by the zero point (exact), clamp */
+    t = _mm256_sub_ps(_mm256_min_ps(_mm256_max_ps(t, _mm256_sub_ps(_mm256_setzero_ps(), lim)), lim),
+                      zero);
     t = _mm256_min_ps(_mm256_max_ps(t, _mm256_set1_ps(-127.0f)), _mm256_set1_ps(127.0f));
     return _mm256_and_ps(t, _mm256_cmp_ps(v, v, _CMP_ORD_Q)); /* NaN -> 0 */
 }
 
 T_AVX2 void sq_quantize_acts_avx2(const float *x, int rows, int k, size_t ldx, const float *m,
-                                  int8_t *qa, int k_pad, size_t lda)
+                                  int zero, int8_t *qa, int k_pad, size_t lda)
 {
     const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    const __m256 zf = _mm256_set1_ps((float)zero);
     for (int r = 0; r < rows; r++) {
         const float *xr = x + (size_t)r * ldx;
         int8_t *qr = qa + (size_t)r * lda;
@@ -440,7 +445,7 @@ T_AVX2 void sq_quantize_acts_avx2(const float *x, int rows, int k, size_t ldx, c
                 __m256 v = _mm256_mul_ps(_mm256_loadu_ps(xr + j + 8 * i),
                                          _mm256_loadu_ps(m + j + 8 * i));
                 __asm__("" : "+x"(v)); /* v rounded to float, never fused into v - t */
-                q[i] = _mm256_cvtps_epi32(round_s8_ps(v));
+                q[i] = _mm256_cvtps_epi32(round_s8_ps(v, zf));
             }
             /* packs work per 128-bit lane; the permute restores the order */
             __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]),
@@ -448,7 +453,7 @@ T_AVX2 void sq_quantize_acts_avx2(const float *x, int rows, int k, size_t ldx, c
             _mm256_storeu_si256((__m256i *)(qr + j), _mm256_permutevar8x32_epi32(b, order));
         }
         for (; j < k; j++)
-            qr[j] = sq_ref_round_s8(xr[j] * m[j]);
+            qr[j] = sq_ref_round_s8_zp(xr[j] * m[j], zero);
         memset(qr + k, 0, (size_t)(k_pad - k));
     }
 }

@@ -81,14 +81,20 @@ typedef int32_t v4i __attribute__((vector_size(16)));
 #define NO_FMA(v) ((void)0)
 #endif
 
-static inline void epi_s8_row(const int32_t *restrict acc, const float *restrict scale,
-                              const float *restrict bias, float *restrict y, int cols)
+static inline void epi_s8_row(const int32_t *restrict acc, const int32_t *restrict off,
+                              const float *restrict scale, const float *restrict bias,
+                              float *restrict y, int cols)
 {
     int j = 0;
     for (; j + 4 <= cols; j += 4) {
         v4i a;
         v4f s, b;
         memcpy(&a, acc + j, sizeof a);
+        if (off) {
+            v4i o;
+            memcpy(&o, off + j, sizeof o);
+            a += o;
+        }
         memcpy(&s, scale + j, sizeof s);
         memcpy(&b, bias + j, sizeof b);
         v4f p = __builtin_convertvector(a, v4f) * s;
@@ -97,7 +103,7 @@ static inline void epi_s8_row(const int32_t *restrict acc, const float *restrict
         memcpy(y + j, &o, sizeof o);
     }
     for (; j < cols; j++) {
-        float p = (float)acc[j] * scale[j];
+        float p = (float)(acc[j] + (off ? off[j] : 0)) * scale[j];
         NO_FMA(p);
         y[j] = p + bias[j];
     }
@@ -160,8 +166,8 @@ int sq_gemm_s8_fused(sq_isa isa, const int8_t *A, int M, size_t lda, const sq_qw
     const int N = W->n;
 #pragma omp parallel for schedule(static)
     for (int r = 0; r < M; r++)
-        epi_s8_row(scratch + (size_t)r * N, ep->out_scale, ep->bias, ep->y + (size_t)r * ep->ldy,
-                   N);
+        epi_s8_row(scratch + (size_t)r * N, ep->acc_off, ep->out_scale, ep->bias,
+                   ep->y + (size_t)r * ep->ldy, N);
     return 0;
 }
 
@@ -254,7 +260,8 @@ void sq_gemm_tiles_s8(sq_ukr_s8 ukr, int nr_max, int np_max, const int8_t *A, in
         ukr(A + (size_t)tl.r0 * lda, lda, tl.nr, W, tl.p0, tl.np, out);
         if (ep)
             for (int i = 0; i < tl.nr; i++)
-                epi_s8_row(out + i * ld, ep->out_scale + n0, ep->bias + n0,
+                epi_s8_row(out + i * ld, ep->acc_off ? ep->acc_off + n0 : NULL,
+                           ep->out_scale + n0, ep->bias + n0,
                            ep->y + (size_t)(tl.r0 + i) * ep->ldy + n0, tl.live);
         else
             for (int i = 0; i < tl.nr; i++)
@@ -292,15 +299,21 @@ void sq_gemm_tiles_s4(sq_ukr_s4 ukr, int nr_max, int np_max, const int8_t *A, in
 void sq_gemm_quantize_acts(const float *x, int rows, int k, size_t ldx, const float *m,
                            int8_t *qa, int k_pad, size_t lda)
 {
+    sq_gemm_quantize_acts_zp(x, rows, k, ldx, m, 0, qa, k_pad, lda);
+}
+
+void sq_gemm_quantize_acts_zp(const float *x, int rows, int k, size_t ldx, const float *m, int z,
+                              int8_t *qa, int k_pad, size_t lda)
+{
     if (sq_isa_supported(SQ_ISA_AVX2, NULL)) {
-        sq_quantize_acts_avx2(x, rows, k, ldx, m, qa, k_pad, lda);
+        sq_quantize_acts_avx2(x, rows, k, ldx, m, z, qa, k_pad, lda);
         return;
     }
     for (int r = 0; r < rows; r++) {
         const float *xr = x + (size_t)r * ldx;
         int8_t *qr = qa + (size_t)r * lda;
         for (int j = 0; j < k; j++)
-            qr[j] = sq_ref_round_s8(xr[j] * m[j]);
+            qr[j] = sq_ref_round_s8_zp(xr[j] * m[j], z);
         memset(qr + k, 0, (size_t)(k_pad - k));
     }
 }

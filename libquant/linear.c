@@ -58,9 +58,16 @@ int sq_linear_isa(sq_isa *isa, sq_err *err)
     return 0;
 }
 
-int sq_linear_prepare_quant(sq_linear *l, const float *s, float act_scale)
+int sq_linear_prepare_quant(sq_linear *l, const float *s, float act_scale, int act_zero)
 {
     l->act_scale = act_scale;
+    l->act_zero = act_zero;
+    if (act_zero != 0) {
+        if (!(l->acc_off = malloc((size_t)l->out * sizeof *l->acc_off)))
+            return -1;
+        for (int n = 0; n < l->out; n++)
+            l->acc_off[n] = act_zero * l->qw.wsum[n];
+    }
     l->act_mult = malloc((size_t)l->in * sizeof *l->act_mult);
     l->out_scale = malloc((size_t)l->out * sizeof *l->out_scale);
     if (!l->act_mult || !l->out_scale)
@@ -80,12 +87,13 @@ static void quant_forward(const sq_linear *l, const float *x, int rows, float *y
     sq_isa isa = SQ_ISA_SCALAR;
     sq_linear_isa(&isa, NULL); /* refused ISAs are reported when the model is opened */
     const int kp = l->qw.k_pad;
-    sq_gemm_quantize_acts(x, rows, l->in, (size_t)l->in, l->act_mult, sc->qa, kp, (size_t)kp);
+    sq_gemm_quantize_acts_zp(x, rows, l->in, (size_t)l->in, l->act_mult, l->act_zero, sc->qa, kp,
+                             (size_t)kp);
     /* GEMM and epilogue in one pass: y = (float)acc * out_scale[n] + b[n]
      * (int4: acc_f32 * act_scale + b[n]), product rounded before the add,
      * written tile by tile; sc->acc is only used by the ISAs without the
      * fused tile driver (scalar, amx). */
-    sq_gemm_epilogue ep = {.out_scale = l->out_scale, .act_scale = l->act_scale, .bias = l->b,
+    sq_gemm_epilogue ep = {.out_scale = l->out_scale, .acc_off = l->acc_off, .act_scale = l->act_scale, .bias = l->b,
                            .y = y, .ldy = (size_t)l->out};
     if (l->qtype == SQ_QT_S8)
         sq_gemm_s8_fused(isa, sc->qa, rows, (size_t)kp, &l->qw, &ep, sc->acc);
@@ -111,6 +119,7 @@ void sq_linear_free(sq_linear *l)
     sq_qweight_free(&l->qw);
     free(l->act_mult);
     free(l->out_scale);
+    free(l->acc_off);
     free(l->scale_pad);
     memset(l, 0, sizeof *l);
 }

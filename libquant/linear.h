@@ -1,11 +1,12 @@
 /* A linear layer y = x W^T + b with a qtype: the one place where the
  * executor branches on precision.
  *   f32:       OpenBLAS sgemm on fixed output tiles shared by threads.
- *   int8/int4: the activation quantize step q_j = round(x_j * m_j) with
- *              m_j = 1 / (s_j * act_scale) (SmoothQuant's 1/s fused in),
+ *   int8/int4: the activation quantize step q_j = round(x_j * m_j) - z with
+ *              m_j = 1 / (s_j * act_scale) (SmoothQuant's 1/s fused in)
+ *              and z the int8 zero point of a one-sided input (else 0),
  *              the integer GEMM of the selected ISA (gemm_s8.h) on the
  *              packed panels, and the epilogue
- *              y = (float)acc * (act_scale * w_scale[n]) + b[n]
+ *              y = (float)(acc + z * wsum[n]) * (act_scale * w_scale[n]) + b[n]
  *              (int4: the per-group f32 sum times act_scale, plus b),
  *              applied by the GEMM's tile driver as each tile finishes
  *              (sq_gemm_s8_fused / sq_gemm_s4_fused). */
@@ -26,6 +27,8 @@ typedef struct sq_linear {
     sq_qweight qw;   /* int8 / int4 panels (usually a view into a mapped .sqm) */
     float *act_mult; /* [in] m_j; owned */
     float act_scale;
+    int act_zero;     /* int8 activation zero point (0: symmetric) */
+    int32_t *acc_off; /* [out] act_zero * wsum[n], NULL when act_zero == 0; owned */
     float *out_scale; /* int8: [out] act_scale * w_scale[n]; owned */
     float *scale_pad; /* weight scales padded to n_pad rows for the kernels; owned */
     bool borrowed;   /* w and b point into memory owned elsewhere */
@@ -42,8 +45,10 @@ typedef struct sq_linear_scratch {
 } sq_linear_scratch;
 
 /* Prepare a quantized linear: act_mult from the SmoothQuant factors s (NULL:
- * none) and act_scale, and out_scale from the weight scales. */
-int sq_linear_prepare_quant(sq_linear *l, const float *s, float act_scale);
+ * none) and act_scale, out_scale from the weight scales, and for a nonzero
+ * act_zero (int8 only; the caller checks its range) the accumulator offsets
+ * from the weight sums. */
+int sq_linear_prepare_quant(sq_linear *l, const float *s, float act_scale, int act_zero);
 
 /* y[rows][out] = x[rows][in] W^T + b. Call from outside a parallel region.
  * scratch may be NULL for f32 linears. */

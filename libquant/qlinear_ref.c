@@ -17,6 +17,21 @@ int8_t sq_ref_round_s8(float v)
     return (int8_t)r;
 }
 
+int8_t sq_ref_round_s8_zp(float v, int z)
+{
+    float r = roundf(v);
+    if (r != r)
+        return 0;
+    /* clamp first so r - z is exact and cannot overflow */
+    const float lim = (float)(SQ_REF_QMAX + SQ_REF_MAX_ZERO);
+    r = fminf(fmaxf(r, -lim), lim) - (float)z;
+    if (r > (float)SQ_REF_QMAX)
+        return SQ_REF_QMAX;
+    if (r < -(float)SQ_REF_QMAX)
+        return -SQ_REF_QMAX;
+    return (int8_t)r;
+}
+
 void sq_ref_act_multipliers(const float *s, int k, float act_scale, float *m)
 {
     for (int j = 0; j < k; j++)
@@ -30,6 +45,16 @@ void sq_ref_quantize_acts(const float *x, int rows, int k, const float *m, int8_
         int8_t *qr = qx + (size_t)r * k;
         for (int j = 0; j < k; j++)
             qr[j] = sq_ref_round_s8(xr[j] * m[j]);
+    }
+}
+
+void sq_ref_quantize_acts_zp(const float *x, int rows, int k, const float *m, int z, int8_t *qx)
+{
+    for (int r = 0; r < rows; r++) {
+        const float *xr = x + (size_t)r * k;
+        int8_t *qr = qx + (size_t)r * k;
+        for (int j = 0; j < k; j++)
+            qr[j] = sq_ref_round_s8_zp(xr[j] * m[j], z);
     }
 }
 

@@ -35,6 +35,18 @@
 /* clamp(round_half_away_from_zero(v), -127, 127); NaN -> 0, +-inf -> +-127. */
 int8_t sq_ref_round_s8(float v);
 
+/* Activation zero points. A one-sided input (ReLU / GELU output) spends
+ * half of a symmetric code range on values that never occur; shifting the
+ * codes by an integer zero point z gives it all 255 codes:
+ *   q = clamp(round_half_away_from_zero(v) - z, -127, 127)
+ * (rounded before the shift: rounding half away from zero is not
+ * translation invariant), and the GEMM adds z * wsum[n] back to the int32
+ * accumulator, which is then exactly sum_k round(v_k) * w[n][k] for every
+ * unclipped v. |z| <= SQ_REF_MAX_ZERO; NaN -> q = 0. z = 0 is
+ * sq_ref_round_s8. */
+#define SQ_REF_MAX_ZERO 127
+int8_t sq_ref_round_s8_zp(float v, int z);
+
 /* The activation multipliers the runtime stores: m[j] = 1.0f / (s[j] *
  * act_scale) for j < k; s == NULL means s_j = 1 (no smoothing). act_scale
  * must be > 0. */
@@ -42,6 +54,8 @@ void sq_ref_act_multipliers(const float *s, int k, float act_scale, float *m);
 
 /* Quantize activation rows: qx[r][j] = sq_ref_round_s8(x[r][j] * m[j]). */
 void sq_ref_quantize_acts(const float *x, int rows, int k, const float *m, int8_t *qx);
+/* The same with a zero point: qx[r][j] = sq_ref_round_s8_zp(x[r][j] * m[j], z). */
+void sq_ref_quantize_acts_zp(const float *x, int rows, int k, const float *m, int z, int8_t *qx);
 
 /* Per-output-channel symmetric weights: scale[n] = max_j |w[n][j]| / 127
  * (float division), qw[n][j] = sq_ref_round_s8(w[n][j] / scale[n]). An

@@ -108,6 +108,7 @@ static void set_defaults(sq_recipe *r)
     r->pooling = SQ_POOL_CLS;
     r->observer = SQ_OBS_PERCENTILE;
     r->percentile = DEFAULT_PERCENTILE;
+    r->zero_point = true;
     r->sq_enabled = true;
     r->sq_alpha.value = DEFAULT_ALPHA;
     r->sq_auto_step = DEFAULT_AUTO_STEP;
@@ -263,7 +264,7 @@ static int parse_model(const yt_node *m, sq_recipe *r, sq_err *err)
 
 static int parse_observer(const yt_node *m, sq_recipe *r, sq_err *err)
 {
-    static const char *const keys[] = {"method", "percentile", "skip_zeros", NULL};
+    static const char *const keys[] = {"method", "percentile", "skip_zeros", "zero_point", NULL};
     if (check_keys(m, "observer", keys, err) != 0)
         return -1;
     const yt_node *method = yt_get(m, "method");
@@ -300,7 +301,9 @@ static int parse_observer(const yt_node *m, sq_recipe *r, sq_err *err)
                         "'skip_zeros' applies only to methods percentile and entropy "
                         "(method is %s)",
                         observer_names[r->observer]);
-    return get_bool(m, "skip_zeros", &r->skip_zeros, NULL, err);
+    if (get_bool(m, "skip_zeros", &r->skip_zeros, NULL, err) != 0)
+        return -1;
+    return get_bool(m, "zero_point", &r->zero_point, NULL, err);
 }
 
 static int parse_inputs(const yt_node *seq, bool inputs[SQ_LIN_KINDS], sq_err *err)
@@ -597,7 +600,7 @@ bool sq_recipe_equal(const sq_recipe *a, const sq_recipe *b)
         (a->set_normalize && a->normalize != b->normalize))
         return false;
     if (a->observer != b->observer || a->percentile != b->percentile ||
-        a->skip_zeros != b->skip_zeros)
+        a->skip_zeros != b->skip_zeros || a->zero_point != b->zero_point)
         return false;
     if (a->sq_enabled != b->sq_enabled || !alpha_equal(a->sq_alpha, b->sq_alpha) ||
         a->sq_auto_step != b->sq_auto_step ||
@@ -689,6 +692,7 @@ static bool write_yaml(sq_strbuf *sb, const sq_recipe *r)
     }
     if (observer_takes_skip_zeros(r->observer))
         sq_sb_printf(sb, "  skip_zeros: %s\n", bool_name(r->skip_zeros));
+    sq_sb_printf(sb, "  zero_point: %s\n", bool_name(r->zero_point));
 
     sq_sb_printf(sb, "smoothquant:\n  enabled: %s\n  alpha: ", bool_name(r->sq_enabled));
     put_alpha(sb, r->sq_alpha);

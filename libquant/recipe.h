@@ -109,6 +109,7 @@ typedef struct sq_recipe {
     sq_recipe_observer_method observer;
     double percentile; /* (0, 100]; percentile only (99.99 otherwise) */
     bool skip_zeros;   /* percentile and entropy only */
+    bool zero_point;   /* int8 inputs that are (nearly) one-sided get a zero point */
 
     /* smoothquant */
     bool sq_enabled;

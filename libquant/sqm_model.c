@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "config_yaml.h"
+#include "qlinear_ref.h"
 #include "quant_embed.h"
 #include "yaml_tree.h"
 
@@ -150,7 +151,23 @@ static int load_linear(const sq_container *c, int l, sq_linear_kind k, const sq_
             if (!(isfinite(s[j]) && s[j] > 0))
                 return sq_err_set(err, "%s: %s holds a non-positive factor", c->path, name);
     }
-    if (sq_linear_prepare_quant(lin, s, *as) != 0)
+    /* Optional int8 activation zero point (absent: symmetric). The shifted
+     * codes reach |q + z| <= 254, so the int32 accumulator bound halves K. */
+    int zero = 0;
+    snprintf(name, sizeof name, "layer.%d.%s.act_zero", l, kn);
+    if (sq_container_find(c, name)) {
+        const int32_t *z = need(c, name, SQ_CDT_I32, 1, 0, err);
+        if (!z)
+            return -1;
+        if (qt != SQ_QT_S8 || *z < -SQ_REF_MAX_ZERO || *z > SQ_REF_MAX_ZERO ||
+            K > SQ_REF_MAX_K / 2)
+            return sq_err_set(err, "%s: %s is %d: a zero point must be in [-%d, %d], on an int8 "
+                              "linear with K <= %d",
+                              c->path, name, (int)*z, SQ_REF_MAX_ZERO, SQ_REF_MAX_ZERO,
+                              SQ_REF_MAX_K / 2);
+        zero = *z;
+    }
+    if (sq_linear_prepare_quant(lin, s, *as, zero) != 0)
         return sq_err_set(err, "out of memory");
     return 0;
 }

@@ -5,9 +5,10 @@
  * dtypes, else stored f32 (with a note on stderr).
  *
  * usage: make_test_sqm OUT [--seed S] [--qtype f32|int8|int4] [--layers L]
- *                          [--perturb TENSOR] [--drop TENSOR] [--zstd]
+ *                          [--perturb TENSOR] [--drop TENSOR] [--zstd] [--act-zero Z]
  * --perturb adds 0.25 to the first value of an f32 tensor; --drop leaves a
- * tensor out (an inconsistent model, for verify). */
+ * tensor out (an inconsistent model, for verify); --act-zero gives
+ * layer.0.ffn_down an activation zero point Z (any int, for the range checks). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -222,7 +223,7 @@ static void metadata(sq_strbuf *m, int layers, const char *const *types)
 
 int main(int argc, char **argv)
 {
-    const char *out = NULL, *perturb = NULL, *drop = NULL;
+    const char *out = NULL, *perturb = NULL, *drop = NULL, *act_zero = NULL;
     sq_qtype qt = SQ_QT_S8;
     int layers = 2, zstd = 0;
     rng_state = 1;
@@ -240,11 +241,14 @@ int main(int argc, char **argv)
             drop = argv[++i];
         else if (!strcmp(argv[i], "--zstd"))
             zstd = 1;
+        else if (!strcmp(argv[i], "--act-zero") && i + 1 < argc)
+            act_zero = argv[++i];
         else if (!out && argv[i][0] != '-')
             out = argv[i];
         else {
             fprintf(stderr, "usage: make_test_sqm OUT [--seed S] [--qtype f32|int8|int4] "
-                            "[--layers L] [--perturb TENSOR] [--drop TENSOR] [--zstd]\n");
+                            "[--layers L] [--perturb TENSOR] [--drop TENSOR] [--zstd] "
+                            "[--act-zero Z]\n");
             return 2;
         }
     }
@@ -269,6 +273,11 @@ int main(int argc, char **argv)
         add_ln(p);
     }
 
+    if (act_zero && qt != SQ_QT_F32) {
+        int32_t *z = malloc(sizeof *z);
+        *z = (int32_t)strtol(act_zero, NULL, 10);
+        add("layer.0.ffn_down.act_zero", SQ_CDT_I32, 1, 1, 0, z, sizeof *z);
+    }
     int found = !perturb;
     for (int i = 0; i < n_tensors && perturb; i++)
         if (!strcmp(tensors[i].name, perturb) && tensors[i].dtype == SQ_CDT_F32) {

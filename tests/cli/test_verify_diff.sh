@@ -28,10 +28,13 @@ run() { # NAME WANT_RC -- command...: checks the exit code only
 "$MK" "$W/fp32.sqm" --seed 1 --qtype f32 || exit 1
 "$MK" "$W/z.sqm" --seed 1 --zstd || exit 1
 "$MK" "$W/noscale.sqm" --seed 1 --drop layer.0.ffn_down.scale || exit 1
+"$MK" "$W/zp.sqm" --seed 1 --act-zero 127 || exit 1
+"$MK" "$W/zp_big.sqm" --seed 1 --act-zero 128 || exit 1
+"$MK" "$W/zp_int4.sqm" --seed 1 --qtype int4 --act-zero 5 || exit 1
 head -c 4000 /dev/urandom >"$W/random.bin"
 
 # --- verify ---
-for f in a int4 fp32 z; do
+for f in a int4 fp32 z zp; do
   run "verify $f.sqm" 0 -- "$SQ" verify "$W/$f.sqm"
   grep -q "^$W/$f.sqm: OK ([0-9]* tensors, [0-9]* bytes, model" "$W/out" && pass "verify $f.sqm says OK" ||
     fail "verify $f.sqm output: $(cat "$W/out")"
@@ -43,6 +46,14 @@ run "verify --help" 0 -- "$SQ" verify --help
 run "verify: model without a companion tensor" 1 -- "$SQ" verify "$W/noscale.sqm"
 grep -q 'layer.0.ffn_down.scale' "$W/out" && pass "the missing companion is named" ||
   fail "missing companion not named: $(cat "$W/out")"
+# Activation zero points: [-127, 127], int8 linears only (the loader, sqm_model.c, checks the same).
+for f in zp_big zp_int4; do
+  run "verify: $f.sqm (bad act_zero)" 1 -- "$SQ" verify "$W/$f.sqm"
+  grep -q 'layer.0.ffn_down.act_zero' "$W/out" && pass "verify names the bad zero point ($f)" ||
+    fail "bad act_zero not named: $(cat "$W/out")"
+done
+"$SQ" inspect "$W/zp.sqm" | grep -Eq '^layer.0.ffn_down +int8 .* 127 ' &&
+  pass "inspect shows the zero point" || fail "inspect zero point: $("$SQ" inspect "$W/zp.sqm" | grep ffn_down)"
 
 # Single damaged bytes at 50 seeded positions: always exit 1, always naming
 # a part; a byte inside a tensor's data names that tensor.

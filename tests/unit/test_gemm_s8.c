@@ -314,6 +314,51 @@ START_TEST(quantize_acts_matches_reference)
     sq_ref_quantize_acts(xs, 1, SWEEP, ms, r1);
     sq_gemm_quantize_acts(xs, 1, SWEEP, SWEEP, ms, r2, SWEEP, SWEEP);
     ck_assert(memcmp(r1, r2, SWEEP) == 0);
+
+    /* With zero points: the same data, the same equality (the sweep reaches
+     * +-150, so codes clip on both sides), padding still 0. */
+    static const int zeros[] = {0, 1, -1, 5, 64, 126, 127, -127};
+    for (int zi = 0; zi < LEN(zeros); zi++) {
+        int z = zeros[zi];
+        memset(got, 0x55, sizeof got);
+        sq_ref_quantize_acts_zp(x, ROWS, K, m, z, ref);
+        sq_gemm_quantize_acts_zp(x, ROWS, K, K, m, z, got, KP, KP);
+        for (int r = 0; r < ROWS; r++) {
+            ck_assert_msg(memcmp(got + r * KP, ref + r * K, K) == 0, "z %d row %d differs", z, r);
+            for (int j = K; j < KP; j++)
+                ck_assert_int_eq(got[r * KP + j], 0);
+        }
+        for (int i = 0; i < SWEEP; i++)
+            xs[i] = xs[i] + (float)(z > 0 ? z : 0); /* move the ties into the shifted range */
+        sq_ref_quantize_acts_zp(xs, 1, SWEEP, ms, z, r1);
+        sq_gemm_quantize_acts_zp(xs, 1, SWEEP, SWEEP, ms, z, r2, SWEEP, SWEEP);
+        ck_assert_msg(memcmp(r1, r2, SWEEP) == 0, "z %d sweep differs", z);
+        for (int i = 0; i < SWEEP; i++)
+            xs[i] = xs[i] - (float)(z > 0 ? z : 0);
+    }
+}
+END_TEST
+
+/* The zero-point rounding rule itself: round half away from zero first,
+ * then shift (rounding is not translation invariant), then clamp. */
+START_TEST(round_zero_point_rule)
+{
+    ck_assert_int_eq(sq_ref_round_s8_zp(0.5f, 1), 0);  /* round(0.5) - 1, not round(-0.5) */
+    ck_assert_int_eq(sq_ref_round_s8_zp(-0.5f, -1), 0);
+    ck_assert_int_eq(sq_ref_round_s8_zp(1.5f, 127), -125);
+    ck_assert_int_eq(sq_ref_round_s8_zp(0.0f, 127), -127); /* x = 0 is exactly code -z */
+    ck_assert_int_eq(sq_ref_round_s8_zp(254.0f, 127), 127);
+    ck_assert_int_eq(sq_ref_round_s8_zp(254.5f, 127), 127);
+    ck_assert_int_eq(sq_ref_round_s8_zp(200.4f, 127), 73);
+    ck_assert_int_eq(sq_ref_round_s8_zp(-3.0f, 127), -127);
+    ck_assert_int_eq(sq_ref_round_s8_zp(1e30f, 127), 127);
+    ck_assert_int_eq(sq_ref_round_s8_zp(-1e30f, -127), -127);
+    ck_assert_int_eq(sq_ref_round_s8_zp(INFINITY, 127), 127);
+    ck_assert_int_eq(sq_ref_round_s8_zp(NAN, 64), 0);
+    static const float vals[] = {0.49999997f, 0.5f, -0.5f, 126.5f, 127.5f, -127.5f, 1e30f,
+                                 -1e30f, NAN, -0.0f, 8388607.5f};
+    for (int i = 0; i < LEN(vals); i++) /* z = 0 is the symmetric rule */
+        ck_assert_int_eq(sq_ref_round_s8_zp(vals[i], 0), sq_ref_round_s8(vals[i]));
 }
 END_TEST
 
@@ -350,13 +395,13 @@ END_TEST
 /* The former separate epilogue of the quantized linear (linear.c before
  * the fusion), on a packed [M][N] GEMM result: product rounded to float,
  * then the add (the asm keeps any compiler from fusing them). */
-static float *epilogue_ref(const problem *p, const void *c, const float *scale, float act_scale,
-                           const float *bias)
+static float *epilogue_ref(const problem *p, const void *c, const int32_t *off, const float *scale,
+                           float act_scale, const float *bias)
 {
     float *y = malloc(sizeof(float) * (size_t)p->M * p->N);
     for (size_t i = 0; i < (size_t)p->M * p->N; i++) {
         int n = (int)(i % (size_t)p->N);
-        float v = p->qt == SQ_QT_S8 ? (float)((const int32_t *)c)[i] * scale[n]
+        float v = p->qt == SQ_QT_S8 ? (float)(((const int32_t *)c)[i] + (off ? off[n] : 0)) * scale[n]
                                     : ((const float *)c)[i] * act_scale;
         __asm__("" : "+x"(v));
         y[i] = v + bias[n];
@@ -420,10 +465,18 @@ START_TEST(fused_epilogue_matches_separate)
                 scale[n] = ldexpf((float)(rng() | 1u), -32 - (int)(rng() % 12));
                 bias[n] = ((float)(int)(rng() % 200001) - 100000.0f) / 4099.0f;
             }
+            /* int8, every other shape: accumulator offsets (a zero point's z * wsum) */
+            int32_t *off = NULL;
+            if (!qi && s % 2) {
+                off = malloc(sizeof(int32_t) * p.N);
+                for (int n = 0; n < p.N; n++)
+                    off[n] = (int32_t)(rng() % 4000001u) - 2000000;
+            }
             float act_scale = 0.0137f;
-            sq_gemm_epilogue tmpl = {.out_scale = scale, .act_scale = act_scale, .bias = bias};
+            sq_gemm_epilogue tmpl = {.out_scale = scale, .acc_off = off, .act_scale = act_scale,
+                                     .bias = bias};
             void *c = run(SQ_ISA_SCALAR, &p);
-            float *ref = epilogue_ref(&p, c, scale, act_scale, bias);
+            float *ref = epilogue_ref(&p, c, off, scale, act_scale, bias);
             for (size_t i = 0; i < (size_t)p.M * p.N; i++) {
                 int n = (int)(i % (size_t)p.N);
                 float f = qi ? fmaf(((float *)c)[i], act_scale, bias[n])
@@ -452,6 +505,7 @@ START_TEST(fused_epilogue_matches_separate)
             }
             free(ref);
             free(c);
+            free(off);
             free(scale);
             free(bias);
             problem_free(&p);
@@ -537,6 +591,7 @@ static Suite *suite(void)
     tcase_add_test(tc, thread_count_independent);
     tcase_add_test(tc, tile_and_chunk_edges);
     tcase_add_test(tc, fused_argument_checks);
+    tcase_add_test(tc, round_zero_point_rule);
     tcase_add_test(tc, fused_epilogue_matches_separate);
     tcase_add_test(tc, throughput);
     suite_add_tcase(s, tc);
