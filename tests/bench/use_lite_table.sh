@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # The accuracy table of README "Accuracy on a real model": Universal Sentence
-# Encoder Lite, fp32 vs int8 (SmoothQuant alpha auto = recipes/use-lite.yaml,
-# alpha 0.5, no SmoothQuant) and int4-g128, on STS-B (original sts-test),
-# SciFact (BEIR test qrels) and SST-2 (dev, probe), plus fp32/int8/int4
-# speed side by side. Takes about 25 minutes on 2 cores.
+# Encoder Lite, fp32 vs int8 (recipes/use-lite.yaml: MSE clip, activation
+# zero points, SmoothQuant alpha auto), the same with SmoothQuant alpha 0.5
+# and without SmoothQuant, int4-g128, and the clip / zero-point ablation
+# (percentile 99.99 or MSE, symmetric or zero point; pctsym is the recipe
+# before zero points), on STS-B (original sts-test), SciFact (BEIR test
+# qrels) and SST-2 (dev, probe), plus fp32/int8/int4 speed side by side.
+# Takes about an hour on 2 cores (SciFact embeds 5,483 texts per variant).
 # usage: tests/bench/use_lite_table.sh [SQUINT] [SHARED_DATA] [WORKDIR]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -13,28 +16,27 @@ W=${3:-/tmp/squint-use-table}
 M=$data/use-lite-tfjs
 mkdir -p "$W"
 cd "$W"
-cat >a05.yaml <<'EOF'
+variant() { # NAME OBSERVER ZERO_POINT SMOOTHQUANT WEIGHTS
+  cat >"$1.yaml" <<EOF
 version: 1
 model: {architecture: t2t}
-smoothquant: {enabled: true, alpha: 0.5}
+observer: {method: $2, zero_point: $3}
+smoothquant: $4
+weights: {type: $5}
 EOF
-cat >nosq.yaml <<'EOF'
-version: 1
-model: {architecture: t2t}
-smoothquant: {enabled: false}
-EOF
-cat >int4.yaml <<'EOF'
-version: 1
-model: {architecture: t2t}
-smoothquant: {enabled: true, alpha: auto}
-weights: {type: int4-g128}
-EOF
+}
+variant a05 mse true "{enabled: true, alpha: 0.5}" int8
+variant nosq mse true "{enabled: false}" int8
+variant int4 mse true "{enabled: true, alpha: auto}" int4-g128
+variant pctsym percentile false "{enabled: true, alpha: auto}" int8
+variant pctzp percentile true "{enabled: true, alpha: auto}" int8
+variant msesym mse false "{enabled: true, alpha: auto}" int8
 cp "$here/../../recipes/use-lite.yaml" auto.yaml
 [[ -f use.sqc ]] || "$SQ" calibrate "$M" --quiet -o use.sqc
-for v in auto a05 nosq int4; do
+for v in auto a05 nosq int4 pctsym pctzp msesym; do
   [[ -f $v.sqm ]] || "$SQ" quantize "$M" --calib use.sqc --recipe $v.yaml -o $v.sqm >q_$v.log 2>&1
 done
-for v in auto a05 nosq int4; do
+for v in auto a05 nosq int4 pctsym pctzp msesym; do
   echo "=== $v ($(stat -c %s $v.sqm) bytes)"
   "$SQ" embed-run $v.sqm --input "$data/stsb-glue/original/sts-test.tsv" --reference "$M" --quiet
   "$SQ" embed-run $v.sqm --input "$data/scifact/beir-format" --reference "$M" --quiet
