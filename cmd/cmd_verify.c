@@ -23,7 +23,7 @@ static const char *const help =
     "metadata and directory checksums, every tensor's xxh64, the padding and the\n"
     "whole-file checksum; for a model also that the metadata is a squint-model\n"
     "document and that every linear has its companion tensors (scale, wsum, bias,\n"
-    "act_scale) with consistent shapes.\n"
+    "act_scale; optional smooth and act_zero) with consistent shapes and values in range.\n"
     "\n"
     "Prints 'FILE: OK (N tensors, SIZE bytes, KIND)' and exits 0; exits 1 naming the\n"
     "damaged tensor (or metadata, directory, header, trailer, padding, file size);\n"
