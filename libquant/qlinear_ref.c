@@ -5,33 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int8_t sq_ref_round_s8(float v)
-{
-    float r = roundf(v); /* half away from zero */
-    if (r > (float)SQ_REF_QMAX)
-        return SQ_REF_QMAX;
-    if (r < -(float)SQ_REF_QMAX)
-        return -SQ_REF_QMAX;
-    if (r != r) /* NaN: neither comparison above holds */
-        return 0;
-    return (int8_t)r;
-}
-
-int8_t sq_ref_round_s8_zp(float v, int z)
-{
-    float r = roundf(v);
-    if (r != r)
-        return 0;
-    /* clamp first so r - z is exact and cannot overflow */
-    const float lim = (float)(SQ_REF_QMAX + SQ_REF_MAX_ZERO);
-    r = fminf(fmaxf(r, -lim), lim) - (float)z;
-    if (r > (float)SQ_REF_QMAX)
-        return SQ_REF_QMAX;
-    if (r < -(float)SQ_REF_QMAX)
-        return -SQ_REF_QMAX;
-    return (int8_t)r;
-}
-
 void sq_ref_act_multipliers(const float *s, int k, float act_scale, float *m)
 {
     for (int j = 0; j < k; j++)
