@@ -131,11 +131,9 @@ static int check_linear(const sq_container *c, const char *prefix, const sq_cont
     if (zt) {
         int32_t z;
         memcpy(&z, zt->data, sizeof z);
-        if (int4 || z < -SQ_REF_MAX_ZERO || z > SQ_REF_MAX_ZERO || k > SQ_REF_MAX_K / 2)
-            return damaged(r, "tensor", name,
-                           "tensor \"%s\" is %d: a zero point must be in [-%d, %d], on an "
-                           "int8 linear with K <= %d",
-                           name, (int)z, SQ_REF_MAX_ZERO, SQ_REF_MAX_ZERO, SQ_REF_MAX_K / 2);
+        const char *why = sq_ref_act_zero_problem(z, !int4, (int64_t)k);
+        if (why)
+            return damaged(r, "tensor", name, "tensor \"%s\" is %d: %s", name, (int)z, why);
     }
     return 0;
 }

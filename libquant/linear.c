@@ -89,12 +89,13 @@ static void quant_forward(const sq_linear *l, const float *x, int rows, float *y
     const int kp = l->qw.k_pad;
     sq_gemm_quantize_acts_zp(x, rows, l->in, (size_t)l->in, l->act_mult, l->act_zero, sc->qa, kp,
                              (size_t)kp);
-    /* GEMM and epilogue in one pass: y = (float)acc * out_scale[n] + b[n]
-     * (int4: acc_f32 * act_scale + b[n]), product rounded before the add,
-     * written tile by tile; sc->acc is only used by the ISAs without the
-     * fused tile driver (scalar, amx). */
-    sq_gemm_epilogue ep = {.out_scale = l->out_scale, .acc_off = l->acc_off, .act_scale = l->act_scale, .bias = l->b,
-                           .y = y, .ldy = (size_t)l->out};
+    /* GEMM and epilogue in one pass: y = (float)(acc + acc_off[n]) *
+     * out_scale[n] + b[n] (int4: acc_f32 * act_scale + b[n]), product
+     * rounded before the add, written tile by tile; sc->acc is only used by
+     * the ISAs without the fused tile driver (scalar, amx). */
+    sq_gemm_epilogue ep = {.out_scale = l->out_scale, .acc_off = l->acc_off,
+                           .act_scale = l->act_scale, .bias = l->b, .y = y,
+                           .ldy = (size_t)l->out};
     if (l->qtype == SQ_QT_S8)
         sq_gemm_s8_fused(isa, sc->qa, rows, (size_t)kp, &l->qw, &ep, sc->acc);
     else

@@ -23,6 +23,7 @@
 #ifndef SQ_QLINEAR_REF_H
 #define SQ_QLINEAR_REF_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -46,6 +47,11 @@ int8_t sq_ref_round_s8(float v);
  * sq_ref_round_s8. */
 #define SQ_REF_MAX_ZERO 127
 int8_t sq_ref_round_s8_zp(float v, int z);
+/* Why zero point z cannot serve a linear with k inputs (int8: its weights
+ * are int8; int4 linears stay symmetric), or NULL when it can: |z| <=
+ * SQ_REF_MAX_ZERO and k <= SQ_REF_MAX_K / 2 (|q + z| <= 254 halves the int32
+ * bound). The one rule the loader and `verify` apply to a stored act_zero. */
+const char *sq_ref_act_zero_problem(int64_t z, bool int8, int64_t k);
 
 /* The activation multipliers the runtime stores: m[j] = 1.0f / (s[j] *
  * act_scale) for j < k; s == NULL means s_j = 1 (no smoothing). act_scale

@@ -31,3 +31,13 @@ int8_t sq_ref_round_s8_zp(float v, int z)
         return -SQ_REF_QMAX;
     return (int8_t)r;
 }
+
+/* the message spells the bounds out */
+_Static_assert(SQ_REF_MAX_ZERO == 127 && SQ_REF_MAX_K / 2 == 66572, "update the message below");
+
+const char *sq_ref_act_zero_problem(int64_t z, bool int8, int64_t k)
+{
+    if (int8 && z >= -SQ_REF_MAX_ZERO && z <= SQ_REF_MAX_ZERO && k <= SQ_REF_MAX_K / 2)
+        return NULL;
+    return "a zero point must be in [-127, 127], on an int8 linear with K <= 66572";
+}

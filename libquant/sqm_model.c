@@ -159,12 +159,9 @@ static int load_linear(const sq_container *c, int l, sq_linear_kind k, const sq_
         const int32_t *z = need(c, name, SQ_CDT_I32, 1, 0, err);
         if (!z)
             return -1;
-        if (qt != SQ_QT_S8 || *z < -SQ_REF_MAX_ZERO || *z > SQ_REF_MAX_ZERO ||
-            K > SQ_REF_MAX_K / 2)
-            return sq_err_set(err, "%s: %s is %d: a zero point must be in [-%d, %d], on an int8 "
-                              "linear with K <= %d",
-                              c->path, name, (int)*z, SQ_REF_MAX_ZERO, SQ_REF_MAX_ZERO,
-                              SQ_REF_MAX_K / 2);
+        const char *why = sq_ref_act_zero_problem(*z, qt == SQ_QT_S8, K);
+        if (why)
+            return sq_err_set(err, "%s: %s is %d: %s", c->path, name, (int)*z, why);
         zero = *z;
     }
     if (sq_linear_prepare_quant(lin, s, *as, zero) != 0)
