@@ -111,7 +111,7 @@ int cmd_bench(int argc, char **argv)
     if (optind != argc - 1)
         return cli_usage_error("bench", "expected exactly one MODEL argument");
     int nt = sq_threads_init((int)threads);
-    sq_err err = {{0}};
+    sq_err err = {0};
     sq_embed_model m;
     double t_open = cli_now();
     if (sq_embed_model_open(argv[optind], &m, &err) != 0)

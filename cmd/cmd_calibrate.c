@@ -49,7 +49,7 @@ static const char *const help =
 
 static int run_merge(char **files, int n, const char *out)
 {
-    sq_err err = {{0}};
+    sq_err err = {0};
     sq_calib_stats acc;
     if (sq_calib_stats_load(files[0], &acc, &err) != 0)
         return cli_fail("calibrate", &err);
@@ -97,7 +97,7 @@ int cmd_calibrate(int argc, char **argv)
     sq_scale_params_default(&o.scale, SQ_CALIB_PERCENTILE);
     long threads = 0, v;
     int quiet = 0, merge = 0, rc = SQ_EXIT_BADINPUT;
-    sq_err err = {{0}};
+    sq_err err = {0};
     optind = 1;
     int c;
     while ((c = getopt_long(argc, argv, "o:t:h", opts, NULL)) != -1) {

@@ -92,7 +92,7 @@ int cmd_embed(int argc, char **argv)
         return cli_usage_error("embed", "--pooling must be cls or mean");
 
     sq_threads_init((int)threads);
-    sq_err err = {{0}};
+    sq_err err = {0};
     sq_texts texts;
     if (sq_texts_read(input, field, &texts, &err) != 0)
         return cli_fail("embed", &err);

@@ -572,7 +572,7 @@ done:
 int cmd_embed_run(int argc, char **argv)
 {
     double t_start = cli_now();
-    sq_err err = {{0}};
+    sq_err err = {0};
     run_args a;
     sq_recipe rec;
     memset(&rec, 0, sizeof rec);

@@ -87,7 +87,7 @@ static int top_by_score(const float *score, int n, int k, int *idx)
 
 static int inspect_sqc(const char *path, int top, const char *method, int json)
 {
-    sq_err err = {{0}};
+    sq_err err = {0};
     sq_calib_stats st;
     if (sq_calib_stats_load(path, &st, &err) != 0)
         return cli_fail("inspect", &err);
@@ -235,7 +235,7 @@ int cmd_inspect(int argc, char **argv)
         return cli_usage_error("inspect", "expected exactly one FILE argument");
     const char *path = argv[optind];
     sq_container cont;
-    sq_err err = {{0}};
+    sq_err err = {0};
     if (sq_container_open(path, 0, &cont, &err) != 0)
         return cli_fail("inspect", &err);
     uint32_t kind = cont.kind;

@@ -144,7 +144,7 @@ int cmd_quantize(int argc, char **argv)
     const char *model_arg = argv[optind];
     const char *env_corpus = getenv("SQUINT_BUNDLED_CORPUS");
     const char *bundled = env_corpus && *env_corpus ? env_corpus : SQ_BUNDLED_CORPUS;
-    sq_err err = {{0}};
+    sq_err err = {0};
     sq_recipe recipe;
     if ((recipe_path ? sq_recipe_load_file(recipe_path, &recipe, &err)
                      : sq_recipe_default(&recipe)) != 0) {

@@ -78,7 +78,7 @@ int cmd_tokenize(int argc, char **argv)
         return cli_usage_error("tokenize", "expected exactly one MODEL argument");
     if (!input)
         return cli_usage_error("tokenize", "--input is required");
-    sq_err err = {{0}};
+    sq_err err = {0};
     sq_texts texts;
     if (sq_texts_read(input, field, &texts, &err) != 0)
         return cli_fail("tokenize", &err);

@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "container.h"
+#include "embed_model.h"
 #include "inspect_sqm.h"
 #include "qlinear_ref.h"
 #include "yaml_tree.h"
@@ -249,6 +250,15 @@ static int check_model(const sq_container *c, sq_verify_report *r)
     if (rc == 0)
         rc = check_linears_list(c, yt_get(root, "linears"), r);
     yt_free(doc);
+    /* Last, what `embed` itself checks when it loads the file (one set of
+     * checks for both): shapes against the config, finite values, panels
+     * consistent with their wsum and scales, the tokenizer. */
+    if (rc == 0 && sq_sqm_check_runnable(c, &err) != 0) {
+        if (err.subject[0])
+            rc = damaged(r, "tensor", err.subject, "%s", err.msg);
+        else
+            rc = damaged(r, "model", NULL, "%s", err.msg);
+    }
     return rc;
 }
 

@@ -12,6 +12,19 @@ int sq_err_set(sq_err *err, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(err->msg, sizeof err->msg, fmt, ap);
     va_end(ap);
+    err->subject[0] = '\0';
+    return -1;
+}
+
+int sq_err_set_at(sq_err *err, const char *subject, const char *fmt, ...)
+{
+    if (!err)
+        return -1;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+    snprintf(err->subject, sizeof err->subject, "%s", subject ? subject : "");
     return -1;
 }
 

@@ -8,6 +8,10 @@
 
 typedef struct sq_err {
     char msg[1024];
+    /* What the problem is in, when a check can name it (a tensor of a .sqm
+     * such as "layer.0.qkv.wsum"), else "". sq_err_set clears it,
+     * sq_err_set_at sets it, sq_err_prefix keeps it. */
+    char subject[160];
 } sq_err;
 
 #if defined(__GNUC__)
@@ -18,6 +22,8 @@ typedef struct sq_err {
 
 /* Set the message (printf-style). Returns -1 so callers can `return sq_err_set(...)`. */
 int sq_err_set(sq_err *err, const char *fmt, ...) SQ_PRINTF(2, 3);
+/* sq_err_set, naming the subject (a tensor) the problem is in. */
+int sq_err_set_at(sq_err *err, const char *subject, const char *fmt, ...) SQ_PRINTF(3, 4);
 /* Prepend "prefix: " to the existing message. Returns -1. */
 int sq_err_prefix(sq_err *err, const char *fmt, ...) SQ_PRINTF(2, 3);
 

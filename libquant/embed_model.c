@@ -10,11 +10,11 @@
 #include "tfjs_encoder.h"
 #include "tfjs_model.h"
 
-static int open_sqm(const char *path, sq_embed_model *m, sq_err *err)
+/* Everything of an open .sqm that `embed` runs on: the encoder (whose
+ * loader proves every tensor consistent, sqm_model.c), the tokenizer and the
+ * pooling. The one set of model checks: `verify` runs it too. */
+static int load_sqm_parts(sq_embed_model *m, sq_err *err)
 {
-    m->is_sqm = true;
-    if (sq_container_open(path, SQ_KIND_SQM, &m->sqm, err) != 0)
-        return -1;
     sq_sqm_info info;
     if (sq_sqm_load_encoder(&m->sqm, &m->enc, &info, err) != 0 ||
         sq_sqm_tokenizer_spec(&m->sqm, &m->tok_spec, err) != 0 ||
@@ -22,9 +22,29 @@ static int open_sqm(const char *path, sq_embed_model *m, sq_err *err)
         return -1;
     m->pool = info.pool;
     m->max_seq = info.max_seq;
+    return 0;
+}
+
+static int open_sqm(const char *path, sq_embed_model *m, sq_err *err)
+{
+    m->is_sqm = true;
+    if (sq_container_open(path, SQ_KIND_SQM, &m->sqm, err) != 0 || load_sqm_parts(m, err) != 0)
+        return -1;
     /* Refuse a forced SQUINT_ISA this CPU lacks now, not in the middle of a run. */
     sq_isa isa;
     return sq_linear_isa(&isa, err);
+}
+
+int sq_sqm_check_runnable(const sq_container *c, sq_err *err)
+{
+    sq_embed_model m;
+    memset(&m, 0, sizeof m);
+    m.sqm = *c; /* borrowed: never closed here */
+    int rc = load_sqm_parts(&m, err);
+    sq_encoder_free(&m.enc);
+    sq_tokenizer_free(m.tok);
+    sq_wordpiece_spec_free(&m.tok_spec);
+    return rc;
 }
 
 static int open_checkpoint(const char *arg, sq_embed_model *m, sq_err *err)

@@ -27,4 +27,10 @@ typedef struct sq_embed_model {
 int sq_embed_model_open(const char *arg, sq_embed_model *m, sq_err *err);
 void sq_embed_model_close(sq_embed_model *m);
 
+/* Would `embed` run the open .sqm container c? The same loads as
+ * sq_embed_model_open (encoder with every consistency check, tokenizer,
+ * pooling), then freed; c stays open. 0, or -1 with err naming the file,
+ * the problem and, in err->subject, the tensor when there is one. */
+int sq_sqm_check_runnable(const sq_container *c, sq_err *err);
+
 #endif

@@ -82,7 +82,7 @@ T_AVX2 INLINE void compensate(__m256i acc[][2], const int nr, const int32_t *ws,
 {
     int32_t c[SQ_PANEL_N];
     for (int i = 0; i < SQ_PANEL_N; i++)
-        c[i] = ws[(size_t)i * stride] * 128;
+        c[i] = (int32_t)((uint32_t)ws[(size_t)i * stride] << 7); /* mod 2^32, as vpdpbusd */
     __m256i c0 = _mm256_loadu_si256((const __m256i *)c);
     __m256i c1 = _mm256_loadu_si256((const __m256i *)(c + 8));
     for (int r = 0; r < nr; r++) {

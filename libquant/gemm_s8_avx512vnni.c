@@ -44,14 +44,16 @@ T_512 INLINE void step(__m512i acc[][NP], const int8_t *A, size_t lda, const int
 
 /* acc[r][j] -= 128 * wsum of panel p0 + j; sums at ws[(16 (p0 + j) + i) *
  * stride] (stride 1 for int8, groups for int4, ws already offset to the
- * group). */
+ * group). Computed mod 2^32 like vpdpbusd itself: 128 * |wsum| can pass
+ * 2^31 for K near SQ_REF_MAX_K while the final sum is exact (the loader
+ * proves wsum is the panels' sum, qweight_check.h). */
 T_512 INLINE void compensate(__m512i acc[][NP], const int nr, const int np, const int32_t *ws,
                              int p0, int stride)
 {
     for (int j = 0; j < np; j++) {
         int32_t c[SQ_PANEL_N];
         for (int i = 0; i < SQ_PANEL_N; i++)
-            c[i] = ws[(size_t)((p0 + j) * SQ_PANEL_N + i) * stride] * 128;
+            c[i] = (int32_t)((uint32_t)ws[(size_t)((p0 + j) * SQ_PANEL_N + i) * stride] << 7);
         __m512i cv = _mm512_loadu_si512(c);
         for (int r = 0; r < nr; r++)
             acc[r][j] = _mm512_sub_epi32(acc[r][j], cv);

@@ -8,6 +8,7 @@
 #include "config_yaml.h"
 #include "qlinear_ref.h"
 #include "quant_embed.h"
+#include "qweight_check.h"
 #include "yaml_tree.h"
 
 bool sq_sqm_sniff(const char *path)
@@ -28,15 +29,34 @@ static const void *need(const sq_container *c, const char *name, unsigned dt, ui
     const sq_container_tensor *t = sq_container_find(c, name);
     int nd = d1 ? 2 : 1;
     if (!t) {
-        sq_err_set(err, "%s: missing tensor \"%s\"", c->path, name);
+        sq_err_set_at(err, name, "%s: missing tensor \"%s\"", c->path, name);
         return NULL;
     }
     if (t->dtype != dt || t->ndim != nd || t->dims[0] != d0 || (nd == 2 && t->dims[1] != d1)) {
-        sq_err_set(err, "%s: tensor \"%s\" has the wrong dtype or shape for this model", c->path,
-                   name);
+        sq_err_set_at(err, name, "%s: tensor \"%s\" has the wrong dtype or shape for this model",
+                      c->path, name);
         return NULL;
     }
     return t->data;
+}
+
+/* need() for an f32 tensor whose every value must be finite (embeddings,
+ * LayerNorms, biases: one NaN or inf there makes every embedding NaN).
+ * positive: every value must also be > 0 (scales). */
+static const float *need_finite(const sq_container *c, const char *name, uint64_t d0,
+                                uint64_t d1, bool positive, sq_err *err)
+{
+    const float *v = need(c, name, SQ_CDT_F32, d0, d1, err);
+    if (!v)
+        return NULL;
+    size_t n = (size_t)d0 * (d1 ? (size_t)d1 : 1);
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(v[i]) || (positive && !(v[i] > 0))) {
+            sq_err_set_at(err, name, "%s: tensor \"%s\" entry %zu is %g, not %s", c->path, name,
+                          i, (double)v[i], positive ? "a finite value > 0" : "finite");
+            return NULL;
+        }
+    return v;
 }
 
 static int parse_meta(const sq_container *c, sq_bert_config *cfg, sq_sqm_info *info,
@@ -95,27 +115,27 @@ static int load_linear(const sq_container *c, int l, sq_linear_kind k, const sq_
     int N, K;
     if (!sq_linear_shape(cfg, l, k, &N, &K))
         return 0; /* the layer has no such linear */
-    char name[96];
-    snprintf(name, sizeof name, "layer.%d.%s.weight", l, kn);
-    const sq_container_tensor *wt = sq_container_find(c, name);
+    char name[96], pre[64];
+    snprintf(pre, sizeof pre, "layer.%d.%s", l, kn);
+#define NAME(suffix) (snprintf(name, sizeof name, "%s.%s", pre, suffix), name)
+    const sq_container_tensor *wt = sq_container_find(c, NAME("weight"));
     if (!wt)
-        return sq_err_set(err, "%s: missing tensor \"%s\"", c->path, name);
+        return sq_err_set_at(err, name, "%s: missing tensor \"%s\"", c->path, name);
     lin->in = K;
     lin->out = N;
     lin->borrowed = true;
-    snprintf(name, sizeof name, "layer.%d.%s.bias", l, kn);
-    if (!(lin->b = (float *)need(c, name, SQ_CDT_F32, (uint64_t)N, 0, err)))
+    if (!(lin->b = (float *)need_finite(c, NAME("bias"), (uint64_t)N, 0, false, err)))
         return -1;
     if (wt->dtype == SQ_CDT_F32) {
-        snprintf(name, sizeof name, "layer.%d.%s.weight", l, kn);
         lin->qtype = SQ_QT_F32;
-        lin->w = (float *)need(c, name, SQ_CDT_F32, (uint64_t)N, (uint64_t)K, err);
+        lin->w = (float *)need_finite(c, NAME("weight"), (uint64_t)N, (uint64_t)K, false, err);
         return lin->w ? 0 : -1;
     }
     sq_qtype qt = wt->dtype == SQ_CDT_S8_PANEL ? SQ_QT_S8 : SQ_QT_S4G128;
     if ((wt->dtype != SQ_CDT_S8_PANEL && wt->dtype != SQ_CDT_S4G128_PANEL) || wt->ndim != 2 ||
         wt->dims[0] != (uint64_t)N || wt->dims[1] != (uint64_t)K)
-        return sq_err_set(err, "%s: tensor \"%s\" has the wrong dtype or shape", c->path, wt->name);
+        return sq_err_set_at(err, wt->name, "%s: tensor \"%s\" has the wrong dtype or shape",
+                             c->path, wt->name);
     lin->qtype = qt;
     sq_qweight shape = {0};
     if (sq_qweight_shape(&shape, qt, N, K, err) != 0)
@@ -124,16 +144,15 @@ static int load_linear(const sq_container *c, int l, sq_linear_kind k, const sq_
      * (2-D even with one group), as formats/SQM.md says. */
     int G = sq_qweight_groups(&shape);
     uint64_t gdim = qt == SQ_QT_S4G128 ? (uint64_t)G : 0;
-    snprintf(name, sizeof name, "layer.%d.%s.scale", l, kn);
-    const float *scale = need(c, name, SQ_CDT_F32, (uint64_t)N, gdim, err);
-    snprintf(name, sizeof name, "layer.%d.%s.wsum", l, kn);
-    const int32_t *wsum = scale ? need(c, name, SQ_CDT_I32, (uint64_t)shape.n_pad, gdim, err) : NULL;
-    snprintf(name, sizeof name, "layer.%d.%s.act_scale", l, kn);
-    const float *as = wsum ? need(c, name, SQ_CDT_F32, 1, 0, err) : NULL;
+    const float *scale = need(c, NAME("scale"), SQ_CDT_F32, (uint64_t)N, gdim, err);
+    const int32_t *wsum =
+        scale ? need(c, NAME("wsum"), SQ_CDT_I32, (uint64_t)shape.n_pad, gdim, err) : NULL;
+    const float *as = wsum ? need(c, NAME("act_scale"), SQ_CDT_F32, 1, 0, err) : NULL;
     if (!as)
         return -1;
     if (!(isfinite(*as) && *as > 0))
-        return sq_err_set(err, "%s: layer.%d.%s.act_scale is not a positive number", c->path, l, kn);
+        return sq_err_set_at(err, NAME("act_scale"), "%s: %s is %g, not a finite scale > 0",
+                             c->path, name, (double)*as);
     /* The kernels read scales for the padding channels too: pad a copy with 0. */
     lin->scale_pad = calloc((size_t)shape.n_pad * G, sizeof *lin->scale_pad);
     if (!lin->scale_pad)
@@ -141,31 +160,49 @@ static int load_linear(const sq_container *c, int l, sq_linear_kind k, const sq_
     memcpy(lin->scale_pad, scale, (size_t)N * G * sizeof(float));
     if (sq_qweight_view(&lin->qw, qt, N, K, wt->data, wt->size, lin->scale_pad, wsum, err) != 0)
         return -1;
-    snprintf(name, sizeof name, "layer.%d.%s.smooth", l, kn);
-    const sq_container_tensor *st = sq_container_find(c, name);
+    /* The panels, their sums and scales are what every kernel assumes
+     * (qweight_check.h): checksums can be forged, so this is proven here. */
+    char why[256];
+    sq_qweight_problem prob = sq_qweight_check(&lin->qw, why, sizeof why);
+    if (prob != SQ_QW_OK)
+        return sq_err_set_at(err, NAME(sq_qweight_problem_suffix(prob)), "%s: tensor \"%s\": %s",
+                             c->path, name, why);
     const float *s = NULL;
-    if (st) {
-        if (!(s = need(c, name, SQ_CDT_F32, (uint64_t)K, 0, err)))
-            return -1;
-        for (int j = 0; j < K; j++)
-            if (!(isfinite(s[j]) && s[j] > 0))
-                return sq_err_set(err, "%s: %s holds a non-positive factor", c->path, name);
-    }
+    if (sq_container_find(c, NAME("smooth")) &&
+        !(s = need_finite(c, name, (uint64_t)K, 0, true, err)))
+        return -1;
     /* Optional int8 activation zero point (absent: symmetric). The shifted
      * codes reach |q + z| <= 254, so the int32 accumulator bound halves K. */
     int zero = 0;
-    snprintf(name, sizeof name, "layer.%d.%s.act_zero", l, kn);
-    if (sq_container_find(c, name)) {
+    if (sq_container_find(c, NAME("act_zero"))) {
         const int32_t *z = need(c, name, SQ_CDT_I32, 1, 0, err);
         if (!z)
             return -1;
-        const char *why = sq_ref_act_zero_problem(*z, qt == SQ_QT_S8, K);
-        if (why)
-            return sq_err_set(err, "%s: %s is %d: %s", c->path, name, (int)*z, why);
+        const char *why_z = sq_ref_act_zero_problem(*z, qt == SQ_QT_S8, K);
+        if (why_z)
+            return sq_err_set_at(err, name, "%s: %s is %d: %s", c->path, name, (int)*z, why_z);
         zero = *z;
     }
     if (sq_linear_prepare_quant(lin, s, *as, zero) != 0)
         return sq_err_set(err, "out of memory");
+    /* What the runtime derives from the scales must be usable too: an
+     * act_scale of 1e-45 or a smooth of 1e-38 gives an infinite multiplier
+     * (every code saturates), act_scale * scale can overflow. */
+    for (int j = 0; j < K; j++)
+        if (!(isfinite(lin->act_mult[j]) && lin->act_mult[j] > 0))
+            return sq_err_set_at(err, NAME(s ? "smooth" : "act_scale"),
+                                 "%s: input %d's quantization multiplier 1 / (smooth * act_scale) "
+                                 "= %g is not finite (act_scale %g%s)",
+                                 c->path, j, (double)lin->act_mult[j], (double)*as,
+                                 s ? ", see smooth" : "");
+    if (qt == SQ_QT_S8)
+        for (int n = 0; n < N; n++)
+            if (!(isfinite(lin->out_scale[n]) && lin->out_scale[n] > 0))
+                return sq_err_set_at(err, NAME("scale"),
+                                     "%s: channel %d's output scale act_scale * scale = %g * %g "
+                                     "is not a finite value > 0",
+                                     c->path, n, (double)*as, (double)scale[n]);
+#undef NAME
     return 0;
 }
 
@@ -182,33 +219,33 @@ int sq_sqm_load_encoder(const sq_container *c, sq_encoder *enc, sq_sqm_info *inf
                    E = (uint64_t)cfg->embed_dim;
     enc->word_qt = emb_qt;
     if (emb_qt == SQ_QT_F32) {
-        if (!(enc->word_emb = (float *)need(c, "embeddings.word", SQ_CDT_F32, V, E, err)))
+        if (!(enc->word_emb = (float *)need_finite(c, "embeddings.word", V, E, false, err)))
             goto fail;
     } else if (emb_qt == SQ_QT_S8) {
         if (!(enc->word_q = need(c, "embeddings.word", SQ_CDT_I8, V, E, err)) ||
-            !(enc->word_scale = need(c, "embeddings.word.scale", SQ_CDT_F32, V, 0, err)))
+            !(enc->word_scale = need_finite(c, "embeddings.word.scale", V, 0, false, err)))
             goto fail;
     } else {
         uint64_t G = (uint64_t)sq_embed_s4_groups((int)E);
         if (!(enc->word_q = need(c, "embeddings.word", SQ_CDT_U8, V, E / 2, err)) ||
-            !(enc->word_scale = need(c, "embeddings.word.scale", SQ_CDT_F32, V, G, err)))
+            !(enc->word_scale = need_finite(c, "embeddings.word.scale", V, G, false, err)))
             goto fail;
     }
-    if (!(enc->pos_emb = (float *)need(c, "embeddings.position", SQ_CDT_F32, (uint64_t)cfg->max_pos, E, err)))
+    if (!(enc->pos_emb = (float *)need_finite(c, "embeddings.position", (uint64_t)cfg->max_pos, E, false, err)))
         goto fail;
     if (cfg->type_vocab > 0 &&
-        !(enc->type_emb = (float *)need(c, "embeddings.token_type", SQ_CDT_F32, (uint64_t)cfg->type_vocab, E, err)))
+        !(enc->type_emb = (float *)need_finite(c, "embeddings.token_type", (uint64_t)cfg->type_vocab, E, false, err)))
         goto fail;
-    if (cfg->emb_ln && (!(enc->emb_ln_g = (float *)need(c, "embeddings.ln.gamma", SQ_CDT_F32, E, 0, err)) ||
-                        !(enc->emb_ln_b = (float *)need(c, "embeddings.ln.beta", SQ_CDT_F32, E, 0, err))))
+    if (cfg->emb_ln && (!(enc->emb_ln_g = (float *)need_finite(c, "embeddings.ln.gamma", E, 0, false, err)) ||
+                        !(enc->emb_ln_b = (float *)need_finite(c, "embeddings.ln.beta", E, 0, false, err))))
         goto fail;
     if (cfg->head != SQ_HEAD_NONE) {
         sq_linear *hd = &enc->head;
         hd->in = hd->out = (int)H;
         hd->qtype = SQ_QT_F32;
         hd->borrowed = true;
-        if (!(hd->w = (float *)need(c, "head.weight", SQ_CDT_F32, H, H, err)) ||
-            !(hd->b = (float *)need(c, "head.bias", SQ_CDT_F32, H, 0, err)))
+        if (!(hd->w = (float *)need_finite(c, "head.weight", H, H, false, err)) ||
+            !(hd->b = (float *)need_finite(c, "head.bias", H, 0, false, err)))
             goto fail;
     }
     enc->layers = calloc((size_t)cfg->layers, sizeof *enc->layers);
@@ -222,7 +259,7 @@ int sq_sqm_load_encoder(const sq_container *c, sq_encoder *enc, sq_sqm_info *inf
         uint64_t DA = (uint64_t)sq_ln_attn_dim(cfg, l);
 #define LN(field, fmt, D)                                                                          \
     snprintf(name, sizeof name, fmt, l);                                                           \
-    if (!(L->field = (float *)need(c, name, SQ_CDT_F32, D, 0, err)))                               \
+    if (!(L->field = (float *)need_finite(c, name, D, 0, false, err)))                               \
         goto fail;
         LN(ln_attn_g, "layer.%d.ln_attn.gamma", DA)
         LN(ln_attn_b, "layer.%d.ln_attn.beta", DA)

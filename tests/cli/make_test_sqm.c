@@ -190,14 +190,14 @@ static void add_embeddings(int int8)
     add_ln("embeddings.ln");
 }
 
-static void metadata(sq_strbuf *m, int layers, const char *const *types)
+static void metadata(sq_strbuf *m, int layers, const char *const *types, const char *emb_type)
 {
     sq_sb_printf(m,
                   "format: squint-model\nformat_version: 1\ntool: \"make_test_sqm\"\n"
                   "architecture: bert\n"
                   "config: {vocab_size: %d, hidden: %d, layers: %d, heads: %d, ffn: %d, "
                   "max_positions: %d, type_vocab: %d, pad_token_id: 0, layer_norm_eps: 1e-12}\n"
-                  "pooling: cls\nnormalize: true\nmax_seq: %d\n"
+                  "pooling: cls\nnormalize: true\nmax_seq: %d\nembeddings_type: %s\n"
                   "tokenizer:\n  type: wordpiece\n  vocab_size: %d\n  lowercase: true\n"
                   "  strip_accents: null\n  clean_text: true\n  handle_chinese_chars: true\n"
                   "  continuing_subword_prefix: \"##\"\n  max_input_chars_per_word: 100\n"
@@ -209,7 +209,7 @@ static void metadata(sq_strbuf *m, int layers, const char *const *types)
                   "  samples: 16\n  seed: 0\n  max_seq: %d\n"
                   "recipe: |\n  model: test\n  weights: %s\n  smoothquant: {alpha: 0.5}\n"
                   "linears:\n",
-                  VOCAB, H, layers, HEADS, FFN, POS, TYPES, POS, VOCAB, POS, types[0]);
+                  VOCAB, H, layers, HEADS, FFN, POS, TYPES, POS, emb_type, VOCAB, POS, types[0]);
     static const char *kinds[4] = {"qkv", "attn_out", "ffn_up", "ffn_down"};
     static const int shape[4][2] = {{3 * H, H}, {H, H}, {FFN, H}, {H, FFN}};
     for (int l = 0; l < layers; l++)
@@ -288,7 +288,7 @@ int main(int argc, char **argv)
         return fprintf(stderr, "make_test_sqm: no f32 tensor \"%s\" to perturb\n", perturb), 2;
 
     sq_strbuf meta = {0};
-    metadata(&meta, layers, types);
+    metadata(&meta, layers, types, qt != SQ_QT_F32 ? "int8" : "fp32");
     sq_container_writer *w = sq_container_writer_new(SQ_KIND_SQM);
     sq_err err;
     int rc = w ? sq_container_writer_set_metadata(w, meta.s, meta.len, &err) : -1;

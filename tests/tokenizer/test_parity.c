@@ -207,7 +207,7 @@ static int check_golden(const sq_tokenizer *t, const char *data, const char *gol
 
 static sq_tokenizer *load_variant(const char dir[static 4096], bool from_vocab_txt)
 {
-    sq_err err = {{0}};
+    sq_err err = {0};
     sq_tokenizer *t = NULL;
     if (!from_vocab_txt) {
         t = sq_tokenizer_load_dir(dir, &err);

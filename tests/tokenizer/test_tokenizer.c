@@ -79,7 +79,7 @@ static sq_tokenizer *make_tok(void (*tweak)(sq_wordpiece_spec *))
     make_spec(&s);
     if (tweak)
         tweak(&s);
-    sq_err err = {{0}};
+    sq_err err = {0};
     sq_tokenizer *t = sq_tokenizer_new(&s, &err);
     sq_wordpiece_spec_free(&s);
     ck_assert_msg(t != NULL, "sq_tokenizer_new: %s", err.msg);
@@ -283,7 +283,7 @@ END_TEST
 
 static sq_tokenizer *load_dir_ok(void)
 {
-    sq_err err = {{0}};
+    sq_err err = {0};
     sq_tokenizer *t = sq_tokenizer_load_dir(tmpdir, &err);
     ck_assert_msg(t != NULL, "load_dir: %s", err.msg);
     return t;
@@ -385,7 +385,7 @@ END_TEST
 
 static void expect_load_error(const char *needle)
 {
-    sq_err err = {{0}};
+    sq_err err = {0};
     sq_tokenizer *t = sq_tokenizer_load_dir(tmpdir, &err);
     ck_assert_msg(t == NULL, "loaded a bad file (expected error with \"%s\")", needle);
     ck_assert_msg(strstr(err.msg, needle) != NULL, "error \"%s\" lacks \"%s\"", err.msg, needle);
@@ -469,7 +469,7 @@ END_TEST
 START_TEST(hostile_spec)
 {
     sq_wordpiece_spec s;
-    sq_err err = {{0}};
+    sq_err err = {0};
     make_spec(&s);
     s.unk_id = NV;
     ck_assert_ptr_null(sq_tokenizer_new(&s, &err));

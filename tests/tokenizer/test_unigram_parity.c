@@ -281,7 +281,7 @@ int main(void)
     }
     free(text);
 
-    sq_err err = {{0}};
+    sq_err err = {0};
     sq_unigram *u = sq_unigram_load_use_vocab(vocab, &err);
     if (!u) {
         printf("ERROR %s\n", err.msg);

@@ -43,7 +43,7 @@ static void init_ok(sq_act_stats *st, int C)
 
 static void observe_ok(sq_act_stats *st, const float *x, int rows, int C)
 {
-    sq_err err = {{0}};
+    sq_err err = {0};
     ck_assert_msg(sq_act_stats_observe(st, x, rows, C, &err) == 0, "%s", err.msg);
 }
 
@@ -137,7 +137,7 @@ START_TEST(test_nonfinite_rejected)
     x[3 * C + 5] = NAN;
     x[7 * C + 1] = -INFINITY;
     x[2 * C + 0] = 1e30f; /* finite but huge: must not land in the stats either */
-    sq_err err = {{0}};
+    sq_err err = {0};
     ck_assert_int_eq(sq_act_stats_observe(&st, x, rows, C, &err), -1);
     ck_assert_ptr_nonnull(strstr(err.msg, "non-finite activation"));
     ck_assert_ptr_nonnull(strstr(err.msg, "2 NaN/Inf"));

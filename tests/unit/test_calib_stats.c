@@ -42,7 +42,7 @@ START_TEST(round_trip)
     char path[256];
     snprintf(path, sizeof path, "%s/a.sqc", dir);
     sq_calib_stats a, b;
-    sq_err err = {{0}};
+    sq_err err = {0};
     ck_assert_int_eq(sq_calib_stats_init(&a, &cfg, &err), 0);
     fill(&a, 3);
     ck_assert_int_eq(sq_calib_stats_check(&a, &err), 0);
@@ -86,7 +86,7 @@ END_TEST
 START_TEST(nonfinite_reported)
 {
     sq_calib_stats a;
-    sq_err err = {{0}};
+    sq_err err = {0};
     ck_assert_int_eq(sq_calib_stats_init(&a, &cfg, &err), 0);
     sq_observer o = sq_calib_stats_observer(&a);
     float x[8] = {1, 2, NAN, 4, 5, 6, 7, 8};

@@ -260,7 +260,7 @@ static void check_sample(const sq_container *c)
 static void expect_refused(const uint8_t *buf, size_t len, const char *needle)
 {
     sq_container c;
-    sq_err err = {{0}};
+    sq_err err = {0};
     int rc = sq_container_open_buffer(buf, len, "bad.sqm", NULL, &c, &err);
     if (rc == 0) {
         rc = sq_container_verify(&c, &err);

@@ -163,7 +163,7 @@ START_TEST(forward_matches_reference)
     sq_batch b = {.n_seq = 3, .offsets = off, .ids = ids, .type_ids = NULL};
     sq_workspace ws = {0};
     float *hid1 = malloc(sizeof(float) * T * 32), *hid2 = malloc(sizeof(float) * T * 32);
-    sq_err err = {{0}};
+    sq_err err = {0};
     sq_observer obs = {.linear_input = count_obs, .ctx = &T};
     sq_threads_init(1);
     ck_assert_int_eq(sq_encoder_forward(&e, &ws, &b, hid1, &obs, &err), 0);

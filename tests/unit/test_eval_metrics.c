@@ -188,7 +188,7 @@ START_TEST(test_stsb_layouts)
                               "0\tx\tA man.\tA person.\t4.5\n"
                               "1\tx\tA cat.\tA dog.\t1.0\n");
     sq_stsb s;
-    sq_err err = {{0}};
+    sq_err err = {0};
     ck_assert_int_eq(sq_stsb_read(glue, 0, &s, &err), 0);
     ck_assert_int_eq(s.n, 2);
     ck_assert_str_eq(s.s2[1], "A dog.");
@@ -215,7 +215,7 @@ END_TEST
 START_TEST(test_stsb_hostile)
 {
     sq_stsb s;
-    sq_err err = {{0}};
+    sq_err err = {0};
     char *p = tu_write_str(dir, "test.tsv", "index\tsentence1\tsentence2\n0\ta\tb\n");
     ck_assert_int_eq(sq_stsb_read(p, 0, &s, &err), -1);
     ck_assert_ptr_nonnull(strstr(err.msg, "test.tsv:1: no 'score' column"));
@@ -239,7 +239,7 @@ END_TEST
 START_TEST(test_sst2)
 {
     sq_sst2 s;
-    sq_err err = {{0}};
+    sq_err err = {0};
     char *p = tu_write_str(dir, "dev.tsv", "sentence\tlabel\ngood . \t1\r\nbad .\t0\n\n");
     sq_eval_task t;
     ck_assert_int_eq(sq_eval_task_detect(p, &t, &err), 0);
@@ -273,7 +273,7 @@ START_TEST(test_beir)
     ck_assert_int_eq(mkdir(qrels_dir, 0755), 0);
     free(tu_write_str(qrels_dir, "test.tsv", "query-id\tcorpus-id\tscore\nq3\td4\t1\nq1\td3\t2\n"));
     sq_eval_task t;
-    sq_err err = {{0}};
+    sq_err err = {0};
     ck_assert_int_eq(sq_eval_task_detect(dir, &t, &err), 0);
     ck_assert_int_eq(t, SQ_TASK_SCIFACT);
     sq_beir b;

@@ -32,7 +32,7 @@ START_TEST(config_ok)
 {
     char *p = tu_write_str(dir, "config.json", good_cfg);
     sq_bert_config c;
-    sq_err err = {{0}};
+    sq_err err = {0};
     ck_assert_int_eq(sq_bert_config_load(p, &c, &err), 0);
     ck_assert_int_eq(c.hidden, 32);
     ck_assert_int_eq(c.heads, 4);
@@ -65,7 +65,7 @@ START_TEST(config_refusals)
                  at + strlen(cases[i].from));
         char *p = tu_write_str(dir, "config.json", buf);
         sq_bert_config c;
-        sq_err err = {{0}};
+        sq_err err = {0};
         ck_assert_int_eq(sq_bert_config_load(p, &c, &err), -1);
         ck_assert_msg(strstr(err.msg, cases[i].needle) && strstr(err.msg, p), "case %zu: %s", i,
                       err.msg);
@@ -77,7 +77,7 @@ END_TEST
 START_TEST(pooling_configs)
 {
     sq_pooling_config pc;
-    sq_err err = {{0}};
+    sq_err err = {0};
     ck_assert_int_eq(sq_pooling_config_load_dir(dir, &pc, &err), 0);
     ck_assert(pc.pooling == SQ_POOL_CLS && !pc.normalize && !pc.from_sentence_transformers);
     free(tu_write_str(dir, "modules.json",
@@ -156,7 +156,7 @@ END_TEST
 START_TEST(text_input_formats)
 {
     sq_texts t;
-    sq_err err = {{0}};
+    sq_err err = {0};
     char *p = tu_write_str(dir, "a.txt", "first line\r\n\nthird\n");
     ck_assert_int_eq(sq_texts_read(p, NULL, &t, &err), 0);
     ck_assert_int_eq(t.n, 3);
@@ -215,7 +215,7 @@ START_TEST(checkpoint_archives)
     const char *ok[] = {"model/config.json", "model/vocab.txt"};
     char *p = make_tgz("ok.tar.gz", ok, 2);
     sq_checkpoint_dir cd;
-    sq_err err = {{0}};
+    sq_err err = {0};
     ck_assert_int_eq(sq_checkpoint_open(p, &cd, &err), 0);
     char *cfg = sq_path_join(cd.dir, "config.json");
     ck_assert(sq_file_exists(cfg));

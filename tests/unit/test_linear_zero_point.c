@@ -60,7 +60,7 @@ static void fixture_free(fixture *f)
  * come back in lin for the reference. */
 static void run_linear(const fixture *f, sq_linear *lin, float act_scale, int z, float *y)
 {
-    sq_err err = {{0}};
+    sq_err err = {0};
     memset(lin, 0, sizeof *lin);
     lin->in = f->K, lin->out = f->N, lin->qtype = SQ_QT_S8, lin->b = f->b, lin->borrowed = true;
     ck_assert_msg(sq_quantize_weights(f->w, f->N, f->K, SQ_QT_S8, NULL, &lin->qw, &err) == 0,

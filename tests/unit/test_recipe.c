@@ -27,7 +27,7 @@ static char *src_path(const char *rel)
 
 static void load_ok(const char *text, sq_recipe *r)
 {
-    sq_err err = {{0}};
+    sq_err err = {0};
     int rc = sq_recipe_load_buffer(text, strlen(text), "x.yaml", r, &err);
     ck_assert_msg(rc == 0, "%s", err.msg);
 }
@@ -35,7 +35,7 @@ static void load_ok(const char *text, sq_recipe *r)
 static void load_file_ok(const char *rel, sq_recipe *r)
 {
     char *p = src_path(rel);
-    sq_err err = {{0}};
+    sq_err err = {0};
     int rc = sq_recipe_load_file(p, r, &err);
     ck_assert_msg(rc == 0, "%s", err.msg);
     free(p);
@@ -44,7 +44,7 @@ static void load_file_ok(const char *rel, sq_recipe *r)
 static sq_resolved_linear resolve(const sq_recipe *r, const char *name)
 {
     sq_resolved_linear out;
-    sq_err err = {{0}};
+    sq_err err = {0};
     ck_assert_msg(sq_recipe_resolve(r, name, &out, &err) == 0, "%s", err.msg);
     return out;
 }
@@ -55,7 +55,7 @@ static void assert_round_trip(const sq_recipe *r)
     char *y1 = sq_recipe_to_yaml(r);
     ck_assert_ptr_nonnull(y1);
     sq_recipe back;
-    sq_err err = {{0}};
+    sq_err err = {0};
     ck_assert_msg(sq_recipe_load_buffer(y1, strlen(y1), "canonical.yaml", &back, &err) == 0,
                   "%s\n%s", err.msg, y1);
     ck_assert_msg(sq_recipe_equal(r, &back), "round trip changed the recipe:\n%s", y1);
@@ -121,7 +121,7 @@ START_TEST(shipped_shapes_match_real_configs)
         char path[4096];
         snprintf(path, sizeof path, "%s/%s/config.json", dir, models[i]);
         sq_bert_config cfg;
-        sq_err err = {{0}};
+        sq_err err = {0};
         ck_assert_msg(sq_bert_config_load(path, &cfg, &err) == 0, "%s", err.msg);
         snprintf(path, sizeof path, "%s/%s/%s.yaml", SQ_TEST_SRCDIR, "recipes", models[i]);
         sq_recipe r;
@@ -352,7 +352,7 @@ START_TEST(overrides_last_match_wins)
     ck_assert(!resolve(&r, "layer.6.attn_out").smooth);
 
     /* not a linear's name */
-    sq_err err = {{0}};
+    sq_err err = {0};
     ck_assert_int_eq(sq_recipe_resolve(&r, "layer.1.query", &x, &err), -1);
     ck_assert_str_eq(err.msg, "'layer.1.query' is not a linear name (layer.<i>.<kind>)");
     ck_assert_int_eq(sq_recipe_resolve(&r, "layer.01.qkv", &x, &err), -1);
@@ -418,7 +418,7 @@ START_TEST(unmatched_override_strict_vs_warning)
             "  - match: 're:layer\\.2[0-9]\\..*'\n"
             "    type: fp32\n",
             &r);
-    sq_err err = {{0}};
+    sq_err err = {0};
     n_warnings = 0;
     ck_assert_int_eq(sq_recipe_check_overrides_layers(&r, 12, false, collect, NULL, &err), 2);
     ck_assert_int_eq(n_warnings, 2);
@@ -556,7 +556,7 @@ static const struct {
 START_TEST(validation_errors)
 {
     sq_recipe r;
-    sq_err err = {{0}};
+    sq_err err = {0};
     int rc = sq_recipe_load_buffer(bad[_i].text, strlen(bad[_i].text), "x.yaml", &r, &err);
     ck_assert_msg(rc == -1, "accepted: %s", bad[_i].text);
     ck_assert_str_eq(err.msg, bad[_i].want);
@@ -572,7 +572,7 @@ START_TEST(file_errors_carry_the_path)
 {
     char *p = src_path("tests/data/recipes/typo.yaml");
     sq_recipe r;
-    sq_err err = {{0}};
+    sq_err err = {0};
     ck_assert_int_eq(sq_recipe_load_file(p, &r, &err), -1);
     char want[4096];
     snprintf(want, sizeof want,
@@ -624,7 +624,7 @@ START_TEST(readme_examples_load)
         const char *e = strstr(b, "```\n");
         ck_assert_ptr_nonnull(e);
         sq_recipe r;
-        sq_err err = {{0}};
+        sq_err err = {0};
         int rc = sq_recipe_load_buffer(b, (size_t)(e - b), "README.md block", &r, &err);
         ck_assert_msg(rc == 0, "%s\n%.*s", err.msg, (int)(e - b), b);
         if (b > def_section && !saw_default) {
@@ -650,7 +650,7 @@ START_TEST(model_checks_and_pooling)
     sq_recipe r;
     load_ok("model: {hidden: 384, layers: 12, pooling: mean}\n", &r);
     sq_bert_config cfg = {.hidden = 384, .layers = 12, .heads = 12, .ffn = 1536};
-    sq_err err = {{0}};
+    sq_err err = {0};
     ck_assert_int_eq(sq_recipe_check_model(&r, &cfg, &err), 0); /* heads, ffn unchecked */
     cfg.layers = 24;
     ck_assert_int_eq(sq_recipe_check_model(&r, &cfg, &err), -1);
@@ -668,7 +668,7 @@ START_TEST(gates_from_command_line)
 {
     sq_recipe r;
     load_ok("gates: {cos_mean: 0.99, cos_min: 0.9}\n", &r);
-    sq_err err = {{0}};
+    sq_err err = {0};
     ck_assert_int_eq(sq_recipe_set_gate(&r, "cos_mean=0.995", &err), 0);
     ck_assert(r.gates.threshold[SQ_GATE_COS_MEAN] == 0.995);
     ck_assert(r.gates.threshold[SQ_GATE_COS_MIN] == 0.9);

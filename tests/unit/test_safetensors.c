@@ -40,7 +40,7 @@ static char *make_st(const char *name, const char *header, const void *data, siz
 static int open_expect_fail(const char *path, const char *needle)
 {
     sq_safetensors st;
-    sq_err err = {{0}};
+    sq_err err = {0};
     int rc = sq_safetensors_open(path, &st, &err);
     if (rc == 0) {
         sq_safetensors_close(&st);
@@ -59,7 +59,7 @@ START_TEST(valid_f32)
                       "\"data_offsets\":[0,24]}}",
                       d, sizeof d, -1);
     sq_safetensors st;
-    sq_err err = {{0}};
+    sq_err err = {0};
     ck_assert_int_eq(sq_safetensors_open(p, &st, &err), 0);
     ck_assert_int_eq(st.n_tensors, 1);
     const sq_st_tensor *t = sq_safetensors_find(&st, "w");
@@ -87,7 +87,7 @@ START_TEST(f16_bf16_convert)
                       "\"b\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[8,12]}}",
                       data, sizeof data, -1);
     sq_safetensors st;
-    sq_err err = {{0}};
+    sq_err err = {0};
     ck_assert_int_eq(sq_safetensors_open(p, &st, &err), 0);
     float o[4];
     ck_assert_int_eq(sq_safetensors_read_f32(&st, sq_safetensors_find(&st, "h"), o, &err), 0);
@@ -178,7 +178,7 @@ START_TEST(nan_refused)
     char *p = make_st("nan.safetensors", "{\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}",
                       d, sizeof d, -1);
     sq_safetensors st;
-    sq_err err = {{0}};
+    sq_err err = {0};
     ck_assert_int_eq(sq_safetensors_open(p, &st, &err), 0);
     float o[2];
     ck_assert_int_eq(sq_safetensors_read_f32(&st, sq_safetensors_find(&st, "w"), o, &err), -1);
@@ -194,7 +194,7 @@ START_TEST(wrong_dtype_refused)
     char *p = make_st("i.safetensors", "{\"w\":{\"dtype\":\"I32\",\"shape\":[2],\"data_offsets\":[0,8]}}",
                       d, sizeof d, -1);
     sq_safetensors st;
-    sq_err err = {{0}};
+    sq_err err = {0};
     ck_assert_int_eq(sq_safetensors_open(p, &st, &err), 0);
     float o[2];
     ck_assert_int_eq(sq_safetensors_read_f32(&st, sq_safetensors_find(&st, "w"), o, &err), -1);

@@ -200,7 +200,7 @@ static void check_entropy(const sq_hist *h, float got)
 
 START_TEST(test_parse)
 {
-    sq_err err = {{0}};
+    sq_err err = {0};
     sq_calib_method m;
     const char *names[] = {"minmax", "percentile", "entropy", "mse"};
     for (int i = 0; i < 4; i++) {

@@ -81,7 +81,7 @@ static void make_valid(void)
 static void expect_fail(const char *file, const char *needle)
 {
     sq_tfjs_model m;
-    sq_err err = {{0}};
+    sq_err err = {0};
     int rc = sq_tfjs_open(dir, &m, &err);
     if (rc == 0)
         sq_tfjs_close(&m);
@@ -106,7 +106,7 @@ START_TEST(valid_small)
 {
     make_valid();
     sq_tfjs_model m;
-    sq_err err = {{0}};
+    sq_err err = {0};
     ck_assert_msg(sq_tfjs_open(dir, &m, &err) == 0, "%s", err.msg);
     ck_assert_int_eq(m.n_tensors, 3);
     ck_assert_int_eq(m.n_files, 3);
@@ -190,7 +190,7 @@ START_TEST(valid_groups)
     put("t1", d, 5);
     put("t0", (uint8_t *)d + 5, 7);
     sq_tfjs_model m;
-    sq_err err = {{0}};
+    sq_err err = {0};
     ck_assert_msg(sq_tfjs_open(dir, &m, &err) == 0, "%s", err.msg);
     ck_assert_int_eq(m.n_tensors, 6);
     ck_assert_int_eq(m.n_files, 5);
@@ -433,7 +433,7 @@ START_TEST(real_use_lite)
         return;
     }
     sq_tfjs_model m;
-    sq_err err = {{0}};
+    sq_err err = {0};
     ck_assert_msg(sq_tfjs_open(path, &m, &err) == 0, "%s", err.msg);
     ck_assert_int_eq(m.n_tensors, 61);
     int64_t bytes = 0;

@@ -40,7 +40,7 @@ static const double S1[] = {RZERO, -1, -2, -2.5, -1.5, -3, -2, -1, -3, -1, -4, -
 
 static sq_unigram *make(const char *const *v, const double *s, int32_t n)
 {
-    sq_err err = {{0}};
+    sq_err err = {0};
     sq_unigram *u = sq_unigram_new_f64(v, s, n, &err);
     ck_assert_msg(u != NULL, "%s", err.msg);
     return u;
@@ -248,7 +248,7 @@ START_TEST(test_float_api)
     float fs[N1];
     for (int i = 0; i < N1; i++)
         fs[i] = (float)S1[i];
-    sq_err err = {{0}};
+    sq_err err = {0};
     sq_unigram *u = sq_unigram_new(V1, fs, N1, &err);
     ck_assert_msg(u != NULL, "%s", err.msg);
     EXPECT(u, "xy", 11, 12);
@@ -262,7 +262,7 @@ END_TEST
 
 START_TEST(test_new_refusals)
 {
-    sq_err err = {{0}};
+    sq_err err = {0};
     double s[N1];
     memcpy(s, S1, sizeof s);
     const char *v[N1];
@@ -321,7 +321,7 @@ static void refuse(const char *json, const char *frag)
     char **p = (char **)1;
     double *s = (double *)1;
     int32_t n = -1;
-    sq_err err = {{0}};
+    sq_err err = {0};
     ck_assert_int_eq(sq_use_vocab_load_f64(path, &p, &s, &n, &err), -1);
     ck_assert_msg(strstr(err.msg, frag) && strstr(err.msg, "vocab.json"), "\"%s\": got \"%s\"", frag,
                   err.msg);
@@ -342,7 +342,7 @@ START_TEST(test_vocab_load)
     char **p;
     double *s;
     int32_t n;
-    sq_err err = {{0}};
+    sq_err err = {0};
     ck_assert_int_eq(sq_use_vocab_load_f64(path, &p, &s, &n, &err), 0);
     ck_assert_int_eq(n, 10);
     ck_assert_str_eq(p[6], "\xe2\x96\x81" "a");
@@ -396,12 +396,12 @@ START_TEST(test_vocab_refusals)
         char **p;
         float *fs;
         int32_t n;
-        sq_err err = {{0}};
+        sq_err err = {0};
         ck_assert_int_eq(sq_use_vocab_load(path, &p, &fs, &n, &err), -1);
         ck_assert_ptr_nonnull(strstr(err.msg, "entry 1"));
         free(path);
     }
-    sq_err err = {{0}};
+    sq_err err = {0};
     char **p;
     double *s;
     int32_t n;

@@ -86,7 +86,7 @@ START_TEST(fp32_matches_tfjs)
 
     sq_threads_init(2);
     sq_embed_model m;
-    sq_err err = {{0}};
+    sq_err err = {0};
     ck_assert_msg(sq_embed_model_open(model, &m, &err) == 0, "%s", err.msg);
     ck_assert_int_eq(m.enc.cfg.hidden, 512);
     const char **t = malloc(n * sizeof *t);

@@ -21,7 +21,7 @@ static yt_doc *parse_ok(const char *text)
 /* Parsing must fail with exactly `want`. */
 static void parse_fails(const char *text, const char *want)
 {
-    sq_err err = {{0}};
+    sq_err err = {0};
     yt_doc *d = yt_parse_buffer(text, strlen(text), "test.yaml", &err);
     ck_assert_msg(d == NULL, "accepted: %s", text);
     ck_assert_str_eq(err.msg, want);
