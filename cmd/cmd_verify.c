@@ -102,7 +102,8 @@ static uint64_t round_up(uint64_t v, uint64_t m)
 }
 
 /* A linear `prefix` whose weight is w: bias always; packed weights also need
- * scale, wsum and act_scale, and may have smooth and (int8) act_zero. */
+ * scale, wsum and act_scale, and may have smooth and (int8) act_zero, each
+ * of its dtype and shape. */
 static int check_linear(const sq_container *c, const char *prefix, const sq_container_tensor *w,
                         sq_verify_report *r)
 {
@@ -120,22 +121,8 @@ static int check_linear(const sq_container *c, const char *prefix, const sq_cont
         check_companion(c, prefix, "smooth", true, SQ_CDT_F32, 1, k, 0, r) ||
         check_companion(c, prefix, "act_zero", true, SQ_CDT_I32, 1, 1, 0, r))
         return r->status;
-    char name[SQ_CONTAINER_MAX_NAME + 16];
-    snprintf(name, sizeof name, "%s.act_scale", prefix);
-    float a;
-    memcpy(&a, sq_container_find(c, name)->data, sizeof a);
-    if (!(a > 0 && a < 1e30f))
-        return damaged(r, "tensor", name, "tensor \"%s\" is %g, not a positive finite scale",
-                       name, (double)a);
-    snprintf(name, sizeof name, "%s.act_zero", prefix);
-    const sq_container_tensor *zt = sq_container_find(c, name);
-    if (zt) {
-        int32_t z;
-        memcpy(&z, zt->data, sizeof z);
-        const char *why = sq_ref_act_zero_problem(z, !int4, (int64_t)k);
-        if (why)
-            return damaged(r, "tensor", name, "tensor \"%s\" is %d: %s", name, (int)z, why);
-    }
+    /* Their values (finite scales, zero point range, wsum against the panels)
+     * are the loader's checks, run last (check_model). */
     return 0;
 }
 

@@ -52,7 +52,7 @@ static const float *need_finite(const sq_container *c, const char *name, uint64_
     size_t n = (size_t)d0 * (d1 ? (size_t)d1 : 1);
     for (size_t i = 0; i < n; i++)
         if (!isfinite(v[i]) || (positive && !(v[i] > 0))) {
-            sq_err_set_at(err, name, "%s: tensor \"%s\" entry %zu is %g, not %s", c->path, name,
+            sq_err_set_at(err, name, "%s: tensor \"%s\": entry %zu is %g, not %s", c->path, name,
                           i, (double)v[i], positive ? "a finite value > 0" : "finite");
             return NULL;
         }
@@ -151,7 +151,7 @@ static int load_linear(const sq_container *c, int l, sq_linear_kind k, const sq_
     if (!as)
         return -1;
     if (!(isfinite(*as) && *as > 0))
-        return sq_err_set_at(err, NAME("act_scale"), "%s: %s is %g, not a finite scale > 0",
+        return sq_err_set_at(err, NAME("act_scale"), "%s: tensor \"%s\" is %g, not a finite scale > 0",
                              c->path, name, (double)*as);
     /* The kernels read scales for the padding channels too: pad a copy with 0. */
     lin->scale_pad = calloc((size_t)shape.n_pad * G, sizeof *lin->scale_pad);
@@ -180,7 +180,8 @@ static int load_linear(const sq_container *c, int l, sq_linear_kind k, const sq_
             return -1;
         const char *why_z = sq_ref_act_zero_problem(*z, qt == SQ_QT_S8, K);
         if (why_z)
-            return sq_err_set_at(err, name, "%s: %s is %d: %s", c->path, name, (int)*z, why_z);
+            return sq_err_set_at(err, name, "%s: tensor \"%s\" is %d: %s", c->path, name, (int)*z,
+                                 why_z);
         zero = *z;
     }
     if (sq_linear_prepare_quant(lin, s, *as, zero) != 0)
@@ -191,17 +192,18 @@ static int load_linear(const sq_container *c, int l, sq_linear_kind k, const sq_
     for (int j = 0; j < K; j++)
         if (!(isfinite(lin->act_mult[j]) && lin->act_mult[j] > 0))
             return sq_err_set_at(err, NAME(s ? "smooth" : "act_scale"),
-                                 "%s: input %d's quantization multiplier 1 / (smooth * act_scale) "
-                                 "= %g is not finite (act_scale %g%s)",
-                                 c->path, j, (double)lin->act_mult[j], (double)*as,
-                                 s ? ", see smooth" : "");
+                                 "%s: tensor \"%s\": input %d's quantization multiplier "
+                                 "1 / (smooth * act_scale) = %g is not finite (smooth %g, "
+                                 "act_scale %g)",
+                                 c->path, name, j, (double)lin->act_mult[j],
+                                 s ? (double)s[j] : 1.0, (double)*as);
     if (qt == SQ_QT_S8)
         for (int n = 0; n < N; n++)
             if (!(isfinite(lin->out_scale[n]) && lin->out_scale[n] > 0))
                 return sq_err_set_at(err, NAME("scale"),
-                                     "%s: channel %d's output scale act_scale * scale = %g * %g "
-                                     "is not a finite value > 0",
-                                     c->path, n, (double)*as, (double)scale[n]);
+                                     "%s: tensor \"%s\": channel %d's output scale act_scale * "
+                                     "scale = %g * %g is not a finite value > 0",
+                                     c->path, name, n, (double)*as, (double)scale[n]);
 #undef NAME
     return 0;
 }
