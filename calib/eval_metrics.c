@@ -35,33 +35,96 @@ double sq_percentile_sorted(const double *sorted, int64_t n, double p)
     return sorted[lo] + f * (sorted[lo + 1] - sorted[lo]);
 }
 
+typedef struct cos_at {
+    double v;
+    int64_t i;
+} cos_at;
+
+static int cmp_cos_at(const void *pa, const void *pb)
+{
+    const cos_at *a = pa, *b = pb;
+    if (a->v != b->v)
+        return a->v < b->v ? -1 : 1;
+    return (a->i > b->i) - (a->i < b->i);
+}
+
+/* cos(a[i] - mu, b[i] - mu) in double; NaN for a zero difference. */
+static double centred_cosine(const float *a, const float *b, const double *mu, int dim)
+{
+    double ab = 0, aa = 0, bb = 0;
+    for (int j = 0; j < dim; j++) {
+        double x = a[j] - mu[j], y = b[j] - mu[j];
+        ab += x * y;
+        aa += x * x;
+        bb += y * y;
+    }
+    return aa == 0 || bb == 0 ? NAN : ab / (sqrt(aa) * sqrt(bb));
+}
+
 int sq_cos_pair_stats(const float *a, const float *b, int64_t n, int dim, sq_cos_stats *out)
 {
     memset(out, 0, sizeof *out);
     if (n < 1)
         return -1;
-    double *c = malloc((size_t)n * sizeof *c);
-    if (!c)
+    cos_at *c = malloc((size_t)n * sizeof *c);
+    double *sorted = malloc((size_t)n * sizeof *sorted), *mu = calloc((size_t)dim, sizeof *mu);
+    if (!c || !sorted || !mu) {
+        free(c);
+        free(sorted);
+        free(mu);
         return -1;
+    }
     double sum = 0;
-    out->min = INFINITY;
     for (int64_t i = 0; i < n; i++) {
         double v = sq_cosine(a + (size_t)i * dim, b + (size_t)i * dim, dim);
         if (isnan(v)) { /* a zero vector: as unlike as it gets without a direction */
             v = 0;
             out->n_nan++;
         }
-        c[i] = v;
+        c[i] = (cos_at){v, i};
         sum += v;
-        if (v < out->min) {
-            out->min = v;
-            out->argmin = i;
-        }
+        out->below_099 += v < 0.99;
+        out->below_098 += v < 0.98;
+        out->below_095 += v < 0.95;
     }
     out->mean = sum / (double)n;
-    qsort(c, (size_t)n, sizeof *c, cmp_double);
-    out->p01 = sq_percentile_sorted(c, n, 1.0);
+    qsort(c, (size_t)n, sizeof *c, cmp_cos_at);
+    for (int64_t i = 0; i < n; i++)
+        sorted[i] = c[i].v;
+    out->min = c[0].v;
+    out->argmin = c[0].i;
+    out->p01 = sq_percentile_sorted(sorted, n, 1.0);
+    out->p001 = sq_percentile_sorted(sorted, n, 0.1);
+    out->n_worst = n < SQ_COS_WORST ? (int)n : SQ_COS_WORST;
+    for (int k = 0; k < out->n_worst; k++) {
+        out->worst[k] = c[k].i;
+        out->worst_cos[k] = c[k].v;
+    }
+    /* Centred: the reference's mean embedding removed from both. */
+    out->centred_mean = out->centred_min = NAN;
+    if (n >= 2) {
+        for (int64_t i = 0; i < n; i++)
+            for (int j = 0; j < dim; j++)
+                mu[j] += b[(size_t)i * dim + j];
+        for (int j = 0; j < dim; j++)
+            mu[j] /= (double)n;
+        double csum = 0, cmin = INFINITY;
+        for (int64_t i = 0; i < n; i++) {
+            double v = centred_cosine(a + (size_t)i * dim, b + (size_t)i * dim, mu, dim);
+            if (isnan(v))
+                v = 0;
+            csum += v;
+            if (v < cmin) {
+                cmin = v;
+                out->centred_argmin = i;
+            }
+        }
+        out->centred_mean = csum / (double)n;
+        out->centred_min = cmin;
+    }
     free(c);
+    free(sorted);
+    free(mu);
     return 0;
 }
 

@@ -13,13 +13,26 @@
  * vector gives NaN. */
 double sq_cosine(const float *a, const float *b, int dim);
 
-/* Statistics of cos(a[i], b[i]) over the rows of two [n][dim] matrices. */
+/* Statistics of cos(a[i], b[i]) over the rows of two [n][dim] matrices,
+ * a the model and b the reference. Worst cases, not only the mean: the
+ * percentiles, counts below fixed thresholds and the worst rows themselves.
+ * The centred cosine removes the reference's mean embedding mu (over the n
+ * rows, in double) from both sides, cos(a[i] - mu, b[i] - mu): what tells
+ * inputs apart, which a large common component hides from the raw cosine. */
+#define SQ_COS_WORST 10
 typedef struct sq_cos_stats {
     double mean;
     double min;
     double p01;     /* 1st percentile (linear interpolation between order statistics) */
+    double p001;    /* 0.1st percentile */
     int64_t argmin; /* row of the minimum */
     int64_t n_nan;  /* rows with a zero vector: counted as cosine 0 */
+    int64_t below_099, below_098, below_095; /* rows with cosine < 0.99 / 0.98 / 0.95 */
+    int n_worst;                             /* min(n, SQ_COS_WORST) */
+    int64_t worst[SQ_COS_WORST];             /* rows, lowest cosine first (ties: lower row) */
+    double worst_cos[SQ_COS_WORST];
+    double centred_mean, centred_min; /* NaN when n < 2 */
+    int64_t centred_argmin;
 } sq_cos_stats;
 
 /* Returns 0, or -1 when n < 1 or out of memory. */

@@ -82,6 +82,13 @@ typedef struct run_input {
 } run_input;
 
 /* One model's embeddings of the input and how they were made. */
+/* Per quantized linear of a .sqm: input values seen in this run and how
+ * many the quantize step clipped (beyond the calibrated range). */
+typedef struct clip_stat {
+    char name[48]; /* "layer.L.kind"; "" for f32 or absent linears */
+    int64_t values, clipped;
+} clip_stat;
+
 typedef struct model_run {
     const char *path;
     bool is_sqm;
@@ -89,6 +96,8 @@ typedef struct model_run {
     double seconds;
     const char *pooling;
     bool normalize;
+    clip_stat *clip; /* [layers * SQ_LIN_KINDS] for a .sqm, else NULL */
+    int n_clip;
 } model_run;
 
 typedef struct task_metric {
@@ -169,6 +178,23 @@ static int input_load(const run_args *a, run_input *in, sq_err *err)
 
 /* ---- embedding ---- */
 
+typedef struct clip_observer {
+    const sq_encoder *enc;
+    clip_stat *st;
+} clip_observer;
+
+static void count_clips(void *ctx, int layer, sq_linear_kind kind, const float *x, int rows,
+                        int cols)
+{
+    clip_observer *o = ctx;
+    const sq_linear *l = &o->enc->layers[layer].lin[kind];
+    if (l->qtype == SQ_QT_F32)
+        return;
+    clip_stat *s = &o->st[layer * SQ_LIN_KINDS + kind];
+    s->values += (int64_t)rows * cols;
+    s->clipped += sq_linear_count_clipped(l, x, rows);
+}
+
 static int embed_with(const char *path, const char *label, const run_args *a, const run_input *in,
                       model_run *out, sq_err *err)
 {
@@ -196,6 +222,24 @@ static int embed_with(const char *path, const char *label, const run_args *a, co
         .progress = cli_progress_update,
         .progress_ctx = &prog,
     };
+    /* A .sqm: count, per quantized linear, the input values beyond its
+     * calibrated clip (the observer sees every linear's float input). */
+    clip_observer co = {&m.enc, NULL};
+    sq_observer obs = {.linear_input = count_clips, .ctx = &co};
+    if (m.is_sqm) {
+        out->n_clip = m.enc.cfg.layers * SQ_LIN_KINDS;
+        if (!(out->clip = calloc((size_t)out->n_clip, sizeof *out->clip))) {
+            sq_err_set(err, "out of memory");
+            goto done;
+        }
+        for (int l = 0; l < m.enc.cfg.layers; l++)
+            for (int k = 0; k < SQ_LIN_KINDS; k++)
+                if (m.enc.layers[l].lin[k].out > 0 && m.enc.layers[l].lin[k].qtype != SQ_QT_F32)
+                    snprintf(out->clip[l * SQ_LIN_KINDS + k].name, sizeof out->clip->name,
+                             "layer.%d.%s", l, sq_linear_kind_name((sq_linear_kind)k));
+        co.st = out->clip;
+        o.observer = &obs;
+    }
     rc = sq_embed_texts(&m, in->text, in->len, in->n, &o, &out->res, err);
     cli_progress_finish(&prog);
     out->is_sqm = m.is_sqm;
@@ -339,6 +383,42 @@ static const char *task_label(const char *name)
     return "probe accuracy";
 }
 
+/* The three linears whose inputs went beyond their calibrated clip most
+ * often in this run (all of them in the report). */
+static void print_clip_summary(FILE *fp, const model_run *m)
+{
+    if (!m->clip)
+        return;
+    int best[3] = {-1, -1, -1};
+    for (int i = 0; i < m->n_clip; i++) {
+        const clip_stat *s = &m->clip[i];
+        if (!s->name[0] || !s->values || !s->clipped)
+            continue;
+        double r = (double)s->clipped / (double)s->values;
+        for (int k = 0; k < 3; k++) {
+            double rk = best[k] < 0 ? -1
+                                    : (double)m->clip[best[k]].clipped / (double)m->clip[best[k]].values;
+            if (r > rk) {
+                for (int j = 2; j > k; j--)
+                    best[j] = best[j - 1];
+                best[k] = i;
+                break;
+            }
+        }
+    }
+    if (best[0] < 0) {
+        fprintf(fp, "clipped    no input value beyond any linear's calibrated range\n");
+        return;
+    }
+    fprintf(fp, "clipped   ");
+    for (int k = 0; k < 3 && best[k] >= 0; k++) {
+        const clip_stat *s = &m->clip[best[k]];
+        fprintf(fp, "%s %s %.3g (%lld values)", k ? "," : "", s->name,
+                (double)s->clipped / (double)s->values, (long long)s->clipped);
+    }
+    fprintf(fp, "  (fraction of input values beyond the calibrated range)\n");
+}
+
 static void print_summary(FILE *fp, const run_input *in, const model_run *m, const model_run *ref,
                           const run_metrics *mt, const gate_result *gr, int ng)
 {
@@ -348,8 +428,19 @@ static void print_summary(FILE *fp, const run_input *in, const model_run *m, con
             ref->seconds);
     fprintf(fp, "task       %s, %lld texts, dim %d\n", sq_eval_task_name(in->task),
             (long long)in->n, m->res.dim);
-    fprintf(fp, "cosine     mean %.6f  min %.6f (text %lld)  p1 %.6f\n", mt->cos.mean,
-            mt->cos.min, (long long)mt->cos.argmin, mt->cos.p01);
+    const sq_cos_stats *c = &mt->cos;
+    fprintf(fp, "cosine     mean %.6f  min %.6f (text %lld)  p0.1 %.6f  p1 %.6f\n", c->mean,
+            c->min, (long long)c->argmin, c->p001, c->p01);
+    fprintf(fp, "           below 0.99: %lld  below 0.98: %lld  below 0.95: %lld  (of %lld)\n",
+            (long long)c->below_099, (long long)c->below_098, (long long)c->below_095,
+            (long long)in->n);
+    fprintf(fp, "centred    mean %.6f  min %.6f (text %lld)  (reference mean embedding removed)\n",
+            c->centred_mean, c->centred_min, (long long)c->centred_argmin);
+    for (int k = 0; k < c->n_worst && k < 3; k++)
+        fprintf(fp, "worst %d    %.6f  text %lld: %.*s%s\n", k + 1, c->worst_cos[k],
+                (long long)c->worst[k], (int)(in->len[c->worst[k]] > 100 ? 100 : in->len[c->worst[k]]),
+                in->text[c->worst[k]], in->len[c->worst[k]] > 100 ? "..." : "");
+    print_clip_summary(fp, m);
     fprintf(fp, "top-%-2d     overlap %.4f\n", mt->topk_k, mt->topk);
     for (int i = 0; i < mt->n_task; i++) {
         const task_metric *t = &mt->task[i];
@@ -401,10 +492,33 @@ static json_t *report_json(const run_args *a, const run_input *in, const model_r
 {
     sq_isa isa = SQ_ISA_SCALAR;
     sq_linear_isa(&isa, NULL);
+    const sq_cos_stats *c = &mt->cos;
+    json_t *worst = json_array();
+    for (int k = 0; k < c->n_worst; k++)
+        json_array_append_new(worst, json_pack("{s:I, s:o, s:s%}", "index", (json_int_t)c->worst[k],
+                                               "cosine", jnum(c->worst_cos[k]), "text",
+                                               in->text[c->worst[k]], in->len[c->worst[k]]));
     json_t *metrics = json_pack(
-        "{s:{s:o, s:o, s:o, s:I}, s:{s:i, s:o}}", "cosine", "mean", jnum(mt->cos.mean), "min",
-        jnum(mt->cos.min), "p01", jnum(mt->cos.p01), "argmin", (json_int_t)mt->cos.argmin,
-        "topk_overlap", "k", mt->topk_k, "value", jnum(mt->topk));
+        "{s:{s:o, s:o, s:o, s:o, s:I, s:{s:I, s:I, s:I}, s:o, s:{s:o, s:o, s:I}}, s:{s:i, s:o}}",
+        "cosine", "mean", jnum(c->mean), "min", jnum(c->min), "p01", jnum(c->p01), "p001",
+        jnum(c->p001), "argmin", (json_int_t)c->argmin, "below", "0.99",
+        (json_int_t)c->below_099, "0.98", (json_int_t)c->below_098, "0.95",
+        (json_int_t)c->below_095, "worst", worst, "centred", "mean", jnum(c->centred_mean),
+        "min", jnum(c->centred_min), "argmin", (json_int_t)c->centred_argmin, "topk_overlap",
+        "k", mt->topk_k, "value", jnum(mt->topk));
+    if (m->clip) {
+        json_t *cl = json_array();
+        for (int i = 0; i < m->n_clip; i++)
+            if (m->clip[i].name[0])
+                json_array_append_new(
+                    cl, json_pack("{s:s, s:I, s:I, s:o}", "linear", m->clip[i].name, "values",
+                                  (json_int_t)m->clip[i].values, "clipped",
+                                  (json_int_t)m->clip[i].clipped, "fraction",
+                                  jnum(m->clip[i].values ? (double)m->clip[i].clipped /
+                                                               (double)m->clip[i].values
+                                                         : NAN)));
+        json_object_set_new(metrics, "clip_exceed", cl);
+    }
     if (mt->n_task) {
         json_t *t = json_object();
         for (int i = 0; i < mt->n_task; i++)
@@ -643,6 +757,8 @@ done:
     json_decref(report);
     sq_embed_result_free(&m.res);
     sq_embed_result_free(&ref.res);
+    free(m.clip);
+    free(ref.clip);
     input_free(&in);
     sq_recipe_free(&rec);
     return rc;

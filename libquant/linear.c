@@ -1,6 +1,7 @@
 #include "linear.h"
 
 #include <cblas.h>
+#include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,4 +124,20 @@ void sq_linear_free(sq_linear *l)
     free(l->acc_off);
     free(l->scale_pad);
     memset(l, 0, sizeof *l);
+}
+
+int64_t sq_linear_count_clipped(const sq_linear *l, const float *x, int rows)
+{
+    if (l->qtype == SQ_QT_F32 || !l->act_mult)
+        return 0;
+    int64_t n = 0;
+    const float lo = -127.0f + (float)l->act_zero, hi = 127.0f + (float)l->act_zero;
+    for (int r = 0; r < rows; r++) {
+        const float *xr = x + (size_t)r * l->in;
+        for (int j = 0; j < l->in; j++) {
+            float v = roundf(xr[j] * l->act_mult[j]); /* half away from zero, as the step */
+            n += v < lo || v > hi;
+        }
+    }
+    return n;
 }

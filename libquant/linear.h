@@ -56,6 +56,12 @@ void sq_linear_forward(const sq_linear *l, const float *x, int rows, float *y,
                        const sq_linear_scratch *scratch);
 void sq_linear_free(sq_linear *l);
 
+/* How many of the rows x in input values of a quantized linear the quantize
+ * step clips: the code round(x_j * m_j) - z lies outside [-127, 127] (the
+ * value is beyond the statically calibrated range; NaN is not counted).
+ * The same float operations as the quantize step. 0 for f32 linears. */
+int64_t sq_linear_count_clipped(const sq_linear *l, const float *x, int rows);
+
 /* The integer GEMM path the quantized linears use (SQUINT_ISA or the best
  * this CPU has); selected on first use. -1 with err when SQUINT_ISA names a
  * path this CPU lacks. */

@@ -29,6 +29,44 @@ START_TEST(test_cosine_stats)
 }
 END_TEST
 
+/* A large shared component hides a swap of what tells rows apart: raw
+ * cosine 100/101 on both rows, centred cosine -1. Worst rows come lowest
+ * first, ties by the lower row; thresholds count strictly below. */
+START_TEST(test_cosine_stats_centred_and_worst)
+{
+    const float b[] = {10, 1, 0, 10, 0, 1}, a[] = {10, 0, 1, 10, 1, 0};
+    sq_cos_stats st;
+    ck_assert_int_eq(sq_cos_pair_stats(a, b, 2, 3, &st), 0);
+    ck_assert_double_eq_tol(st.mean, 100.0 / 101.0, EPS);
+    ck_assert_double_eq_tol(st.centred_mean, -1.0, EPS);
+    ck_assert_double_eq_tol(st.centred_min, -1.0, EPS);
+    ck_assert_int_eq(st.below_099, 0);
+    ck_assert_int_eq(st.n_worst, 2);
+    ck_assert_int_eq(st.worst[0], 0); /* a tie: the lower row first */
+    ck_assert_int_eq(st.worst[1], 1);
+    /* 12 rows: cosines 1, 1, ..., and rows 3 (0.97), 7 (0.5), 9 (0.985). */
+    float x[12 * 2], y[12 * 2];
+    for (int i = 0; i < 12; i++) {
+        double c = i == 3 ? 0.97 : i == 7 ? 0.5 : i == 9 ? 0.985 : 1.0;
+        y[2 * i] = 1, y[2 * i + 1] = 0;
+        x[2 * i] = (float)c, x[2 * i + 1] = (float)sqrt(1 - c * c);
+    }
+    ck_assert_int_eq(sq_cos_pair_stats(x, y, 12, 2, &st), 0);
+    ck_assert_int_eq(st.n_worst, 10);
+    ck_assert_int_eq(st.worst[0], 7);
+    ck_assert_int_eq(st.worst[1], 3);
+    ck_assert_int_eq(st.worst[2], 9);
+    ck_assert_double_eq_tol(st.worst_cos[0], 0.5, 1e-6);
+    ck_assert_int_eq(st.below_099, 3);
+    ck_assert_int_eq(st.below_098, 2);
+    ck_assert_int_eq(st.below_095, 1);
+    /* p0.1 of 12 sorted values: 0.5 + 0.011 * (0.97 - 0.5) */
+    ck_assert_double_eq_tol(st.p001, 0.5 + 0.011 * (st.worst_cos[1] - 0.5), 1e-9);
+    ck_assert_int_eq(sq_cos_pair_stats(x, y, 1, 2, &st), 0);
+    ck_assert(isnan(st.centred_mean)); /* one row: no spread to centre */
+}
+END_TEST
+
 START_TEST(test_percentile)
 {
     const double v[] = {1, 2, 3, 4, 5};
@@ -313,6 +351,7 @@ int main(void)
     Suite *s = suite_create("eval_metrics");
     TCase *m = tcase_create("metrics");
     tcase_add_test(m, test_cosine_stats);
+    tcase_add_test(m, test_cosine_stats_centred_and_worst);
     tcase_add_test(m, test_percentile);
     tcase_add_test(m, test_ranks_and_spearman_ties);
     tcase_add_test(m, test_ndcg_recall);
