@@ -181,6 +181,7 @@ static char *build_metadata(const sq_embed_model *m, const sq_calib_stats *st, u
     sq_sb_printf(&sb, "pooling: %s\nnormalize: %s\nmax_seq: %d\nembeddings_type: %s\n",
                  sq_pooling_name(pc.pooling), pc.normalize ? "true" : "false", m->max_seq,
                  emb_type);
+    sq_sb_printf(&sb, "activation_guard: %s\n", r->guard_rows ? "row" : "clip");
     yaml_tokenizer(&sb, &m->tok_spec);
     sq_sb_printf(&sb, "source:\n  path: ");
     sq_sb_yaml_str(&sb, model_arg);

@@ -86,7 +86,9 @@ typedef struct run_input {
  * many the quantize step clipped (beyond the calibrated range). */
 typedef struct clip_stat {
     char name[48]; /* "layer.L.kind"; "" for f32 or absent linears */
-    int64_t values, clipped;
+    int64_t values, clipped; /* input values, those beyond the static range */
+    int64_t rows, rows_beyond; /* input rows, those holding such a value */
+    bool guard;                /* the linear guards those rows (else clips) */
 } clip_stat;
 
 typedef struct model_run {
@@ -191,8 +193,12 @@ static void count_clips(void *ctx, int layer, sq_linear_kind kind, const float *
     if (l->qtype == SQ_QT_F32)
         return;
     clip_stat *s = &o->st[layer * SQ_LIN_KINDS + kind];
+    int64_t rb;
     s->values += (int64_t)rows * cols;
-    s->clipped += sq_linear_count_clipped(l, x, rows);
+    s->clipped += sq_linear_count_clipped(l, x, rows, &rb);
+    s->rows += rows;
+    s->rows_beyond += rb;
+    s->guard = l->guard;
 }
 
 static int embed_with(const char *path, const char *label, const run_args *a, const run_input *in,
@@ -407,16 +413,19 @@ static void print_clip_summary(FILE *fp, const model_run *m)
         }
     }
     if (best[0] < 0) {
-        fprintf(fp, "clipped    no input value beyond any linear's calibrated range\n");
+        fprintf(fp, "beyond     no input value beyond any linear's calibrated range\n");
         return;
     }
-    fprintf(fp, "clipped   ");
+    fprintf(fp, "beyond    ");
     for (int k = 0; k < 3 && best[k] >= 0; k++) {
         const clip_stat *s = &m->clip[best[k]];
-        fprintf(fp, "%s %s %.3g (%lld values)", k ? "," : "", s->name,
-                (double)s->clipped / (double)s->values, (long long)s->clipped);
+        fprintf(fp, "%s %s %.3g (%lld values, %lld rows)", k ? "," : "", s->name,
+                (double)s->clipped / (double)s->values, (long long)s->clipped,
+                (long long)s->rows_beyond);
     }
-    fprintf(fp, "  (fraction of input values beyond the calibrated range)\n");
+    fprintf(fp, "\n           (input values beyond the calibrated range: %s)\n",
+            m->clip[best[0]].guard ? "their rows were quantized with their own step (guard row)"
+                                   : "clipped (guard clip)");
 }
 
 static void print_summary(FILE *fp, const run_input *in, const model_run *m, const model_run *ref,
@@ -511,12 +520,15 @@ static json_t *report_json(const run_args *a, const run_input *in, const model_r
         for (int i = 0; i < m->n_clip; i++)
             if (m->clip[i].name[0])
                 json_array_append_new(
-                    cl, json_pack("{s:s, s:I, s:I, s:o}", "linear", m->clip[i].name, "values",
-                                  (json_int_t)m->clip[i].values, "clipped",
+                    cl, json_pack("{s:s, s:s, s:I, s:I, s:o, s:I, s:I}", "linear",
+                                  m->clip[i].name, "guard", m->clip[i].guard ? "row" : "clip",
+                                  "values", (json_int_t)m->clip[i].values, "beyond",
                                   (json_int_t)m->clip[i].clipped, "fraction",
                                   jnum(m->clip[i].values ? (double)m->clip[i].clipped /
                                                                (double)m->clip[i].values
-                                                         : NAN)));
+                                                         : NAN),
+                                  "rows", (json_int_t)m->clip[i].rows, "rows_beyond",
+                                  (json_int_t)m->clip[i].rows_beyond));
         json_object_set_new(metrics, "clip_exceed", cl);
     }
     if (mt->n_task) {

@@ -49,7 +49,8 @@ static json_t *yaml_to_json(const yt_node *n)
 static json_t *metadata_summary(const yt_node *root)
 {
     static const char *const keys[] = {"format", "format_version", "tool", "architecture",
-                                       "config", "pooling", "normalize", "max_seq", "tokenizer",
+                                       "config", "pooling", "normalize", "max_seq",
+                                       "embeddings_type", "activation_guard", "tokenizer",
                                        "source", "calibration"};
     json_t *m = json_object();
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
@@ -283,6 +284,11 @@ static void print_metadata(const json_t *m)
         print_flat("tokenizer:", json_object_get(m, "tokenizer"));
     printf("embedding:   pooling %s, normalize %s, max_seq %s\n", str(m, "pooling"),
            str(m, "normalize"), str(m, "max_seq"));
+    /* Files written before the guard existed clip (the loader's default). */
+    printf("activations: %s\n",
+           json_object_get(m, "activation_guard") && !strcmp(str(m, "activation_guard"), "row")
+               ? "guard row (an input row beyond a linear's static range gets its own step)"
+               : "clip (values beyond a linear's static range are clipped)");
     const json_t *src = json_object_get(m, "source");
     if (src)
         printf("source:      %s (digest %s)\n", str(src, "path"), str(src, "digest"));

@@ -72,6 +72,7 @@ void sq_workspace_free(sq_workspace *ws)
     free(ws->res);
     free(ws->lin.qa);
     free(ws->lin.acc);
+    free(ws->lin.row_scale);
     memset(ws, 0, sizeof *ws);
 }
 
@@ -109,7 +110,8 @@ int sq_workspace_reserve(sq_workspace *ws, const sq_encoder *enc, int max_tokens
         ws->lin.qa = qa;
     if (posix_memalign(&acc, 64, T * nmax * sizeof(int32_t)) == 0)
         ws->lin.acc = acc;
-    if (!ws->lin.qa || !ws->lin.acc || !ws->qkv || !ws->ctx || !ws->tmp || !ws->ffn || !ws->scores) {
+    ws->lin.row_scale = alloc_floats(T);
+    if (!ws->lin.qa || !ws->lin.acc || !ws->lin.row_scale || !ws->qkv || !ws->ctx || !ws->tmp || !ws->ffn || !ws->scores) {
         sq_workspace_free(ws);
         return -1;
     }

@@ -53,6 +53,13 @@ typedef struct sq_gemm_epilogue {
     const float *bias;      /* [W->n] */
     float *y;               /* [M][ldy] */
     size_t ldy;             /* >= W->n */
+    /* [M] or NULL (all 0). Row r with row_scale[r] = f > 0 was quantized
+     * with its own step (sq_gemm_quantize_acts_guard: symmetric, no zero
+     * point) and its acc is first scaled by f, product rounded:
+     *   int8:  y = ((float)acc * f) * out_scale[n] + bias[n]   (no acc_off)
+     *   int4:  y = (acc * f) * act_scale + bias[n]
+     * Rows with 0 take the formulas above unchanged (same bits). */
+    const float *row_scale;
 } sq_gemm_epilogue;
 
 /* C = A W^T, then the epilogue into ep->y; for the ISAs whose kernels run
@@ -83,6 +90,18 @@ void sq_gemm_quantize_acts(const float *x, int rows, int k, size_t ldx, const fl
 void sq_gemm_quantize_acts_zp(const float *x, int rows, int k, size_t ldx, const float *m, int z,
                               int8_t *qa, int k_pad, size_t lda);
 
+/* The activation quantize step with the out-of-range guard. Each row is
+ * first quantized as sq_gemm_quantize_acts_zp does; a row where that would
+ * clip a value (round(x_j m_j) - z outside [-127, 127]) is instead
+ * quantized symmetrically with its own step: with v_j = x_j * m_j and a =
+ * max_j |v_j| (finite), qa[r][j] = sq_ref_round_s8(v_j * (127.0f / a)) and
+ * row_scale[r] = a / 127.0f (> 1); every other row gets row_scale[r] = 0.
+ * Rows are independent: the result does not depend on how rows are batched
+ * or on the thread count. A row whose a is inf keeps the clipped codes.
+ * Returns the number of guarded rows. */
+int sq_gemm_quantize_acts_guard(const float *x, int rows, int k, size_t ldx, const float *m,
+                                int z, int8_t *qa, int k_pad, size_t lda, float *row_scale);
+
 /* ---- per-ISA kernels, for the dispatcher and the tests ----
  * Preconditions checked by sq_gemm_s8 / sq_gemm_s4: valid shapes and a
  * CPU that runs the ISA. Each computes the full M x W->n result. */
@@ -106,8 +125,10 @@ void sq_gemm_s8_amx(const int8_t *A, int M, size_t lda, const sq_qweight *W, int
                     size_t ldc);
 void sq_gemm_s4_amx(const int8_t *A, int M, size_t lda, const sq_qweight *W, float *C,
                     size_t ldc);
+/* range: NULL, or [rows][2] receiving min and max of x_j * m_j over each
+ * row (NaN ignored; +inf / -inf for a row of NaNs). */
 void sq_quantize_acts_avx2(const float *x, int rows, int k, size_t ldx, const float *m, int zero,
-                           int8_t *qa, int k_pad, size_t lda);
+                           int8_t *qa, int k_pad, size_t lda, float *range);
 
 /* ---- the shared tile driver (gemm_s8_dispatch.c) ----
  * A micro-kernel computes an nr x (np * 16) block: rows r0 .. r0+nr-1 of A

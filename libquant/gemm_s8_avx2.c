@@ -15,6 +15,7 @@
  * vpmaddwd with ones then widens to s32 exactly. |a| of -128 would be 128,
  * which A never holds (the quantize step clamps to +-127). */
 #include <immintrin.h>
+#include <math.h>
 #include <string.h>
 
 #include "gemm_s8.h"
@@ -430,14 +431,31 @@ T_AVX2 INLINE __m256 round_s8_ps(__m256 v, __m256 zero)
     return _mm256_and_ps(t, _mm256_cmp_ps(v, v, _CMP_ORD_Q)); /* NaN -> 0 */
 }
 
+/* Horizontal min / max of 8 floats (no NaN among them). */
+T_AVX2 INLINE float hmin8(__m256 v)
+{
+    __m128 a = _mm_min_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    a = _mm_min_ps(a, _mm_movehl_ps(a, a));
+    return _mm_cvtss_f32(_mm_min_ss(a, _mm_shuffle_ps(a, a, 1)));
+}
+T_AVX2 INLINE float hmax8(__m256 v)
+{
+    __m128 a = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    a = _mm_max_ps(a, _mm_movehl_ps(a, a));
+    return _mm_cvtss_f32(_mm_max_ss(a, _mm_shuffle_ps(a, a, 1)));
+}
+
 T_AVX2 void sq_quantize_acts_avx2(const float *x, int rows, int k, size_t ldx, const float *m,
-                                  int zero, int8_t *qa, int k_pad, size_t lda)
+                                  int zero, int8_t *qa, int k_pad, size_t lda, float *range)
 {
     const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
     const __m256 zf = _mm256_set1_ps((float)zero);
     for (int r = 0; r < rows; r++) {
         const float *xr = x + (size_t)r * ldx;
         int8_t *qr = qa + (size_t)r * lda;
+        /* min_ps / max_ps return their second operand when the first is
+         * NaN: with v first, NaN values never enter the range. */
+        __m256 lo = _mm256_set1_ps(INFINITY), hi = _mm256_set1_ps(-INFINITY);
         int j = 0;
         for (; j + 32 <= k; j += 32) {
             __m256i q[4];
@@ -446,14 +464,25 @@ T_AVX2 void sq_quantize_acts_avx2(const float *x, int rows, int k, size_t ldx, c
                                          _mm256_loadu_ps(m + j + 8 * i));
                 __asm__("" : "+x"(v)); /* v rounded to float, never fused into v - t */
                 q[i] = _mm256_cvtps_epi32(round_s8_ps(v, zf));
+                lo = _mm256_min_ps(v, lo);
+                hi = _mm256_max_ps(v, hi);
             }
             /* packs work per 128-bit lane; the permute restores the order */
             __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]),
                                            _mm256_packs_epi32(q[2], q[3]));
             _mm256_storeu_si256((__m256i *)(qr + j), _mm256_permutevar8x32_epi32(b, order));
         }
-        for (; j < k; j++)
-            qr[j] = sq_ref_round_s8_zp(xr[j] * m[j], zero);
+        float rlo = hmin8(lo), rhi = hmax8(hi);
+        for (; j < k; j++) {
+            float v = xr[j] * m[j];
+            qr[j] = sq_ref_round_s8_zp(v, zero);
+            rlo = v < rlo ? v : rlo;
+            rhi = v > rhi ? v : rhi;
+        }
         memset(qr + k, 0, (size_t)(k_pad - k));
+        if (range) {
+            range[2 * r] = rlo;
+            range[2 * r + 1] = rhi;
+        }
     }
 }

@@ -1,5 +1,6 @@
 /* Argument checks, ISA dispatch, the shared OpenMP tile driver, the fused
  * epilogue and the activation quantize step of the int8 GEMM (gemm_s8.h). */
+#include <math.h>
 #include <string.h>
 
 #include "gemm_s8.h"
@@ -81,10 +82,40 @@ typedef int32_t v4i __attribute__((vector_size(16)));
 #define NO_FMA(v) ((void)0)
 #endif
 
+/* A guarded row (rs > 0, gemm_s8.h): ((float)acc * rs) * scale + bias, each
+ * product rounded, no zero-point offset. Rare rows: plain C. */
+static void epi_s8_row_guarded(const int32_t *acc, float rs, const float *scale,
+                               const float *bias, float *y, int cols)
+{
+    for (int j = 0; j < cols; j++) {
+        float p = (float)acc[j] * rs;
+        NO_FMA(p);
+        p = p * scale[j];
+        NO_FMA(p);
+        y[j] = p + bias[j];
+    }
+}
+
+static void epi_s4_row_guarded(const float *acc, float rs, float act_scale, const float *bias,
+                               float *y, int cols)
+{
+    for (int j = 0; j < cols; j++) {
+        float p = acc[j] * rs;
+        NO_FMA(p);
+        p = p * act_scale;
+        NO_FMA(p);
+        y[j] = p + bias[j];
+    }
+}
+
 static inline void epi_s8_row(const int32_t *restrict acc, const int32_t *restrict off,
                               const float *restrict scale, const float *restrict bias,
-                              float *restrict y, int cols)
+                              float *restrict y, int cols, float rs)
 {
+    if (rs > 0) {
+        epi_s8_row_guarded(acc, rs, scale, bias, y, cols);
+        return;
+    }
     int j = 0;
     for (; j + 4 <= cols; j += 4) {
         v4i a;
@@ -110,8 +141,12 @@ static inline void epi_s8_row(const int32_t *restrict acc, const int32_t *restri
 }
 
 static inline void epi_s4_row(const float *restrict acc, float act_scale,
-                              const float *restrict bias, float *restrict y, int cols)
+                              const float *restrict bias, float *restrict y, int cols, float rs)
 {
+    if (rs > 0) {
+        epi_s4_row_guarded(acc, rs, act_scale, bias, y, cols);
+        return;
+    }
     int j = 0;
     v4f s = {act_scale, act_scale, act_scale, act_scale};
     for (; j + 4 <= cols; j += 4) {
@@ -167,7 +202,7 @@ int sq_gemm_s8_fused(sq_isa isa, const int8_t *A, int M, size_t lda, const sq_qw
 #pragma omp parallel for schedule(static)
     for (int r = 0; r < M; r++)
         epi_s8_row(scratch + (size_t)r * N, ep->acc_off, ep->out_scale, ep->bias,
-                   ep->y + (size_t)r * ep->ldy, N);
+                   ep->y + (size_t)r * ep->ldy, N, ep->row_scale ? ep->row_scale[r] : 0);
     return 0;
 }
 
@@ -195,7 +230,7 @@ int sq_gemm_s4_fused(sq_isa isa, const int8_t *A, int M, size_t lda, const sq_qw
 #pragma omp parallel for schedule(static)
     for (int r = 0; r < M; r++)
         epi_s4_row(scratch + (size_t)r * N, ep->act_scale, ep->bias, ep->y + (size_t)r * ep->ldy,
-                   N);
+                   N, ep->row_scale ? ep->row_scale[r] : 0);
     return 0;
 }
 
@@ -262,7 +297,8 @@ void sq_gemm_tiles_s8(sq_ukr_s8 ukr, int nr_max, int np_max, const int8_t *A, in
             for (int i = 0; i < tl.nr; i++)
                 epi_s8_row(out + i * ld, ep->acc_off ? ep->acc_off + n0 : NULL,
                            ep->out_scale + n0, ep->bias + n0,
-                           ep->y + (size_t)(tl.r0 + i) * ep->ldy + n0, tl.live);
+                           ep->y + (size_t)(tl.r0 + i) * ep->ldy + n0, tl.live,
+                           ep->row_scale ? ep->row_scale[tl.r0 + i] : 0);
         else
             for (int i = 0; i < tl.nr; i++)
                 memcpy(C + (size_t)(tl.r0 + i) * ldc + n0, out + i * ld,
@@ -288,7 +324,8 @@ void sq_gemm_tiles_s4(sq_ukr_s4 ukr, int nr_max, int np_max, const int8_t *A, in
         if (ep)
             for (int i = 0; i < tl.nr; i++)
                 epi_s4_row(out + i * ld, ep->act_scale, ep->bias + n0,
-                           ep->y + (size_t)(tl.r0 + i) * ep->ldy + n0, tl.live);
+                           ep->y + (size_t)(tl.r0 + i) * ep->ldy + n0, tl.live,
+                           ep->row_scale ? ep->row_scale[tl.r0 + i] : 0);
         else
             for (int i = 0; i < tl.nr; i++)
                 memcpy(C + (size_t)(tl.r0 + i) * ldc + n0, out + i * ld,
@@ -302,18 +339,68 @@ void sq_gemm_quantize_acts(const float *x, int rows, int k, size_t ldx, const fl
     sq_gemm_quantize_acts_zp(x, rows, k, ldx, m, 0, qa, k_pad, lda);
 }
 
-void sq_gemm_quantize_acts_zp(const float *x, int rows, int k, size_t ldx, const float *m, int z,
-                              int8_t *qa, int k_pad, size_t lda)
+/* The quantize step, and with range != NULL the min and max of x_j * m_j
+ * per row (NaN ignored). */
+static void quantize_rows(const float *x, int rows, int k, size_t ldx, const float *m, int z,
+                          int8_t *qa, int k_pad, size_t lda, float *range)
 {
     if (sq_isa_supported(SQ_ISA_AVX2, NULL)) {
-        sq_quantize_acts_avx2(x, rows, k, ldx, m, z, qa, k_pad, lda);
+        sq_quantize_acts_avx2(x, rows, k, ldx, m, z, qa, k_pad, lda, range);
         return;
     }
     for (int r = 0; r < rows; r++) {
         const float *xr = x + (size_t)r * ldx;
         int8_t *qr = qa + (size_t)r * lda;
-        for (int j = 0; j < k; j++)
-            qr[j] = sq_ref_round_s8_zp(xr[j] * m[j], z);
+        float lo = INFINITY, hi = -INFINITY;
+        for (int j = 0; j < k; j++) {
+            float v = xr[j] * m[j];
+            qr[j] = sq_ref_round_s8_zp(v, z);
+            lo = v < lo ? v : lo;
+            hi = v > hi ? v : hi;
+        }
         memset(qr + k, 0, (size_t)(k_pad - k));
+        if (range) {
+            range[2 * r] = lo;
+            range[2 * r + 1] = hi;
+        }
     }
+}
+
+void sq_gemm_quantize_acts_zp(const float *x, int rows, int k, size_t ldx, const float *m, int z,
+                              int8_t *qa, int k_pad, size_t lda)
+{
+    quantize_rows(x, rows, k, ldx, m, z, qa, k_pad, lda, NULL);
+}
+
+int sq_gemm_quantize_acts_guard(const float *x, int rows, int k, size_t ldx, const float *m,
+                                int z, int8_t *qa, int k_pad, size_t lda, float *row_scale)
+{
+    /* Per-row ranges go through a small stack buffer, a chunk of rows at a time. */
+    enum { CHUNK = 64 };
+    float range[2 * CHUNK];
+    int guarded = 0;
+    for (int r0 = 0; r0 < rows; r0 += CHUNK) {
+        int n = rows - r0 < CHUNK ? rows - r0 : CHUNK;
+        quantize_rows(x + (size_t)r0 * ldx, n, k, ldx, m, z, qa + (size_t)r0 * lda, k_pad, lda,
+                      range);
+        for (int i = 0; i < n; i++) {
+            float lo = range[2 * i], hi = range[2 * i + 1];
+            float a = fmaxf(fabsf(lo), fabsf(hi));
+            row_scale[r0 + i] = 0;
+            /* round is monotonic: the extremes decide whether any code clips */
+            if (!(roundf(hi) - (float)z > 127.0f || roundf(lo) - (float)z < -127.0f) ||
+                !isfinite(a))
+                continue;
+            const float *xr = x + (size_t)(r0 + i) * ldx;
+            int8_t *qr = qa + (size_t)(r0 + i) * lda;
+            const float inv = 127.0f / a;
+            for (int j = 0; j < k; j++) {
+                float v = xr[j] * m[j];
+                qr[j] = sq_ref_round_s8(v * inv);
+            }
+            row_scale[r0 + i] = a / 127.0f;
+            guarded++;
+        }
+    }
+    return guarded;
 }

@@ -88,15 +88,20 @@ static void quant_forward(const sq_linear *l, const float *x, int rows, float *y
     sq_isa isa = SQ_ISA_SCALAR;
     sq_linear_isa(&isa, NULL); /* refused ISAs are reported when the model is opened */
     const int kp = l->qw.k_pad;
-    sq_gemm_quantize_acts_zp(x, rows, l->in, (size_t)l->in, l->act_mult, l->act_zero, sc->qa, kp,
-                             (size_t)kp);
+    int guarded = 0;
+    if (l->guard)
+        guarded = sq_gemm_quantize_acts_guard(x, rows, l->in, (size_t)l->in, l->act_mult,
+                                              l->act_zero, sc->qa, kp, (size_t)kp, sc->row_scale);
+    else
+        sq_gemm_quantize_acts_zp(x, rows, l->in, (size_t)l->in, l->act_mult, l->act_zero, sc->qa,
+                                 kp, (size_t)kp);
     /* GEMM and epilogue in one pass: y = (float)(acc + acc_off[n]) *
      * out_scale[n] + b[n] (int4: acc_f32 * act_scale + b[n]), product
      * rounded before the add, written tile by tile; sc->acc is only used by
      * the ISAs without the fused tile driver (scalar, amx). */
     sq_gemm_epilogue ep = {.out_scale = l->out_scale, .acc_off = l->acc_off,
                            .act_scale = l->act_scale, .bias = l->b, .y = y,
-                           .ldy = (size_t)l->out};
+                           .ldy = (size_t)l->out, .row_scale = guarded ? sc->row_scale : NULL};
     if (l->qtype == SQ_QT_S8)
         sq_gemm_s8_fused(isa, sc->qa, rows, (size_t)kp, &l->qw, &ep, sc->acc);
     else
@@ -126,18 +131,23 @@ void sq_linear_free(sq_linear *l)
     memset(l, 0, sizeof *l);
 }
 
-int64_t sq_linear_count_clipped(const sq_linear *l, const float *x, int rows)
+int64_t sq_linear_count_clipped(const sq_linear *l, const float *x, int rows,
+                                int64_t *rows_beyond)
 {
-    if (l->qtype == SQ_QT_F32 || !l->act_mult)
-        return 0;
-    int64_t n = 0;
-    const float lo = -127.0f + (float)l->act_zero, hi = 127.0f + (float)l->act_zero;
-    for (int r = 0; r < rows; r++) {
-        const float *xr = x + (size_t)r * l->in;
-        for (int j = 0; j < l->in; j++) {
-            float v = roundf(xr[j] * l->act_mult[j]); /* half away from zero, as the step */
-            n += v < lo || v > hi;
+    int64_t n = 0, nr = 0;
+    if (l->qtype != SQ_QT_F32 && l->act_mult) {
+        const float lo = -127.0f + (float)l->act_zero, hi = 127.0f + (float)l->act_zero;
+        for (int r = 0; r < rows; r++) {
+            const float *xr = x + (size_t)r * l->in;
+            int64_t before = n;
+            for (int j = 0; j < l->in; j++) {
+                float v = roundf(xr[j] * l->act_mult[j]); /* half away from zero, as the step */
+                n += v < lo || v > hi;
+            }
+            nr += n > before;
         }
     }
+    if (rows_beyond)
+        *rows_beyond = nr;
     return n;
 }

@@ -31,17 +31,22 @@ typedef struct sq_linear {
     int32_t *acc_off; /* [out] act_zero * wsum[n], NULL when act_zero == 0; owned */
     float *out_scale; /* int8: [out] act_scale * w_scale[n]; owned */
     float *scale_pad; /* weight scales padded to n_pad rows for the kernels; owned */
+    /* Out-of-range guard: a row whose input would clip at the static scale
+     * is quantized with its own step instead (sq_gemm_quantize_acts_guard).
+     * Set from the .sqm's activation_guard. */
+    bool guard;
     bool borrowed;   /* w and b point into memory owned elsewhere */
 } sq_linear;
 
 /* Scratch of the quantized path, sized by the caller (encoder workspace):
- * qa holds rows x k_pad int8, acc rows x out int32 (or float for int4).
- * acc is only touched on the ISAs whose kernels do not fuse the epilogue
+ * qa holds rows x k_pad int8, acc rows x out int32 (or float for int4),
+ * row_scale rows floats (used when the linear guards). acc is only touched on the ISAs whose kernels do not fuse the epilogue
  * into the GEMM (sq_gemm_fuses: scalar and amx); avx2 / avxvnni /
  * avx512vnni write y tile by tile and never read or write it. */
 typedef struct sq_linear_scratch {
     int8_t *qa;
     int32_t *acc;
+    float *row_scale; /* [rows]: the guard's per-row steps (0 = static) */
 } sq_linear_scratch;
 
 /* Prepare a quantized linear: act_mult from the SmoothQuant factors s (NULL:
@@ -59,8 +64,11 @@ void sq_linear_free(sq_linear *l);
 /* How many of the rows x in input values of a quantized linear the quantize
  * step clips: the code round(x_j * m_j) - z lies outside [-127, 127] (the
  * value is beyond the statically calibrated range; NaN is not counted).
- * The same float operations as the quantize step. 0 for f32 linears. */
-int64_t sq_linear_count_clipped(const sq_linear *l, const float *x, int rows);
+ * The same float operations as the quantize step. 0 for f32 linears.
+ * *rows_beyond (optional) gets the rows holding at least one such value:
+ * the rows the guard (sq_linear.guard) quantizes with their own step. */
+int64_t sq_linear_count_clipped(const sq_linear *l, const float *x, int rows,
+                                int64_t *rows_beyond);
 
 /* The integer GEMM path the quantized linears use (SQUINT_ISA or the best
  * this CPU has); selected on first use. -1 with err when SQUINT_ISA names a

@@ -109,6 +109,7 @@ static void set_defaults(sq_recipe *r)
     r->observer = SQ_OBS_PERCENTILE;
     r->percentile = DEFAULT_PERCENTILE;
     r->zero_point = true;
+    r->guard_rows = true;
     r->sq_enabled = true;
     r->sq_alpha.value = DEFAULT_ALPHA;
     r->sq_auto_step = DEFAULT_AUTO_STEP;
@@ -264,7 +265,8 @@ static int parse_model(const yt_node *m, sq_recipe *r, sq_err *err)
 
 static int parse_observer(const yt_node *m, sq_recipe *r, sq_err *err)
 {
-    static const char *const keys[] = {"method", "percentile", "skip_zeros", "zero_point", NULL};
+    static const char *const keys[] = {"method", "percentile", "skip_zeros", "zero_point",
+                                       "guard", NULL};
     if (check_keys(m, "observer", keys, err) != 0)
         return -1;
     const yt_node *method = yt_get(m, "method");
@@ -303,6 +305,15 @@ static int parse_observer(const yt_node *m, sq_recipe *r, sq_err *err)
                         observer_names[r->observer]);
     if (get_bool(m, "skip_zeros", &r->skip_zeros, NULL, err) != 0)
         return -1;
+    const yt_node *g = yt_get(m, "guard");
+    if (g) {
+        const char *s;
+        if (yt_as_string(g, "guard", &s, err) != 0)
+            return -1;
+        if (strcmp(s, "row") && strcmp(s, "clip"))
+            return yt_error(g, err, "unknown guard '%s' (expected: row, clip)", s);
+        r->guard_rows = strcmp(s, "row") == 0;
+    }
     return get_bool(m, "zero_point", &r->zero_point, NULL, err);
 }
 
@@ -600,7 +611,8 @@ bool sq_recipe_equal(const sq_recipe *a, const sq_recipe *b)
         (a->set_normalize && a->normalize != b->normalize))
         return false;
     if (a->observer != b->observer || a->percentile != b->percentile ||
-        a->skip_zeros != b->skip_zeros || a->zero_point != b->zero_point)
+        a->skip_zeros != b->skip_zeros || a->zero_point != b->zero_point ||
+        a->guard_rows != b->guard_rows)
         return false;
     if (a->sq_enabled != b->sq_enabled || !alpha_equal(a->sq_alpha, b->sq_alpha) ||
         a->sq_auto_step != b->sq_auto_step ||
@@ -693,6 +705,7 @@ static bool write_yaml(sq_strbuf *sb, const sq_recipe *r)
     if (observer_takes_skip_zeros(r->observer))
         sq_sb_printf(sb, "  skip_zeros: %s\n", bool_name(r->skip_zeros));
     sq_sb_printf(sb, "  zero_point: %s\n", bool_name(r->zero_point));
+    sq_sb_printf(sb, "  guard: %s\n", r->guard_rows ? "row" : "clip");
 
     sq_sb_printf(sb, "smoothquant:\n  enabled: %s\n  alpha: ", bool_name(r->sq_enabled));
     put_alpha(sb, r->sq_alpha);

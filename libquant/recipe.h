@@ -110,6 +110,11 @@ typedef struct sq_recipe {
     double percentile; /* (0, 100]; percentile only (99.99 otherwise) */
     bool skip_zeros;   /* percentile and entropy only */
     bool zero_point;   /* int8 inputs that are (nearly) one-sided get a zero point */
+    /* guard: row (true) | clip: what the runtime does with an input row
+     * holding a value beyond the static range. row: that row is quantized
+     * with its own step (sq_gemm_quantize_acts_guard), clip: it is clipped.
+     * Recorded in the .sqm (activation_guard). */
+    bool guard_rows;
 
     /* smoothquant */
     bool sq_enabled;

@@ -102,6 +102,15 @@ static int parse_meta(const sq_container *c, sq_bert_config *cfg, sq_sqm_info *i
         sq_err_set(err, "%s: metadata embeddings_type is missing or unknown", c->path);
         goto out;
     }
+    info->guard_rows = false;
+    if (yt_get(r, "activation_guard")) {
+        if (yt_get_string(r, "activation_guard", &s, err) != 0 ||
+            (strcmp(s, "row") != 0 && strcmp(s, "clip") != 0)) {
+            sq_err_set(err, "%s: metadata activation_guard must be row or clip", c->path);
+            goto out;
+        }
+        info->guard_rows = strcmp(s, "row") == 0;
+    }
     rc = 0;
 out:
     yt_free(doc);
@@ -268,9 +277,11 @@ int sq_sqm_load_encoder(const sq_container *c, sq_encoder *enc, sq_sqm_info *inf
         LN(ln_ffn_g, "layer.%d.ln_ffn.gamma", H)
         LN(ln_ffn_b, "layer.%d.ln_ffn.beta", H)
 #undef LN
-        for (int k = 0; k < SQ_LIN_KINDS; k++)
+        for (int k = 0; k < SQ_LIN_KINDS; k++) {
             if (load_linear(c, l, (sq_linear_kind)k, cfg, &L->lin[k], err) != 0)
                 goto fail;
+            L->lin[k].guard = info->guard_rows && L->lin[k].qtype != SQ_QT_F32;
+        }
     }
     return 0;
 fail:

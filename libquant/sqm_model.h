@@ -14,6 +14,9 @@
 typedef struct sq_sqm_info {
     sq_pooling_config pool;
     int max_seq;
+    /* metadata activation_guard: row (true) or clip / absent (files written
+     * before the guard existed): see sq_linear.guard */
+    bool guard_rows;
 } sq_sqm_info;
 
 /* True when the file starts like a squint container (plain or zstd). */
