@@ -93,8 +93,9 @@ void sq_gemm_quantize_acts_zp(const float *x, int rows, int k, size_t ldx, const
 /* The activation quantize step with the out-of-range guard. Each row is
  * first quantized as sq_gemm_quantize_acts_zp does; a row where that would
  * clip a value (round(x_j m_j) - z outside [-127, 127]) is instead
- * quantized symmetrically with its own step: with v_j = x_j * m_j and a =
- * max_j |v_j| (finite), qa[r][j] = sq_ref_round_s8(v_j * (127.0f / a)) and
+ * quantized symmetrically with its own step: with a = max_j |x_j * m_j|
+ * (finite) and the row's multipliers m'_j = m_j * (127.0f / a) (each
+ * rounded to float), qa[r][j] = sq_ref_round_s8(x_j * m'_j) and
  * row_scale[r] = a / 127.0f (> 1); every other row gets row_scale[r] = 0.
  * Rows are independent: the result does not depend on how rows are batched
  * or on the thread count. A row whose a is inf keeps the clipped codes.

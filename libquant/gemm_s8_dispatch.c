@@ -1,6 +1,7 @@
 /* Argument checks, ISA dispatch, the shared OpenMP tile driver, the fused
  * epilogue and the activation quantize step of the int8 GEMM (gemm_s8.h). */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "gemm_s8.h"
@@ -83,11 +84,26 @@ typedef int32_t v4i __attribute__((vector_size(16)));
 #endif
 
 /* A guarded row (rs > 0, gemm_s8.h): ((float)acc * rs) * scale + bias, each
- * product rounded, no zero-point offset. Rare rows: plain C. */
+ * product rounded, no zero-point offset. */
 static void epi_s8_row_guarded(const int32_t *acc, float rs, const float *scale,
                                const float *bias, float *y, int cols)
 {
-    for (int j = 0; j < cols; j++) {
+    int j = 0;
+    v4f r = {rs, rs, rs, rs};
+    for (; j + 4 <= cols; j += 4) {
+        v4i a;
+        v4f s, b;
+        memcpy(&a, acc + j, sizeof a);
+        memcpy(&s, scale + j, sizeof s);
+        memcpy(&b, bias + j, sizeof b);
+        v4f p = __builtin_convertvector(a, v4f) * r;
+        NO_FMA(p);
+        p = p * s;
+        NO_FMA(p);
+        v4f o = p + b;
+        memcpy(y + j, &o, sizeof o);
+    }
+    for (; j < cols; j++) {
         float p = (float)acc[j] * rs;
         NO_FMA(p);
         p = p * scale[j];
@@ -99,7 +115,20 @@ static void epi_s8_row_guarded(const int32_t *acc, float rs, const float *scale,
 static void epi_s4_row_guarded(const float *acc, float rs, float act_scale, const float *bias,
                                float *y, int cols)
 {
-    for (int j = 0; j < cols; j++) {
+    int j = 0;
+    v4f r = {rs, rs, rs, rs}, sc = {act_scale, act_scale, act_scale, act_scale};
+    for (; j + 4 <= cols; j += 4) {
+        v4f a, b;
+        memcpy(&a, acc + j, sizeof a);
+        memcpy(&b, bias + j, sizeof b);
+        v4f p = a * r;
+        NO_FMA(p);
+        p = p * sc;
+        NO_FMA(p);
+        v4f o = p + b;
+        memcpy(y + j, &o, sizeof o);
+    }
+    for (; j < cols; j++) {
         float p = acc[j] * rs;
         NO_FMA(p);
         p = p * act_scale;
@@ -378,6 +407,7 @@ int sq_gemm_quantize_acts_guard(const float *x, int rows, int k, size_t ldx, con
     /* Per-row ranges go through a small stack buffer, a chunk of rows at a time. */
     enum { CHUNK = 64 };
     float range[2 * CHUNK];
+    float *mrow = NULL; /* a guarded row's multipliers, allocated on the first one */
     int guarded = 0;
     for (int r0 = 0; r0 < rows; r0 += CHUNK) {
         int n = rows - r0 < CHUNK ? rows - r0 : CHUNK;
@@ -391,16 +421,20 @@ int sq_gemm_quantize_acts_guard(const float *x, int rows, int k, size_t ldx, con
             if (!(roundf(hi) - (float)z > 127.0f || roundf(lo) - (float)z < -127.0f) ||
                 !isfinite(a))
                 continue;
-            const float *xr = x + (size_t)(r0 + i) * ldx;
-            int8_t *qr = qa + (size_t)(r0 + i) * lda;
+            if (!mrow && !(mrow = malloc((size_t)k * sizeof *mrow)))
+                continue; /* out of memory: this row stays clipped */
+            /* The row's own multipliers m_j * (127 / a), rounded to float,
+             * then the ordinary (vectorized) quantize step without zero
+             * point: |x_j m'_j| <= 127 up to rounding, which the clamp takes. */
             const float inv = 127.0f / a;
-            for (int j = 0; j < k; j++) {
-                float v = xr[j] * m[j];
-                qr[j] = sq_ref_round_s8(v * inv);
-            }
+            for (int j = 0; j < k; j++)
+                mrow[j] = m[j] * inv;
+            quantize_rows(x + (size_t)(r0 + i) * ldx, 1, k, ldx, mrow, 0,
+                          qa + (size_t)(r0 + i) * lda, k_pad, lda, NULL);
             row_scale[r0 + i] = a / 127.0f;
             guarded++;
         }
     }
+    free(mrow);
     return guarded;
 }

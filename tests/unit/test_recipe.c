@@ -180,6 +180,7 @@ START_TEST(default_recipe)
                         "  percentile: 99.99\n"
                         "  skip_zeros: false\n"
                         "  zero_point: true\n"
+                        "  guard: row\n"
                         "smoothquant:\n"
                         "  enabled: true\n"
                         "  alpha: 0.5\n"
@@ -287,7 +288,7 @@ START_TEST(round_trip_awkward_values)
     /* observer methods without parameters write none */
     load_ok("observer: {method: mse}\n", &r);
     char *y = sq_recipe_to_yaml(&r);
-    ck_assert_ptr_nonnull(strstr(y, "observer:\n  method: mse\n  zero_point: true\nsmoothquant:"));
+    ck_assert_ptr_nonnull(strstr(y, "observer:\n  method: mse\n  zero_point: true\n  guard: row\nsmoothquant:"));
     free(y);
     assert_round_trip(&r);
     sq_recipe_free(&r);
@@ -458,7 +459,8 @@ static const struct {
      "ffn, pooling, normalize)"},
     {"observer: {method: mse, percentil: 99}\n",
      "x.yaml:1:25: unknown key 'percentil' in observer (expected: method, percentile, "
-     "skip_zeros, zero_point)"},
+     "skip_zeros, zero_point, guard)"},
+    {"observer: {guard: rows}\n", "x.yaml:1:19: unknown guard 'rows' (expected: row, clip)"},
     {"weights:\n  type: int8\n  scale_search: true\n",
      "x.yaml:3:3: unknown key 'scale_search' in weights (expected: type, int4_scale_search)"},
     {"overrides:\n  - match: layer.1.qkv\n    typ: fp32\n",
