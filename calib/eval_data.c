@@ -161,7 +161,7 @@ int sq_eval_task_detect(const char *input, sq_eval_task *out, sq_err *err)
 
 static int read_text(const char *path, char **buf, size_t *len, sq_err *err)
 {
-    if (sq_read_file(path, SQ_EVAL_MAX_FILE, buf, len, err) != 0)
+    if (sq_read_regular_file(path, SQ_EVAL_MAX_FILE, buf, len, err) != 0)
         return -1;
     return 0;
 }

@@ -13,6 +13,8 @@
 #include "cli.h"
 #include "cpu_features.h"
 #include "embed_output.h"
+#include "fileio.h"
+#include "npy.h"
 #include "embedder.h"
 #include "eval_data.h"
 #include "eval_metrics.h"
@@ -38,7 +40,9 @@ static const char *const help =
     "  --field PATH         JSONL field holding the text (plain task only)\n"
     "  --output FILE        MODEL's embeddings: .jsonl, .npy or .f32 (without --reference the\n"
     "                       default is JSONL on stdout)\n"
-    "  --reference MODEL    the model to compare with: a checkpoint directory or a .sqm\n"
+    "  --reference MODEL    the model to compare with: a checkpoint directory or a .sqm, or a\n"
+    "                       .npy of its embeddings of exactly these inputs (float32 [n, dim],\n"
+    "                       e.g. an earlier run's --output): the reference is then not re-run\n"
     "  --task T             auto (default), plain, stsb, scifact or sst2\n"
     "  --report FILE        write every figure as JSON\n"
     "  --gate LIST          name=value[,name=value...]: cos_mean, cos_min, topk_overlap (minimums),\n"
@@ -53,8 +57,10 @@ static const char *const help =
     "  --threads N          worker threads (default: all CPUs)\n"
     "  --quiet              no progress line\n"
     "\n"
-    "Metrics (MODEL vs reference): cosine of the two embeddings of each text (mean, min, 1st\n"
-    "percentile); top-k overlap (for each text its k most similar other inputs under each model,\n"
+    "Metrics (MODEL vs reference): cosine of the two embeddings of each text (mean, min, 0.1st and\n"
+    "1st percentile, counts below 0.99 / 0.98 / 0.95, the 10 worst texts); the centred cosine\n"
+    "(the reference's mean embedding over the inputs removed from both: what tells inputs apart);\n"
+    "for a .sqm, per linear the input values and rows beyond its calibrated range; top-k overlap (for each text its k most similar other inputs under each model,\n"
     "mean shared fraction); stsb: Spearman of cosine(s1, s2) vs the gold score; scifact: nDCG@10\n"
     "and recall@100 of cosine ranking; sst2: 5-fold accuracy of a logistic-regression probe.\n"
     "Drops are reference minus MODEL. Exit: 0 all gates pass, 1 a gate failed (named), 2 bad input.\n"
@@ -259,6 +265,37 @@ done:
     return rc;
 }
 
+/* A reference given as precomputed embeddings (.npy) of these inputs. */
+static bool is_npy_path(const char *p)
+{
+    size_t n = strlen(p);
+    return n > 4 && strcmp(p + n - 4, ".npy") == 0 && !sq_dir_exists(p);
+}
+
+static int reference_from_npy(const char *path, const run_input *in, model_run *out, sq_err *err)
+{
+    memset(out, 0, sizeof *out);
+    out->path = path;
+    double t0 = cli_now();
+    int64_t rows, cols;
+    float *emb;
+    if (sq_npy_read_f32_2d(path, &emb, &rows, &cols, err) != 0)
+        return -1;
+    if (rows != in->n || cols < 1) {
+        free(emb);
+        return sq_err_set(err, "%s: holds %lld embeddings of dimension %lld, but the input has %lld "
+                               "texts: it must be the reference's embeddings of exactly these inputs",
+                          path, (long long)rows, (long long)cols, (long long)in->n);
+    }
+    out->res.n = rows;
+    out->res.dim = (int)cols;
+    out->res.emb = emb;
+    out->pooling = "precomputed";
+    out->normalize = false;
+    out->seconds = cli_now() - t0;
+    return 0;
+}
+
 /* ---- metrics ---- */
 
 /* cos(emb[i], emb[n + i]) for the n STS-B pairs, Spearman vs gold. */
@@ -433,7 +470,8 @@ static void print_summary(FILE *fp, const run_input *in, const model_run *m, con
 {
     fprintf(fp, "model      %s (%s, %.2fs)\n", m->path, m->is_sqm ? "sqm" : "checkpoint",
             m->seconds);
-    fprintf(fp, "reference  %s (%s, %.2fs)\n", ref->path, ref->is_sqm ? "sqm" : "checkpoint",
+    fprintf(fp, "reference  %s (%s, %.2fs)\n", ref->path,
+            ref->is_sqm ? "sqm" : is_npy_path(ref->path) ? "embeddings" : "checkpoint",
             ref->seconds);
     fprintf(fp, "task       %s, %lld texts, dim %d\n", sq_eval_task_name(in->task),
             (long long)in->n, m->res.dim);
@@ -476,7 +514,7 @@ static json_t *jnum(double v)
 static json_t *model_json(const model_run *m)
 {
     return json_pack("{s:s, s:s, s:i, s:s, s:b, s:o}", "path", m->path, "kind",
-                     m->is_sqm ? "sqm" : "checkpoint", "dim", m->res.dim, "pooling", m->pooling,
+                     m->is_sqm ? "sqm" : is_npy_path(m->path) ? "embeddings" : "checkpoint", "dim", m->res.dim, "pooling", m->pooling,
                      "normalize", m->normalize, "seconds", jnum(m->seconds));
 }
 
@@ -729,7 +767,8 @@ int cmd_embed_run(int argc, char **argv)
         rc = SQ_EXIT_OK;
         goto done;
     }
-    if (embed_with(a.reference, "reference", &a, &in, &ref, &err) != 0)
+    if ((is_npy_path(a.reference) ? reference_from_npy(a.reference, &in, &ref, &err)
+                                  : embed_with(a.reference, "reference", &a, &in, &ref, &err)) != 0)
         goto fail;
     if (ref.res.dim != m.res.dim) {
         sq_err_set(&err, "%s gives %d-dimensional embeddings but %s gives %d", a.model, m.res.dim,

@@ -58,6 +58,9 @@ void sq_unmap_file(sq_mapped_file *mf)
     memset(mf, 0, sizeof *mf);
 }
 
+static int read_stream(FILE *fp, const char *path, size_t max_size, char **out, size_t *out_len,
+                       sq_err *err);
+
 int sq_read_file(const char *path, size_t max_size, char **out, size_t *out_len, sq_err *err)
 {
     *out = NULL;
@@ -66,6 +69,35 @@ int sq_read_file(const char *path, size_t max_size, char **out, size_t *out_len,
     FILE *fp = fopen(path, "rb");
     if (!fp)
         return sq_err_set(err, "%s: cannot open: %s", path, strerror(errno));
+    return read_stream(fp, path, max_size, out, out_len, err);
+}
+
+int sq_read_regular_file(const char *path, size_t max_size, char **out, size_t *out_len,
+                         sq_err *err)
+{
+    *out = NULL;
+    if (out_len)
+        *out_len = 0;
+    uint64_t size;
+    int fd = sq_open_regular(path, &size, err);
+    if (fd < 0)
+        return -1;
+    if (size > max_size) {
+        close(fd);
+        return sq_err_set(err, "%s: file larger than the %zu-byte limit", path, max_size);
+    }
+    FILE *fp = fdopen(fd, "rb");
+    if (!fp) {
+        close(fd);
+        return sq_err_set(err, "%s: cannot open: %s", path, strerror(errno));
+    }
+    return read_stream(fp, path, max_size, out, out_len, err);
+}
+
+/* Read fp to its end (at most max_size bytes) and close it. */
+static int read_stream(FILE *fp, const char *path, size_t max_size, char **out, size_t *out_len,
+                       sq_err *err)
+{
     size_t cap = max_size < 4096 ? max_size : 4096, len = 0;
     char *buf = malloc(cap + 1);
     if (!buf) {

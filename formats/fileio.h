@@ -26,8 +26,15 @@ int sq_map_file(const char *path, sq_mapped_file *mf, sq_err *err);
 void sq_unmap_file(sq_mapped_file *mf);
 
 /* Read a whole file into a NUL-terminated heap buffer; refuses files larger
- * than max_size bytes. */
+ * than max_size bytes. Any file that can be read, pipes included (text
+ * inputs: `--input <(cmd)`). */
 int sq_read_file(const char *path, size_t max_size, char **out, size_t *out_len, sq_err *err);
+
+/* The same for regular files only (sq_open_regular): what a model, config,
+ * tokenizer or recipe file must be. A FIFO is refused at once instead of
+ * blocking the open forever. */
+int sq_read_regular_file(const char *path, size_t max_size, char **out, size_t *out_len,
+                         sq_err *err);
 
 /* Atomic output. sq_atomic_open creates a temp file next to `path`;
  * sq_atomic_commit flushes, fsyncs and renames it over `path` (and fsyncs the

@@ -214,7 +214,7 @@ int sq_pooling_config_load_dir(const char *dir, sq_pooling_config *pc, sq_err *e
     json_t *root = NULL;
     json_error_t je;
     int rc = -1;
-    if (sq_read_file(path, SQ_JSON_MAX_FILE, &buf, &len, err) != 0)
+    if (sq_read_regular_file(path, SQ_JSON_MAX_FILE, &buf, &len, err) != 0)
         goto out;
     root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
     if (!root) {

@@ -201,7 +201,7 @@ int sq_wordpiece_spec_load_vocab_txt(const char *path, sq_wordpiece_spec *spec, 
         return -1;
     char *buf = NULL;
     size_t len = 0;
-    if (sq_read_file(path, VOCAB_TXT_MAX_FILE, &buf, &len, err) != 0)
+    if (sq_read_regular_file(path, VOCAB_TXT_MAX_FILE, &buf, &len, err) != 0)
         goto fail;
     int rc = parse_vocab_lines(buf, len, spec, path, err);
     free(buf);

@@ -26,7 +26,7 @@ json_t *sq_json_load_object(const char *path, sq_err *err)
 {
     char *buf;
     size_t len;
-    if (sq_read_file(path, SQ_JSON_MAX_FILE, &buf, &len, err) != 0)
+    if (sq_read_regular_file(path, SQ_JSON_MAX_FILE, &buf, &len, err) != 0)
         return NULL;
     json_t *root = sq_json_parse_object(buf, len, path, err);
     free(buf);

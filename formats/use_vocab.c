@@ -25,7 +25,7 @@ int sq_use_vocab_load_f64(const char *path, char ***pieces_out, double **scores_
     *n_out = 0;
     char *buf;
     size_t len;
-    if (sq_read_file(path, SQ_USE_VOCAB_MAX_FILE, &buf, &len, err) != 0)
+    if (sq_read_regular_file(path, SQ_USE_VOCAB_MAX_FILE, &buf, &len, err) != 0)
         return -1;
     json_error_t je;
     /* No JSON_ALLOW_NUL: a piece with U+0000 could not be a C string. */

@@ -308,7 +308,7 @@ yt_doc *yt_parse_file(const char *path, sq_err *err)
 {
     char *buf;
     size_t len;
-    if (sq_read_file(path, YT_MAX_INPUT, &buf, &len, err) != 0)
+    if (sq_read_regular_file(path, YT_MAX_INPUT, &buf, &len, err) != 0)
         return NULL;
     yt_doc *d = yt_parse_buffer(buf, len, path, err);
     free(buf);

@@ -574,7 +574,7 @@ int sq_recipe_load_file(const char *path, sq_recipe *r, sq_err *err)
     char *text;
     size_t len;
     memset(r, 0, sizeof *r);
-    if (sq_read_file(path, RECIPE_MAX_BYTES, &text, &len, err) != 0)
+    if (sq_read_regular_file(path, RECIPE_MAX_BYTES, &text, &len, err) != 0)
         return -1;
     int rc = sq_recipe_load_buffer(text, len, path, r, err);
     free(text);

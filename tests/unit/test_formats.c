@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
+#include <math.h>
 
 #include "checkpoint_dir.h"
 #include "fileio.h"
@@ -122,6 +124,106 @@ START_TEST(npy_header)
     ck_assert_int_eq(buf[len - 1], '\n');
     free(buf);
     free(p);
+}
+END_TEST
+
+/* The strict .npy reader: our own files round trip; numpy's other spellings
+ * (version 2.0, double quotes, no trailing comma) load; every hostile header
+ * is refused with a message naming the file and the problem. */
+static int npy_try(const char *hdr, size_t data_bytes, int major, float fill, float **v,
+                   int64_t *r, int64_t *c, sq_err *err)
+{
+    size_t hl = strlen(hdr), off = major == 1 ? 10 : 12, len = off + hl + data_bytes;
+    unsigned char *b = calloc(len, 1);
+    memcpy(b, "\x93NUMPY", 6);
+    b[6] = (unsigned char)major;
+    b[8] = (unsigned char)(hl & 0xff);
+    b[9] = (unsigned char)(hl >> 8);
+    memcpy(b + off, hdr, hl);
+    for (size_t i = 0; i + 4 <= data_bytes; i += 4)
+        memcpy(b + off + hl + i, &fill, 4);
+    int rc = sq_npy_parse_f32_2d(b, len, "t.npy", v, r, c, err);
+    free(b);
+    return rc;
+}
+
+START_TEST(npy_reader)
+{
+    char *p = sq_path_join(dir, "e.npy");
+    FILE *fp = fopen(p, "wb");
+    int64_t shape[2] = {3, 5};
+    float vals[15];
+    for (int i = 0; i < 15; i++)
+        vals[i] = (float)i * 0.5f - 2.0f;
+    ck_assert_int_eq(sq_npy_write_header_f32(fp, shape, 2), 0);
+    fwrite(vals, sizeof vals, 1, fp);
+    fclose(fp);
+    float *v;
+    int64_t r, c;
+    sq_err err;
+    ck_assert_int_eq(sq_npy_read_f32_2d(p, &v, &r, &c, &err), 0);
+    ck_assert(r == 3 && c == 5 && memcmp(v, vals, sizeof vals) == 0);
+    free(v);
+    free(p);
+    ck_assert_int_eq(npy_try("{\"descr\": \"<f4\", \"fortran_order\": False, \"shape\": (2, 3)}\n",
+                             24, 2, 1.0f, &v, &r, &c, &err), 0);
+    ck_assert(r == 2 && c == 3 && v[5] == 1.0f);
+    free(v);
+    ck_assert_int_eq(npy_try("{'descr': '<f4', 'fortran_order': False, 'shape': (0, 384), }\n", 0,
+                             1, 0, &v, &r, &c, &err), 0);
+    ck_assert(r == 0 && c == 384);
+    free(v);
+    static const struct {
+        const char *hdr;
+        size_t bytes;
+        float fill;
+        const char *needle;
+    } bad[] = {
+        {"{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }\n", 48, 0, "'<f8'"},
+        {"{'descr': '>f4', 'fortran_order': False, 'shape': (2, 3), }\n", 24, 0, "little-endian"},
+        {"{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }\n", 24, 0, "Fortran"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (6,), }\n", 24, 0, "1 dimensions"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (1, 2, 3), }\n", 24, 0, "shape"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }\n", 20, 0, "holds 20"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }\n", 28, 0, "holds 28"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296), }\n", 16, 0,
+         "needs"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999, 1), }\n", 4, 0,
+         "shape"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (-2, 3), }\n", 24, 0, "shape"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }\n", 24, NAN, "not finite"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }\n", 24, INFINITY, "not finite"},
+        {"{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }\n", 24, 0,
+         "repeated"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), 'x': 1}\n", 24, 0, "'x'"},
+        {"{'descr': '<f4', 'shape': (2, 3), }\n", 24, 0, "exactly"},
+        {"{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), } junk\n", 24, 0, "exactly"},
+        {"['descr']\n", 24, 0, "not a dictionary"},
+        {"{'descr': '<f4\n", 24, 0, "descr"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        int rc = npy_try(bad[i].hdr, bad[i].bytes, 1, bad[i].fill, &v, &r, &c, &err);
+        ck_assert_msg(rc == -1 && strstr(err.msg, bad[i].needle) && strstr(err.msg, "t.npy"),
+                      "case %zu: rc %d, message '%s' lacks '%s'", i, rc, err.msg, bad[i].needle);
+        ck_assert_ptr_null(v);
+    }
+    /* version 4, bad magic, a header longer than the file */
+    unsigned char b[64] = "\x93NUMPY\x04\x00";
+    ck_assert_int_eq(sq_npy_parse_f32_2d(b, sizeof b, "t.npy", &v, &r, &c, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "version 4"));
+    b[6] = 1;
+    b[8] = 0xff;
+    ck_assert_int_eq(sq_npy_parse_f32_2d(b, sizeof b, "t.npy", &v, &r, &c, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "runs past"));
+    b[0] = 'x';
+    ck_assert_int_eq(sq_npy_parse_f32_2d(b, sizeof b, "t.npy", &v, &r, &c, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "magic"));
+    /* a FIFO is refused, never waited on */
+    char *f = sq_path_join(dir, "fifo.npy");
+    ck_assert_int_eq(mkfifo(f, 0600), 0);
+    ck_assert_int_eq(sq_npy_read_f32_2d(f, &v, &r, &c, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "not a regular file"));
+    free(f);
 }
 END_TEST
 
@@ -251,6 +353,7 @@ int main(void)
     tcase_add_test(tc, config_refusals);
     tcase_add_test(tc, pooling_configs);
     tcase_add_test(tc, npy_header);
+    tcase_add_test(tc, npy_reader);
     tcase_add_test(tc, atomic_write);
     tcase_add_test(tc, text_input_formats);
     tcase_add_test(tc, checkpoint_archives);
