@@ -57,10 +57,11 @@ static const char *const help =
     "  --threads N          worker threads (default: all CPUs)\n"
     "  --quiet              no progress line\n"
     "\n"
-    "Metrics (MODEL vs reference): cosine of the two embeddings of each text (mean, min, 0.1st and\n"
-    "1st percentile, counts below 0.99 / 0.98 / 0.95, the 10 worst texts); the centred cosine\n"
-    "(the reference's mean embedding over the inputs removed from both: what tells inputs apart);\n"
-    "for a .sqm, per linear the input values and rows beyond its calibrated range; top-k overlap (for each text its k most similar other inputs under each model,\n"
+    "Metrics (MODEL vs reference): cosine of the two embeddings of each text (mean, min, 0.1st\n"
+    "and 1st percentile, counts below 0.99 / 0.98 / 0.95, the 10 worst texts); the centred\n"
+    "cosine (the reference's mean embedding over the inputs removed from both: what tells\n"
+    "inputs apart); for a .sqm, per linear the input values and rows beyond its calibrated\n"
+    "range; top-k overlap (for each text its k most similar other inputs under each model,\n"
     "mean shared fraction); stsb: Spearman of cosine(s1, s2) vs the gold score; scifact: nDCG@10\n"
     "and recall@100 of cosine ranking; sst2: 5-fold accuracy of a logistic-regression probe.\n"
     "Drops are reference minus MODEL. Exit: 0 all gates pass, 1 a gate failed (named), 2 bad input.\n"
@@ -283,8 +284,9 @@ static int reference_from_npy(const char *path, const run_input *in, model_run *
         return -1;
     if (rows != in->n || cols < 1) {
         free(emb);
-        return sq_err_set(err, "%s: holds %lld embeddings of dimension %lld, but the input has %lld "
-                               "texts: it must be the reference's embeddings of exactly these inputs",
+        return sq_err_set(err,
+                          "%s: holds %lld embeddings of dimension %lld, but the input has %lld "
+                          "texts: it must be the reference's embeddings of exactly these inputs",
                           path, (long long)rows, (long long)cols, (long long)in->n);
     }
     out->res.n = rows;
@@ -439,8 +441,8 @@ static void print_clip_summary(FILE *fp, const model_run *m)
             continue;
         double r = (double)s->clipped / (double)s->values;
         for (int k = 0; k < 3; k++) {
-            double rk = best[k] < 0 ? -1
-                                    : (double)m->clip[best[k]].clipped / (double)m->clip[best[k]].values;
+            const clip_stat *b = best[k] < 0 ? NULL : &m->clip[best[k]];
+            double rk = b ? (double)b->clipped / (double)b->values : -1;
             if (r > rk) {
                 for (int j = 2; j > k; j--)
                     best[j] = best[j - 1];
@@ -483,10 +485,12 @@ static void print_summary(FILE *fp, const run_input *in, const model_run *m, con
             (long long)in->n);
     fprintf(fp, "centred    mean %.6f  min %.6f (text %lld)  (reference mean embedding removed)\n",
             c->centred_mean, c->centred_min, (long long)c->centred_argmin);
-    for (int k = 0; k < c->n_worst && k < 3; k++)
+    for (int k = 0; k < c->n_worst && k < 3; k++) {
+        size_t len = in->len[c->worst[k]]; /* texts shown up to 100 bytes */
         fprintf(fp, "worst %d    %.6f  text %lld: %.*s%s\n", k + 1, c->worst_cos[k],
-                (long long)c->worst[k], (int)(in->len[c->worst[k]] > 100 ? 100 : in->len[c->worst[k]]),
-                in->text[c->worst[k]], in->len[c->worst[k]] > 100 ? "..." : "");
+                (long long)c->worst[k], (int)(len > 100 ? 100 : len), in->text[c->worst[k]],
+                len > 100 ? "..." : "");
+    }
     print_clip_summary(fp, m);
     fprintf(fp, "top-%-2d     overlap %.4f\n", mt->topk_k, mt->topk);
     for (int i = 0; i < mt->n_task; i++) {
@@ -513,8 +517,9 @@ static json_t *jnum(double v)
 
 static json_t *model_json(const model_run *m)
 {
-    return json_pack("{s:s, s:s, s:i, s:s, s:b, s:o}", "path", m->path, "kind",
-                     m->is_sqm ? "sqm" : is_npy_path(m->path) ? "embeddings" : "checkpoint", "dim", m->res.dim, "pooling", m->pooling,
+    const char *kind = m->is_sqm ? "sqm" : is_npy_path(m->path) ? "embeddings" : "checkpoint";
+    return json_pack("{s:s, s:s, s:i, s:s, s:b, s:o}", "path", m->path, "kind", kind, "dim",
+                     m->res.dim, "pooling", m->pooling,
                      "normalize", m->normalize, "seconds", jnum(m->seconds));
 }
 

@@ -158,7 +158,8 @@ int sq_npy_parse_f32_2d(const unsigned char *buf, size_t len, const char *name, 
     while (c.p < c.end && (*c.p == ' ' || *c.p == '\n'))
         c.p++;
     if (c.p != c.end || !seen_descr || !seen_order || !seen_shape)
-        return sq_err_set(err, "%s: .npy header needs exactly descr, fortran_order and shape", name);
+        return sq_err_set(err, "%s: .npy header needs exactly descr, fortran_order and shape",
+                          name);
     if (strcmp(descr, "<f4") != 0)
         return sq_err_set(err, "%s: .npy dtype '%s' is not little-endian float32 ('<f4')", name,
                           descr);

@@ -111,7 +111,8 @@ int sq_workspace_reserve(sq_workspace *ws, const sq_encoder *enc, int max_tokens
     if (posix_memalign(&acc, 64, T * nmax * sizeof(int32_t)) == 0)
         ws->lin.acc = acc;
     ws->lin.row_scale = alloc_floats(T);
-    if (!ws->lin.qa || !ws->lin.acc || !ws->lin.row_scale || !ws->qkv || !ws->ctx || !ws->tmp || !ws->ffn || !ws->scores) {
+    if (!ws->lin.qa || !ws->lin.acc || !ws->lin.row_scale || !ws->qkv || !ws->ctx || !ws->tmp ||
+        !ws->ffn || !ws->scores) {
         sq_workspace_free(ws);
         return -1;
     }

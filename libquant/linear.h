@@ -40,9 +40,10 @@ typedef struct sq_linear {
 
 /* Scratch of the quantized path, sized by the caller (encoder workspace):
  * qa holds rows x k_pad int8, acc rows x out int32 (or float for int4),
- * row_scale rows floats (used when the linear guards). acc is only touched on the ISAs whose kernels do not fuse the epilogue
- * into the GEMM (sq_gemm_fuses: scalar and amx); avx2 / avxvnni /
- * avx512vnni write y tile by tile and never read or write it. */
+ * row_scale rows floats (used when the linear guards). acc is only touched
+ * on the ISAs whose kernels do not fuse the epilogue into the GEMM
+ * (sq_gemm_fuses: scalar and amx); avx2 / avxvnni / avx512vnni write y tile
+ * by tile and never read or write it. */
 typedef struct sq_linear_scratch {
     int8_t *qa;
     int32_t *acc;

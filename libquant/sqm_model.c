@@ -160,8 +160,9 @@ static int load_linear(const sq_container *c, int l, sq_linear_kind k, const sq_
     if (!as)
         return -1;
     if (!(isfinite(*as) && *as > 0))
-        return sq_err_set_at(err, NAME("act_scale"), "%s: tensor \"%s\" is %g, not a finite scale > 0",
-                             c->path, name, (double)*as);
+        return sq_err_set_at(err, NAME("act_scale"),
+                             "%s: tensor \"%s\" is %g, not a finite scale > 0", c->path, name,
+                             (double)*as);
     /* The kernels read scales for the padding channels too: pad a copy with 0. */
     lin->scale_pad = calloc((size_t)shape.n_pad * G, sizeof *lin->scale_pad);
     if (!lin->scale_pad)
@@ -242,13 +243,16 @@ int sq_sqm_load_encoder(const sq_container *c, sq_encoder *enc, sq_sqm_info *inf
             !(enc->word_scale = need_finite(c, "embeddings.word.scale", V, G, false, err)))
             goto fail;
     }
-    if (!(enc->pos_emb = (float *)need_finite(c, "embeddings.position", (uint64_t)cfg->max_pos, E, false, err)))
+    if (!(enc->pos_emb = (float *)need_finite(c, "embeddings.position", (uint64_t)cfg->max_pos, E,
+                                              false, err)))
         goto fail;
     if (cfg->type_vocab > 0 &&
-        !(enc->type_emb = (float *)need_finite(c, "embeddings.token_type", (uint64_t)cfg->type_vocab, E, false, err)))
+        !(enc->type_emb = (float *)need_finite(c, "embeddings.token_type",
+                                               (uint64_t)cfg->type_vocab, E, false, err)))
         goto fail;
-    if (cfg->emb_ln && (!(enc->emb_ln_g = (float *)need_finite(c, "embeddings.ln.gamma", E, 0, false, err)) ||
-                        !(enc->emb_ln_b = (float *)need_finite(c, "embeddings.ln.beta", E, 0, false, err))))
+    if (cfg->emb_ln &&
+        (!(enc->emb_ln_g = (float *)need_finite(c, "embeddings.ln.gamma", E, 0, false, err)) ||
+         !(enc->emb_ln_b = (float *)need_finite(c, "embeddings.ln.beta", E, 0, false, err))))
         goto fail;
     if (cfg->head != SQ_HEAD_NONE) {
         sq_linear *hd = &enc->head;
@@ -270,7 +274,7 @@ int sq_sqm_load_encoder(const sq_container *c, sq_encoder *enc, sq_sqm_info *inf
         uint64_t DA = (uint64_t)sq_ln_attn_dim(cfg, l);
 #define LN(field, fmt, D)                                                                          \
     snprintf(name, sizeof name, fmt, l);                                                           \
-    if (!(L->field = (float *)need_finite(c, name, D, 0, false, err)))                               \
+    if (!(L->field = (float *)need_finite(c, name, D, 0, false, err)))                           \
         goto fail;
         LN(ln_attn_g, "layer.%d.ln_attn.gamma", DA)
         LN(ln_attn_b, "layer.%d.ln_attn.beta", DA)

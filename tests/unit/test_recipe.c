@@ -288,7 +288,8 @@ START_TEST(round_trip_awkward_values)
     /* observer methods without parameters write none */
     load_ok("observer: {method: mse}\n", &r);
     char *y = sq_recipe_to_yaml(&r);
-    ck_assert_ptr_nonnull(strstr(y, "observer:\n  method: mse\n  zero_point: true\n  guard: row\nsmoothquant:"));
+    ck_assert_ptr_nonnull(
+        strstr(y, "observer:\n  method: mse\n  zero_point: true\n  guard: row\nsmoothquant:"));
     free(y);
     assert_round_trip(&r);
     sq_recipe_free(&r);
