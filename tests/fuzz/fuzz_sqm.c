@@ -4,7 +4,7 @@
  * one short text embedded with it, and every packed linear of an accepted
  * file run through the GEMM of every ISA this CPU has (the embedding only
  * reaches the best one): each must give the scalar path's bits, the fused
- * epilogue included. Checksums are repaired first, or almost every mutation
+ * epilogue and the out-of-range guard's rows included. Checksums are repaired first, or almost every mutation
  * would stop at verification. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,14 +34,17 @@ static void every_isa(const sq_linear *l)
         x[i] = ((float)(r >> 8) / 16777216.0f - 0.5f) * 8.0f / l->act_mult[i % l->in] / 127.0f *
                (i % 7 == 0 ? 200.0f : 1.0f); /* some codes clip at +-127 */
     }
-    sq_gemm_quantize_acts_zp(x, ROWS, l->in, (size_t)l->in, l->act_mult, l->act_zero, qa, kp,
-                             (size_t)kp);
+    /* The guarded step: the x200 values put some rows beyond the range. */
+    float rs[ROWS];
+    int guarded = sq_gemm_quantize_acts_guard(x, ROWS, l->in, (size_t)l->in, l->act_mult,
+                                              l->act_zero, qa, kp, (size_t)kp, rs);
     for (int isa = 0; isa < SQ_ISA_COUNT; isa++) {
         if (!sq_isa_supported((sq_isa)isa, NULL))
             continue;
         sq_gemm_epilogue ep = {.out_scale = l->out_scale, .acc_off = l->acc_off,
                                .act_scale = l->act_scale, .bias = l->b,
-                               .y = isa ? y : ref, .ldy = (size_t)N};
+                               .y = isa ? y : ref, .ldy = (size_t)N,
+                               .row_scale = guarded ? rs : NULL};
         int rc = l->qtype == SQ_QT_S8
                      ? sq_gemm_s8_fused((sq_isa)isa, qa, ROWS, (size_t)kp, &l->qw, &ep, scratch)
                      : sq_gemm_s4_fused((sq_isa)isa, qa, ROWS, (size_t)kp, &l->qw, &ep,
