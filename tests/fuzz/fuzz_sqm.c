@@ -4,8 +4,8 @@
  * one short text embedded with it, and every packed linear of an accepted
  * file run through the GEMM of every ISA this CPU has (the embedding only
  * reaches the best one): each must give the scalar path's bits, the fused
- * epilogue and the out-of-range guard's rows included. Checksums are repaired first, or almost every mutation
- * would stop at verification. */
+ * epilogue and the out-of-range guard's rows included. Checksums are
+ * repaired first, or almost every mutation would stop at verification. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
