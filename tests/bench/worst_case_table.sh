@@ -4,9 +4,9 @@
 # bge-small and bge-base shapes, the real bge vocabulary), calibrated on the
 # bundled QASPER corpus, evaluated out of domain on the 3,000 STS-B dev
 # sentences (1,500 pairs: Spearman) and SciFact (5,183 documents + 300 test
-# queries: nDCG@10), per recipe: the default, the default with the guard off
-# (observer.guard: clip, squint before the guard), the shipped recipe of the
-# shape, bert-generic, and int4-g128. fp32 reference embeddings are computed
+# queries: nDCG@10), per recipe: the default (= the shipped recipe of the
+# shape = bert-generic, checked tensor by tensor), the default with the guard
+# off (observer.guard: clip, squint before the guard) and int4-g128. fp32 reference embeddings are computed
 # once per fixture and text (embed-run --output) and reused (--reference
 # E.npy). Prints one markdown table; reports stay in WORKDIR.
 # Takes about 1.5 hours on 2 cores (SciFact embeds 5,483 texts per variant).
@@ -27,19 +27,31 @@ input_of() { case $1 in stsb) echo "$data/stsb-glue/original/sts-dev.tsv" ;; sci
 printf 'observer:\n  guard: clip\n' >clip.yaml
 printf 'weights:\n  type: int4-g128\n' >int4.yaml
 printf 'version: 1\n' >default.yaml
+# The shipped recipe of the shape and bert-generic have the default's
+# observer, SmoothQuant and weight settings (they add shape checks and
+# gates): their tensors must be the default's, which `squint diff --json`
+# proves, so one row stands for the three.
 for shape in $shapes; do
   m=fx-$shape
   [[ -f $m/config.json ]] || "$GEN" $m --shape $shape --vocab "$data/$shape-en-v1.5/vocab.txt" --outliers 2 >/dev/null
   [[ -f $m.sqc ]] || "$SQ" calibrate $m --quiet -o $m.sqc
   cp "$recipes/$shape-en-v1.5.yaml" shipped-$shape.yaml
   cp "$recipes/bert-generic.yaml" generic.yaml
-  for v in default clip shipped-$shape generic int4; do
+  for v in default clip int4 shipped-$shape generic; do
     [[ -f $m.$v.sqm ]] || "$SQ" quantize $m --calib $m.sqc --recipe $v.yaml -o $m.$v.sqm >$m.$v.quantize.log 2>&1
   done
-  for set in $sets; do
+  for v in shipped-$shape generic; do
+    "$SQ" diff $m.default.sqm $m.$v.sqm --json >$m.$v.diff.json || true
+    /usr/bin/python3 -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d['tensors_differ'] == 0 and not d['only_in_a'] and not d['only_in_b'] else 1)" $m.$v.diff.json ||
+      echo "worst_case_table: $m.$v.sqm has tensors that differ from the default's" >&2
+  done
+done
+for set in $sets; do
+  for shape in $shapes; do
+    m=fx-$shape
     in=$(input_of $set)
     [[ -f $m.$set.ref.npy ]] || "$SQ" embed-run $m --input "$in" --output $m.$set.ref.npy --quiet >/dev/null
-    for v in default clip shipped-$shape generic int4; do
+    for v in default clip int4; do
       [[ -f $m.$v.$set.json ]] || "$SQ" embed-run $m.$v.sqm --input "$in" --reference $m.$set.ref.npy \
         --report $m.$v.$set.json --quiet >/dev/null || true # gate results do not stop the table
     done
@@ -50,9 +62,9 @@ import json, os, sys
 W = sys.argv[1]; i = sys.argv.index("--"); shapes = sys.argv[2:i]; sets = sys.argv[i + 1:]
 print("| fixture | recipe | text | cos mean | cos min | p0.1 | < 0.98 | centred mean | centred min | beyond range (max over linears) | task drop |")
 print("|---|---|---|---|---|---|---|---|---|---|---|")
-names = {"default": "default (guard row)", "clip": "default, guard clip (before)", "generic": "bert-generic", "int4": "int4-g128"}
+names = {"default": "default = recipes/{shape}-en-v1.5.yaml = bert-generic (guard row)", "clip": "default, guard clip (before)", "int4": "int4-g128"}
 for shape in shapes:
-    for v in ["clip", "default", f"shipped-{shape}", "generic", "int4"]:
+    for v in ["clip", "default", "int4"]:
         for s in sets:
             f = os.path.join(W, f"fx-{shape}.{v}.{s}.json")
             if not os.path.exists(f):
@@ -63,7 +75,7 @@ for shape in shapes:
             drop = ""
             if "spearman" in t: drop = f"Spearman {100 * t['spearman']['reference']:.2f} -> {100 * t['spearman']['model']:.2f}"
             if "ndcg10" in t: drop = f"nDCG@10 {100 * t['ndcg10']['reference']:.2f} -> {100 * t['ndcg10']['model']:.2f}"
-            label = names.get(v, f"recipes/{shape}-en-v1.5.yaml")
+            label = names[v].format(shape=shape)
             text = {"stsb": f"STS-B dev ({n})", "scifact": f"SciFact ({n})"}[s]
             print(f"| {shape} | {label} | {text} | {c['mean']:.5f} | {c['min']:.4f} | {c['p001']:.4f} | {c['below']['0.98']} | "
                   f"{c['centred']['mean']:.4f} | {c['centred']['min']:.3f} | {100 * beyond:.3f}% | {drop} |")
