@@ -45,7 +45,8 @@ static const char *const help =
     "                       e.g. an earlier run's --output): the reference is then not re-run\n"
     "  --task T             auto (default), plain, stsb, scifact or sst2\n"
     "  --report FILE        write every figure as JSON\n"
-    "  --gate LIST          name=value[,name=value...]: cos_mean, cos_min, topk_overlap (minimums),\n"
+    "  --gate LIST          name=value[,name=value...]: cos_mean, cos_min, centred_cos_mean,\n"
+    "                       topk_overlap (minimums),\n"
     "                       stsb_spearman_drop, ndcg10_drop (maximums), topk_k; repeatable,\n"
     "                       overrides the recipe's gates\n"
     "  --recipe FILE        take the gates from this recipe's gates: section\n"
@@ -375,6 +376,10 @@ static bool gate_value(sq_gate_id id, const run_input *in, const run_metrics *mt
     switch (id) {
     case SQ_GATE_COS_MEAN: *v = mt->cos.mean; return true;
     case SQ_GATE_COS_MIN: *v = mt->cos.min; return true;
+    case SQ_GATE_CENTRED_COS_MEAN:
+        *v = mt->cos.centred_mean;
+        *why = isnan(*v) ? "needs at least 2 texts" : NULL;
+        return !isnan(*v);
     case SQ_GATE_TOPK_OVERLAP:
         *v = mt->topk;
         *why = isnan(*v) ? "needs at least 2 texts" : NULL;

@@ -468,7 +468,7 @@ static const struct {
      "x.yaml:3:5: unknown key 'typ' in an override (expected: match, type, smoothquant, alpha)"},
     {"gates:\n  cos_avg: 0.9\n",
      "x.yaml:2:3: unknown key 'cos_avg' in gates (expected: cos_mean, cos_min, topk_overlap, "
-     "stsb_spearman_drop, ndcg10_drop, topk_k)"},
+     "stsb_spearman_drop, ndcg10_drop, centred_cos_mean, topk_k)"},
     /* alpha */
     {"smoothquant:\n  alpha: 1.5\n", "x.yaml:2:10: 'alpha' must be a number in [0, 1] or auto"},
     {"smoothquant:\n  alpha: -0.1\n", "x.yaml:2:10: 'alpha' must be a number in [0, 1] or auto"},
