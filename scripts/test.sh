@@ -5,13 +5,15 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh --test
 meson test -C build --print-errorlogs "$@"
 # The whole suite once more under AddressSanitizer + UndefinedBehaviorSanitizer
-# (valgrind does not mix with ASan, so that suite is left to the plain build).
+# (valgrind does not mix with ASan, so that suite is left to the plain build,
+# as is the accuracy suite: minutes of 12-layer model runs whose code paths
+# the other CLI tests take).
 if [[ ! -f build-asan/build.ninja ]]; then
   meson setup build-asan -Db_sanitize=address,undefined -Db_lundef=false \
     -Dbuildtype=debugoptimized >/dev/null
 fi
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-  meson test -C build-asan --print-errorlogs --no-suite valgrind --timeout-multiplier 4 "$@"
+  meson test -C build-asan --print-errorlogs --no-suite valgrind --no-suite accuracy --timeout-multiplier 4 "$@"
 # Every parser under libFuzzer (clang, ASan + UBSan) for a bounded number of
 # executions, replaying the saved crash reproducers first.
 bash tests/fuzz/run-fuzzers.sh --runs 5000
