@@ -164,8 +164,9 @@ static json_t *linears_table(const sq_container *c, const yt_node *linears)
             /* codes -127..127 stand for a * (q + z): the range [a (z - 127), a (z + 127)] */
             json_object_set_new(row, "act_scale", json_real(a));
             json_object_set_new(row, "act_zero", json_integer(z));
-            json_object_set_new(row, "act_min", json_real((double)a * (z - 127)));
-            json_object_set_new(row, "act_amax", json_real((double)a * (127 + z)));
+            /* in double: a forged act_zero near INT32_MIN / MAX must not overflow */
+            json_object_set_new(row, "act_min", json_real((double)a * ((double)z - 127)));
+            json_object_set_new(row, "act_amax", json_real((double)a * (127 + (double)z)));
         }
         snprintf(name + nl, sizeof name - nl, ".smooth");
         json_object_set_new(row, "smooth_tensor", json_boolean(sq_container_find(c, name)));

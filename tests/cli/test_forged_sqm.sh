@@ -69,6 +69,16 @@ forge "act_scale inf"              int8 layer.1.attn_out.act_scale 0 --set-f32 i
 forge "smooth 1e-38"               int8 layer.0.qkv.smooth 2 --set-f32 1e-38 layer.0.qkv.smooth
 forge "act_zero 1000"              int8 layer.0.ffn_down.act_zero 0 --set-i32 1000 layer.0.ffn_down.act_zero
 forge "act_zero INT32_MIN"         int8 layer.0.ffn_down.act_zero 0 --set-i32 -2147483648 layer.0.ffn_down.act_zero
+# inspect shows what a file says, even a refused one (UBSan: z - 127 in int).
+# It exits 1 (the model checks fail) but prints the linears.
+for z in -2147483648 2147483647; do
+  "$POKE" "$W/int8.sqm" "$W/z.sqm" layer.0.ffn_down.act_zero 0 --set-i32 $z || fail "sqm_poke"
+  "$SQ" inspect "$W/z.sqm" >"$W/i.txt" 2>&1; r1=$?
+  "$SQ" inspect --json "$W/z.sqm" >"$W/i.json" 2>&1; r2=$?
+  [[ $r1 -le 1 && $r2 -le 1 ]] && grep -q "^layer.0.ffn_down .* $z " "$W/i.txt" &&
+    pass "inspect shows act_zero $z without overflow (exit $r1)" ||
+    fail "inspect act_zero $z: exit $r1/$r2: $(grep ffn_down "$W/i.txt" | head -2)"
+done
 forge "LayerNorm gamma NaN"        int8 layer.0.ln_attn.gamma 7 --set-f32 nan layer.0.ln_attn.gamma
 forge "position table inf"         int8 embeddings.position 11 --set-f32 inf embeddings.position
 forge "bias NaN"                   int8 layer.1.qkv.bias 0 --set-f32 nan layer.1.qkv.bias
