@@ -68,6 +68,15 @@ static float *load(const weights *w, const char *name, int64_t d0, int64_t d1, s
 /* Shard list from model.safetensors.index.json ("weight_map": name -> file). */
 static int open_index(const char *dir, const char *index_path, weights *w, sq_err *err);
 
+/* Distinct shards of one checkpoint opened at once (each is a mapping and a
+ * file descriptor; real checkpoints have a handful). */
+#define SQ_MAX_SHARDS 1024
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 static int open_weights(const char *dir, weights *w, sq_err *err)
 {
     memset(w, 0, sizeof *w);
@@ -110,7 +119,8 @@ static int open_index(const char *dir, const char *index_path, weights *w, sq_er
         sq_err_set(err, "%s: missing or empty \"weight_map\"", index_path);
         goto out;
     }
-    /* Distinct shard names, in sorted order so loading is deterministic. */
+    /* Distinct shard names, in sorted order so loading is deterministic:
+     * sort, then drop repeats (O(n log n): an index may name 10^5 tensors). */
     size_t n = json_object_size(map), nf = 0;
     const char **files = calloc(n, sizeof *files);
     if (!files) {
@@ -132,11 +142,19 @@ static int open_index(const char *dir, const char *index_path, weights *w, sq_er
             free(files);
             goto out;
         }
-        size_t i;
-        for (i = 0; i < nf && strcmp(files[i], f) != 0; i++)
-            ;
-        if (i == nf)
-            files[nf++] = f;
+        files[nf++] = f;
+    }
+    qsort(files, nf, sizeof *files, cmp_str);
+    size_t u = 0;
+    for (size_t i = 0; i < nf; i++)
+        if (u == 0 || strcmp(files[u - 1], files[i]) != 0)
+            files[u++] = files[i];
+    nf = u;
+    if (nf > SQ_MAX_SHARDS) {
+        sq_err_set(err, "%s: %zu shard files; at most %d are opened", index_path, nf,
+                   SQ_MAX_SHARDS);
+        free(files);
+        goto out;
     }
     w->shards = calloc(nf, sizeof *w->shards);
     if (!w->shards) {

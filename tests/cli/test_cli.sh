@@ -98,4 +98,42 @@ echo keep > "$W/keep.npy"
 "$SQ" embed "$W/m" --input "$W/empty.txt" --output "$W/keep.npy" 2>/dev/null
 [[ $(cat "$W/keep.npy") == keep ]] && pass "failed run leaves existing output untouched" || fail "existing output clobbered"
 
+# --- sharded checkpoints (model.safetensors.index.json) ---
+# The fixture split into two shards, its index padded with 200,000 names of
+# absent tensors (an index may list far more names than a model reads; the
+# shard list is de-duplicated in O(n log n): 10^5 names took minutes when it
+# was quadratic): same embeddings as the single file.
+mkdir -p "$W/sh"
+cp "$W/m"/*.json "$W/m"/vocab.txt "$W/sh/" 2>/dev/null; cp -r "$W/m/1_Pooling" "$W/sh/" 2>/dev/null
+/usr/bin/python3 - "$W/m/model.safetensors" "$W/sh" <<'PY' || fail "could not shard the fixture"
+import json, struct, sys
+src, out = sys.argv[1], sys.argv[2]
+b = open(src, "rb").read(); n = struct.unpack("<Q", b[:8])[0]; hdr = json.loads(b[8:8 + n]); data = b[8 + n:]
+names = sorted(k for k in hdr if k != "__metadata__")
+wm = {}
+for part, chunk in enumerate((names[::2], names[1::2])):
+    fn = f"model-{part + 1:05d}-of-00002.safetensors"; h = {}; blob = b""
+    for k in chunk:
+        s, e = hdr[k]["data_offsets"]; h[k] = dict(hdr[k], data_offsets=[len(blob), len(blob) + e - s]); blob += data[s:e]; wm[k] = fn
+    hj = json.dumps(h).encode(); hj += b" " * (-len(hj) % 8)
+    open(f"{out}/{fn}", "wb").write(struct.pack("<Q", len(hj)) + hj + blob)
+for i in range(200000):
+    wm[f"unused.{i}.weight"] = f"model-{i % 2 + 1:05d}-of-00002.safetensors"
+json.dump({"metadata": {}, "weight_map": wm}, open(f"{out}/model.safetensors.index.json", "w"))
+PY
+"$SQ" embed "$W/sh" --input "$W/in.txt" --output "$W/sh.npy" --quiet 2>"$W/sh.err" &&
+  cmp -s "$W/a.npy" "$W/sh.npy" && pass "two shards, 200,000-name index: the single file's embeddings" ||
+  fail "sharded checkpoint: $(cat "$W/sh.err")"
+/usr/bin/python3 -c "
+import json,sys; p=sys.argv[1]; d=json.load(open(p)); d['weight_map']['x.weight']='../escape.safetensors'; json.dump(d,open(p,'w'))" "$W/sh/model.safetensors.index.json"
+expect_error "index naming a file outside the model" "plain file name" "" -- "$SQ" embed "$W/sh" --input "$W/in.txt"
+
+# --- configuration files that are FIFOs are refused, never waited on ---
+for f in config.json 1_Pooling/config.json; do
+  rm -rf "$W/ff"; cp -r "$W/m" "$W/ff"; rm "$W/ff/$f"; mkfifo "$W/ff/$f"
+  msg=$(timeout 20 "$SQ" embed "$W/ff" --input "$W/in.txt" 2>&1 >/dev/null); rc=$?
+  [[ $rc -eq 2 && "$msg" == *"not a regular file"* ]] && pass "$f as a FIFO: refused ($msg)" ||
+    fail "$f as a FIFO: exit $rc ($msg)"
+done
+
 finish
