@@ -3,6 +3,7 @@
 #include "use_vocab.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -242,10 +243,12 @@ static int config_token_name(const json_t *cfg, const char *key, const char *def
 
 static int config_max_length(const json_t *cfg, int32_t *out)
 {
-    /* Unknown lengths are written as huge floats (1e30); treat them as 0. */
+    /* Unknown lengths are written as huge numbers (1e30, or transformers'
+     * VERY_LARGE_INTEGER); anything outside (0, 2^24] is ignored. */
     json_t *v = json_object_get(cfg, "model_max_length");
-    if (json_is_integer(v) && json_integer_value(v) > 0 && json_integer_value(v) <= (1 << 24))
-        *out = (int32_t)json_integer_value(v);
+    double x = json_is_number(v) ? json_number_value(v) : 0;
+    if (x > 0 && x <= (1 << 24) && floor(x) == x)
+        *out = (int32_t)x;
     return 0;
 }
 

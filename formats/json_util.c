@@ -2,6 +2,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "fileio.h"
 
@@ -9,6 +10,13 @@ json_t *sq_json_parse_object(const char *buf, size_t len, const char *what, sq_e
 {
     json_error_t je;
     json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+    /* transformers writes unknown lengths as VERY_LARGE_INTEGER (1e30, as an
+     * integer literal) in real tokenizer_config.json files, which jansson
+     * cannot hold: read such a document with every number as a double
+     * (sq_json_int takes integral doubles; out-of-range values stay out of
+     * range and are refused or ignored as before). */
+    if (!root && strstr(je.text, "too big integer"))
+        root = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_DECODE_INT_AS_REAL, &je);
     if (!root) {
         sq_err_set(err, "%s: invalid JSON at line %d, column %d: %s", what, je.line, je.column,
                    je.text);
@@ -44,9 +52,15 @@ int sq_json_int(const json_t *obj, const char *key, int64_t lo, int64_t hi, bool
         }
         return sq_err_set(err, "%s: missing \"%s\"", what, key);
     }
-    if (!json_is_integer(v))
+    json_int_t x;
+    if (json_is_integer(v)) {
+        x = json_integer_value(v);
+    } else if (json_is_real(v) && floor(json_real_value(v)) == json_real_value(v) &&
+               fabs(json_real_value(v)) < 9.0e15) { /* integral, exact in a double */
+        x = (json_int_t)json_real_value(v);
+    } else {
         return sq_err_set(err, "%s: \"%s\" must be an integer", what, key);
-    json_int_t x = json_integer_value(v);
+    }
     if (x < lo || x > hi)
         return sq_err_set(err, "%s: \"%s\" = %lld is out of the supported range [%lld, %lld]", what,
                           key, (long long)x, (long long)lo, (long long)hi);

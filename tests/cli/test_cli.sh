@@ -128,6 +128,16 @@ PY
 import json,sys; p=sys.argv[1]; d=json.load(open(p)); d['weight_map']['x.weight']='../escape.safetensors'; json.dump(d,open(p,'w'))" "$W/sh/model.safetensors.index.json"
 expect_error "index naming a file outside the model" "plain file name" "" -- "$SQ" embed "$W/sh" --input "$W/in.txt"
 
+# --- transformers' VERY_LARGE_INTEGER in tokenizer_config.json (real
+# checkpoints carry it): an unknown length, ignored like any out-of-range one;
+# the fixture's config.json limit (64 positions) then applies ---
+rm -rf "$W/vl"; cp -r "$W/m" "$W/vl"
+sed -i 's/"model_max_length": [0-9]*/"model_max_length": 1000000000000000019884624838656/' "$W/vl/tokenizer_config.json"
+grep -q 1000000000000000019884624838656 "$W/vl/tokenizer_config.json" || fail "could not edit tokenizer_config.json"
+"$SQ" embed "$W/vl" --input "$W/in.txt" --output "$W/vl.npy" --threads 1 --quiet 2>"$W/vl.err" &&
+  cmp -s "$W/a.npy" "$W/vl.npy" && pass "model_max_length = VERY_LARGE_INTEGER is ignored (same embeddings)" ||
+  fail "VERY_LARGE_INTEGER: $(cat "$W/vl.err")"
+
 # --- configuration files that are FIFOs are refused, never waited on ---
 for f in config.json 1_Pooling/config.json; do
   rm -rf "$W/ff"; cp -r "$W/m" "$W/ff"; rm "$W/ff/$f"; mkfifo "$W/ff/$f"
