@@ -88,11 +88,14 @@ int cmd_tokenize(int argc, char **argv)
         return cli_fail("tokenize", &err);
     }
     int32_t *ids = malloc((size_t)max_seq * sizeof *ids);
-    int rc = ids ? SQ_EXIT_OK : SQ_EXIT_BADINPUT;
+    int rc = SQ_EXIT_OK;
+    if (!ids)
+        rc = cli_fail("tokenize", (sq_err_set(&err, "out of memory"), &err));
     for (int64_t i = 0; ids && i < texts.n; i++) {
         int n = sq_tokenizer_encode(t, texts.text[i], texts.len[i], (int)max_seq, ids);
         if (n < 0) {
-            rc = SQ_EXIT_BADINPUT;
+            sq_err_set(&err, "%s: text %lld could not be tokenized", input, (long long)i);
+            rc = cli_fail("tokenize", &err);
             break;
         }
         fputs("{\"ids\":[", stdout);
@@ -119,8 +122,7 @@ int cmd_tokenize(int argc, char **argv)
         }
         fputs("}\n", stdout);
     }
-    if (fflush(stdout) != 0)
-        rc = SQ_EXIT_BADINPUT;
+    /* A write error on stdout is reported by main (finish_stdout). */
     free(ids);
     sq_tokenizer_free(t);
     sq_texts_free(&texts);

@@ -1,5 +1,6 @@
 /* squint: git-style dispatcher. `squint <command> [args]`; each command
  * lives in its own cmd_*.c file. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -34,6 +35,21 @@ static void usage(FILE *fp)
     fprintf(fp, "\n'squint <command> --help' describes a command.\n");
 }
 
+/* Output written to stdout is the result of inspect, verify, diff, tokenize
+ * and the JSONL of embed: if it could not all be written (a full disk,
+ * /dev/full), the command failed, whatever it returned. */
+static int finish_stdout(const char *name, int rc)
+{
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        if (rc == SQ_EXIT_BADINPUT)
+            return rc; /* the command has said what went wrong */
+        fprintf(stderr, "squint %s: error: writing standard output: %s\n", name,
+                errno ? strerror(errno) : "write error");
+        return SQ_EXIT_BADINPUT;
+    }
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -60,7 +76,7 @@ int main(int argc, char **argv)
     }
     for (int i = 0; i < n_commands; i++)
         if (strcmp(name, commands[i].name) == 0)
-            return commands[i].run(argc - 1, argv + 1);
+            return finish_stdout(name, commands[i].run(argc - 1, argv + 1));
     fprintf(stderr, "squint: unknown command '%s'\n\n", name);
     usage(stderr);
     return SQ_EXIT_BADINPUT;

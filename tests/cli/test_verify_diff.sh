@@ -160,5 +160,18 @@ rc=$?
 [[ $rc -ne 0 ]] && pass "inspect of a damaged file exits $rc" || fail "inspect damaged: exit 0"
 run "inspect a non-squint file" 2 -- "$SQ" inspect "$W/random.bin"
 
+# Output that cannot be written is a failure, said on stderr (exit 2), for
+# every command whose result is its standard output.
+if [[ -w /dev/full ]]; then
+  for c in "inspect $W/a.sqm" "inspect --json $W/a.sqm" "verify $W/a.sqm" "verify --json $W/a.sqm" \
+           "diff $W/a.sqm $W/b.sqm" "tokenize $W/a.sqm --input $W/a.json"; do
+    msg=$("$SQ" $c 2>&1 >/dev/full); rc=$?
+    [[ $rc -eq 2 && "$msg" == *"writing standard output"* ]] && pass "$c > /dev/full: exit 2, said so" ||
+      fail "$c > /dev/full: exit $rc ($msg)"
+  done
+else
+  echo "skip - /dev/full tests (no writable /dev/full)"
+fi
+
 echo "$fails failure(s)"
 [[ $fails -eq 0 ]]
