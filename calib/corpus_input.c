@@ -10,6 +10,8 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "fileio.h"
+
 #define INPUT_BLOCK ((size_t)64 << 10)
 
 struct sq_corpus_input {
@@ -81,6 +83,7 @@ sq_corpus_input *sq_corpus_input_open(const char *path, sq_err *err)
             sq_corpus_input_close(in);
             return NULL;
         }
+        sq_note_input_fd(in->fd);
         return in;
     }
     in->ar = archive_read_new();
@@ -94,6 +97,7 @@ sq_corpus_input *sq_corpus_input_open(const char *path, sq_err *err)
         archive_read_support_format_all(in->ar);
     else
         archive_read_support_format_raw(in->ar);
+    sq_note_input_path(path);
     if (archive_read_open_filename(in->ar, path, INPUT_BLOCK) != ARCHIVE_OK) {
         sq_err_set(err, "%s: cannot open %s: %s", path,
                    in->kind == SQ_CONTAINER_ARCHIVE ? "archive" : "compressed file",

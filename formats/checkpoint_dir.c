@@ -74,6 +74,7 @@ static int extract(const char *arc_path, const char *root, sq_err *err)
     archive_read_support_format_tar(a);
     archive_read_support_format_zip(a);
     int rc = -1;
+    sq_note_input_path(arc_path);
     if (archive_read_open_filename(a, arc_path, 1 << 16) != ARCHIVE_OK) {
         sq_err_set(err, "%s: cannot read archive: %s", arc_path, archive_error_string(a));
         goto out;

@@ -16,6 +16,7 @@ int sq_hash_file(const char *path, uint64_t *size, uint64_t *xxh64, sq_err *err)
     FILE *fp = fopen(path, "rb");
     if (!fp)
         return sq_err_set(err, "%s: cannot open: %s", path, strerror(errno));
+    sq_note_input_fd(fileno(fp));
     XXH64_state_t *st = XXH64_createState();
     enum { CHUNK = 1 << 20 };
     char *buf = malloc(CHUNK);

@@ -3,11 +3,68 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* ---- the files this process read: an output must not replace one ----
+ * (quantize m --calib c.sqc -o c.sqc, embed --input x.jsonl --output
+ * x.jsonl.) Recorded by device and inode where the readers open them. */
+#define MAX_INPUTS 4096
+static struct {
+    dev_t dev;
+    ino_t ino;
+} g_inputs[MAX_INPUTS];
+static int g_n_inputs;
+static pthread_mutex_t g_inputs_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void note_stat(const struct stat *st)
+{
+    if (!S_ISREG(st->st_mode))
+        return;
+    pthread_mutex_lock(&g_inputs_lock);
+    int known = 0;
+    for (int i = 0; i < g_n_inputs && !known; i++)
+        known = g_inputs[i].dev == st->st_dev && g_inputs[i].ino == st->st_ino;
+    if (!known && g_n_inputs < MAX_INPUTS) {
+        g_inputs[g_n_inputs].dev = st->st_dev;
+        g_inputs[g_n_inputs].ino = st->st_ino;
+        g_n_inputs++;
+    }
+    pthread_mutex_unlock(&g_inputs_lock);
+}
+
+void sq_note_input_fd(int fd)
+{
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0)
+        note_stat(&st);
+}
+
+void sq_note_input_path(const char *path)
+{
+    struct stat st;
+    if (path && stat(path, &st) == 0)
+        note_stat(&st);
+}
+
+int sq_refuse_input_as_output(const char *path, sq_err *err)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        return 0;
+    pthread_mutex_lock(&g_inputs_lock);
+    int hit = 0;
+    for (int i = 0; i < g_n_inputs && !hit; i++)
+        hit = g_inputs[i].dev == st.st_dev && g_inputs[i].ino == st.st_ino;
+    pthread_mutex_unlock(&g_inputs_lock);
+    return hit ? sq_err_set(err, "%s: is also an input of this command; refusing to overwrite it "
+                                 "(write the output elsewhere)", path)
+               : 0;
+}
 
 int sq_open_regular(const char *path, uint64_t *size, sq_err *err)
 {
@@ -25,6 +82,7 @@ int sq_open_regular(const char *path, uint64_t *size, sq_err *err)
         return sq_err_set(err, "%s: not a regular file", path);
     }
     *size = (uint64_t)st.st_size;
+    note_stat(&st);
     return fd;
 }
 
@@ -69,6 +127,7 @@ int sq_read_file(const char *path, size_t max_size, char **out, size_t *out_len,
     FILE *fp = fopen(path, "rb");
     if (!fp)
         return sq_err_set(err, "%s: cannot open: %s", path, strerror(errno));
+    sq_note_input_fd(fileno(fp));
     return read_stream(fp, path, max_size, out, out_len, err);
 }
 
@@ -145,6 +204,8 @@ static int read_stream(FILE *fp, const char *path, size_t max_size, char **out, 
 int sq_atomic_open(sq_atomic_file *af, const char *path, sq_err *err)
 {
     memset(af, 0, sizeof *af);
+    if (sq_refuse_input_as_output(path, err) != 0)
+        return -1;
     /* An existing non-regular file (a pipe, /dev/stdout, /dev/full) is written
      * in place: renaming over a device node would replace it. */
     struct stat st;
@@ -209,6 +270,9 @@ int sq_atomic_commit(sq_atomic_file *af, sq_err *err)
     if (fclose(af->fp) != 0 && rc == 0)
         rc = sq_err_set(err, "%s: close failed: %s", af->path, strerror(errno));
     af->fp = NULL;
+    /* again: an input may have been read after the output was opened */
+    if (rc == 0)
+        rc = sq_refuse_input_as_output(af->path, err);
     if (rc == 0 && rename(af->tmp_path, af->path) != 0)
         rc = sq_err_set(err, "%s: cannot rename output into place: %s", af->path, strerror(errno));
     if (rc != 0) {

@@ -21,6 +21,16 @@ typedef struct sq_mapped_file {
  * *size, or -1 with err naming the file. */
 int sq_open_regular(const char *path, uint64_t *size, sq_err *err);
 
+/* Inputs and outputs: every reader records the regular files it opens
+ * (sq_open_regular, sq_read_file, and the corpus, archive and hash readers
+ * through these two), and sq_atomic_open / sq_atomic_commit refuse an
+ * output path that is one of them (same device and inode: hard links and
+ * symlinks included), so no command can replace its own input. */
+void sq_note_input_fd(int fd);
+void sq_note_input_path(const char *path);
+/* -1 with err when path is a regular file this process has read. */
+int sq_refuse_input_as_output(const char *path, sq_err *err);
+
 /* mmap a whole file read-only. Empty files map to data == NULL, size 0. */
 int sq_map_file(const char *path, sq_mapped_file *mf, sq_err *err);
 void sq_unmap_file(sq_mapped_file *mf);

@@ -138,6 +138,12 @@ grep -q 1000000000000000019884624838656 "$W/vl/tokenizer_config.json" || fail "c
   cmp -s "$W/a.npy" "$W/vl.npy" && pass "model_max_length = VERY_LARGE_INTEGER is ignored (same embeddings)" ||
   fail "VERY_LARGE_INTEGER: $(cat "$W/vl.err")"
 
+# --- an output that is the input (also through a symlink) is refused ---
+printf '{"text":"one"}\n{"text":"two"}\n' >"$W/io.jsonl"; cp "$W/io.jsonl" "$W/io.keep"; ln -sf io.jsonl "$W/io-link.jsonl"
+expect_error "--output is the --input" "is also an input" "" -- "$SQ" embed "$W/m" --input "$W/io.jsonl" --output "$W/io.jsonl"
+expect_error "--output is a symlink to the --input" "is also an input" "" -- "$SQ" embed "$W/m" --input "$W/io.jsonl" --output "$W/io-link.jsonl"
+cmp -s "$W/io.jsonl" "$W/io.keep" && pass "the input is untouched" || fail "the input was replaced"
+
 # --- configuration files that are FIFOs are refused, never waited on ---
 for f in config.json 1_Pooling/config.json; do
   rm -rf "$W/ff"; cp -r "$W/m" "$W/ff"; rm "$W/ff/$f"; mkfifo "$W/ff/$f"

@@ -130,6 +130,13 @@ expect_rc "--strict unmatched override" 1 "layer.99" "$W/x.sqm" -- "$SQ" quantiz
   grep -q "warning" "$W/warn.txt" && pass "unmatched override without --strict warns" || fail "unmatched override warning"
 head -c 5000 "$W/m.sqc" > "$W/trunc.sqc"
 expect_rc "truncated .sqc" 2 "trunc.sqc" "$W/x.sqm" -- "$SQ" quantize "$W/m" --calib "$W/trunc.sqc" -o "$W/x.sqm"
+# An output that is one of the command's own inputs is refused, the input untouched.
+cp "$W/m.sqc" "$W/own.sqc"; cp "$W/m/model.safetensors" "$W/weights.keep"
+expect_error "-o is the --calib input" "is also an input" "" -- "$SQ" quantize "$W/m" --calib "$W/own.sqc" -o "$W/own.sqc"
+cmp -s "$W/m.sqc" "$W/own.sqc" && pass "the .sqc is untouched" || fail "the .sqc was replaced"
+expect_error "-o is the model's weights" "is also an input" "" -- "$SQ" quantize "$W/m" --calib "$W/m.sqc" -o "$W/m/model.safetensors"
+cmp -s "$W/m/model.safetensors" "$W/weights.keep" && pass "the weights are untouched" || fail "the weights were replaced"
+expect_error "calibrate --merge onto one of its inputs" "is also an input" "" -- "$SQ" calibrate --merge "$W/m.sqc" "$W/own.sqc" -o "$W/own.sqc"
 expect_rc "quantize refuses a .sqm" 2 "already a packed model" "$W/x.sqm" -- "$SQ" quantize "$W/t1.sqm" -o "$W/x.sqm"
 expect_rc "calibrate refuses a .sqm" 2 "packed model" "$W/x.sqc" -- "$SQ" calibrate "$W/t1.sqm" -o "$W/x.sqc"
 expect_rc "missing -o" 2 "-o OUT.sqm" "" -- "$SQ" quantize "$W/m" --calib "$W/m.sqc"
