@@ -29,7 +29,7 @@ static const char *const help =
     "\n"
     "Exits 0 when the files hold the same model (identical content, or every tensor\n"
     "equal within the tolerance and the same metadata), 1 when they differ, 2 on\n"
-    "error.\n"
+    "error, a damaged file included (every checksum is checked first).\n"
     "\n"
     "options:\n"
     "  --tolerance X       largest absolute difference counted as equal (default 0)\n"
@@ -458,6 +458,15 @@ int cmd_diff(int argc, char **argv)
         return cli_fail("diff", &err);
     if (sq_container_open(pb, 0, &b, &err) != 0) {
         sq_container_close(&a);
+        return cli_fail("diff", &err);
+    }
+    /* A damaged file is not compared: a corrupt tensor would read as a
+     * difference, a bad trailer or padding as nothing (`squint verify` names
+     * the part). */
+    if (sq_container_verify(&a, &err) != 0 || sq_container_verify(&b, &err) != 0) {
+        sq_container_close(&a);
+        sq_container_close(&b);
+        sq_err_prefix(&err, "damaged file (run squint verify)");
         return cli_fail("diff", &err);
     }
     bool same = false;

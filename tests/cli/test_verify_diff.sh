@@ -76,15 +76,20 @@ while read -r pos owner; do
     "$W/a.sqm" "$W/f.sqm" "$pos"
   out=$("$SQ" verify "$W/f.sqm" 2>&1)
   rc=$?
+  dout=$("$SQ" diff "$W/a.sqm" "$W/f.sqm" 2>&1 >/dev/null)
+  drc=$?
   if [[ $rc -ne 1 || "$out" != *DAMAGED* ]]; then
     fail "byte $pos flipped: exit $rc, output '$out'"
   elif [[ "$owner" != "-" && "$out" != *"tensor \"$owner\""* ]]; then
     fail "byte $pos in tensor $owner: output '$out'"
+  elif [[ $drc -ne 2 ]]; then # diff compares only intact files
+    fail "byte $pos flipped: diff exit $drc ($dout)"
   else
     nflip=$((nflip + 1))
   fi
 done <"$W/flips"
-[[ $nflip -eq 50 ]] && pass "50 single-byte corruptions found and named" || fail "only $nflip/50 corruptions handled"
+[[ $nflip -eq 50 ]] && pass "50 single-byte corruptions found and named by verify, refused by diff" ||
+  fail "only $nflip/50 corruptions handled"
 intensor=$(awk '$2 != "-"' "$W/flips" | wc -l)
 [[ $intensor -ge 10 ]] && pass "$intensor of them inside tensors" || fail "only $intensor flips hit tensors"
 "$SQ" verify --json "$W/f.sqm" >"$W/out"
