@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "fileio.h"
+#include "line_source.h"
 
 static int push(sq_texts *t, int64_t *cap, const char *s, size_t n)
 {
@@ -113,6 +114,14 @@ int sq_texts_read(const char *path, const char *field, sq_texts *out, sq_err *er
             goto out;
         }
         if (!field) {
+            /* The same rule as calibrate's corpora: text is UTF-8, and bytes
+             * that are not are refused, never silently dropped. */
+            size_t ok = sq_utf8_valid_prefix(buf + pos, n);
+            if (ok < n) {
+                sq_err_set(err, "%s:%lld: invalid UTF-8 at column %zu", name, (long long)lineno,
+                           ok + 1);
+                goto out;
+            }
             if (push(out, &cap, buf + pos, n) != 0)
                 goto oom;
         } else if (n > 0) {

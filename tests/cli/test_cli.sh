@@ -138,6 +138,13 @@ grep -q 1000000000000000019884624838656 "$W/vl/tokenizer_config.json" || fail "c
   cmp -s "$W/a.npy" "$W/vl.npy" && pass "model_max_length = VERY_LARGE_INTEGER is ignored (same embeddings)" ||
   fail "VERY_LARGE_INTEGER: $(cat "$W/vl.err")"
 
+# --- text that is not UTF-8 is refused with its place, never dropped ---
+printf 'good line\nbad \xff\xfe line\n' >"$W/bad-utf8.txt"
+expect_error "invalid UTF-8 in --input" "bad-utf8.txt:2: invalid UTF-8 at column 5" "$W/u.npy" -- \
+  "$SQ" embed "$W/m" --input "$W/bad-utf8.txt" --output "$W/u.npy"
+expect_error "invalid UTF-8 in tokenize --input" "invalid UTF-8" "" -- \
+  "$SQ" tokenize "$W/m" --input "$W/bad-utf8.txt"
+
 # --- an output that is the input (also through a symlink) is refused ---
 printf '{"text":"one"}\n{"text":"two"}\n' >"$W/io.jsonl"; cp "$W/io.jsonl" "$W/io.keep"; ln -sf io.jsonl "$W/io-link.jsonl"
 expect_error "--output is the --input" "is also an input" "" -- "$SQ" embed "$W/m" --input "$W/io.jsonl" --output "$W/io.jsonl"
