@@ -353,7 +353,7 @@ static int load_act(const sq_container *c, int l, int k, sq_act_stats *a, sq_err
                !(a->min <= a->max || a->rows == 0);
     for (uint64_t i = 0; i < C && !bad; i++)
         bad = !(a->ch_max_abs[i] >= 0 && a->ch_max_abs[i] <= a->hist.max_abs) ||
-              !(a->ch_sumsq[i] >= 0);
+              !(a->ch_sumsq[i] >= 0 && isfinite(a->ch_sumsq[i])); /* inf: int4 importance */
     if (bad)
         return sq_err_set(err, "%s: statistics of layer.%d.%s are inconsistent (corrupt file?)",
                           c->path, l, kn);

@@ -64,6 +64,8 @@ int write_embeddings(const char *path, const char *format, const sq_embed_result
         if (strcmp(format, "jsonl") != 0)
             return sq_err_set(err, "unknown --format '%s' (jsonl, npy or f32)", format);
     }
+    if (!*path)
+        return sq_err_set(err, "the output path is empty");
     if (strcmp(path, "-") == 0) {
         if (emit_jsonl(stdout, r) != 0 || fflush(stdout) != 0)
             return sq_err_set(err, "standard output: write failed");

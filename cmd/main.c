@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "fileio.h"
 #include "squint_version.h"
 
 static const sq_command commands[] = {
@@ -74,6 +75,7 @@ int main(int argc, char **argv)
         printf("squint %s\n", SQUINT_VERSION);
         return SQ_EXIT_OK;
     }
+    sq_inputs_guard_begin(); /* no command may overwrite one of its inputs */
     for (int i = 0; i < n_commands; i++)
         if (strcmp(name, commands[i].name) == 0)
             return finish_stdout(name, commands[i].run(argc - 1, argv + 1));

@@ -19,11 +19,20 @@ static struct {
     ino_t ino;
 } g_inputs[MAX_INPUTS];
 static int g_n_inputs;
+static int g_inputs_on; /* set by sq_inputs_guard_begin (the CLI, per command) */
 static pthread_mutex_t g_inputs_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void sq_inputs_guard_begin(void)
+{
+    pthread_mutex_lock(&g_inputs_lock);
+    g_inputs_on = 1;
+    g_n_inputs = 0;
+    pthread_mutex_unlock(&g_inputs_lock);
+}
 
 static void note_stat(const struct stat *st)
 {
-    if (!S_ISREG(st->st_mode))
+    if (!S_ISREG(st->st_mode) || !__atomic_load_n(&g_inputs_on, __ATOMIC_RELAXED))
         return;
     pthread_mutex_lock(&g_inputs_lock);
     int known = 0;
@@ -204,6 +213,8 @@ static int read_stream(FILE *fp, const char *path, size_t max_size, char **out, 
 int sq_atomic_open(sq_atomic_file *af, const char *path, sq_err *err)
 {
     memset(af, 0, sizeof *af);
+    if (!path || !*path)
+        return sq_err_set(err, "the output path is empty");
     if (sq_refuse_input_as_output(path, err) != 0)
         return -1;
     /* An existing non-regular file (a pipe, /dev/stdout, /dev/full) is written

@@ -21,11 +21,14 @@ typedef struct sq_mapped_file {
  * *size, or -1 with err naming the file. */
 int sq_open_regular(const char *path, uint64_t *size, sq_err *err);
 
-/* Inputs and outputs: every reader records the regular files it opens
- * (sq_open_regular, sq_read_file, and the corpus, archive and hash readers
- * through these two), and sq_atomic_open / sq_atomic_commit refuse an
- * output path that is one of them (same device and inode: hard links and
- * symlinks included), so no command can replace its own input. */
+/* Inputs and outputs of one command: after sq_inputs_guard_begin (the CLI
+ * calls it once per command; a library user who wants the rule calls it per
+ * job) every reader records the regular files it opens (sq_open_regular,
+ * sq_read_file, and the corpus, archive and hash readers through these
+ * two), and sq_atomic_open / sq_atomic_commit refuse an output path that is
+ * one of them (same device and inode: hard links and symlinks included), so
+ * no command can replace its own input. Without it nothing is recorded. */
+void sq_inputs_guard_begin(void);
 void sq_note_input_fd(int fd);
 void sq_note_input_path(const char *path);
 /* -1 with err when path is a regular file this process has read. */

@@ -1,6 +1,7 @@
 #include "embed_model.h"
 
 #include <string.h>
+#include <sys/stat.h>
 
 #include "bert_model.h"
 #include "fileio.h"
@@ -25,11 +26,21 @@ static int load_sqm_parts(sq_embed_model *m, sq_err *err)
     return 0;
 }
 
+/* Every model error names the file: the tokenizer's and encoder's own
+ * messages ("unk id -1 ...") do not know where their input came from. */
+static int named(const char *path, sq_err *err)
+{
+    size_t n = strlen(path);
+    if (strncmp(err->msg, path, n) != 0)
+        sq_err_prefix(err, "%s", path);
+    return -1;
+}
+
 static int open_sqm(const char *path, sq_embed_model *m, sq_err *err)
 {
     m->is_sqm = true;
     if (sq_container_open(path, SQ_KIND_SQM, &m->sqm, err) != 0 || load_sqm_parts(m, err) != 0)
-        return -1;
+        return named(path, err);
     /* Refuse a forced SQUINT_ISA this CPU lacks now, not in the middle of a run. */
     sq_isa isa;
     return sq_linear_isa(&isa, err);
@@ -40,7 +51,7 @@ int sq_sqm_check_runnable(const sq_container *c, sq_err *err)
     sq_embed_model m;
     memset(&m, 0, sizeof m);
     m.sqm = *c; /* borrowed: never closed here */
-    int rc = load_sqm_parts(&m, err);
+    int rc = load_sqm_parts(&m, err) == 0 ? 0 : named(c->path, err);
     sq_encoder_free(&m.enc);
     sq_tokenizer_free(m.tok);
     sq_wordpiece_spec_free(&m.tok_spec);
@@ -81,10 +92,15 @@ static int open_checkpoint(const char *arg, sq_embed_model *m, sq_err *err)
 int sq_embed_model_open(const char *arg, sq_embed_model *m, sq_err *err)
 {
     memset(m, 0, sizeof *m);
+    struct stat st;
+    if (stat(arg, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)
+        return sq_err_set(err, "%s: empty file: not a model (.sqm), checkpoint or archive", arg);
     int rc = !sq_dir_exists(arg) && sq_sqm_sniff(arg) ? open_sqm(arg, m, err)
                                                       : open_checkpoint(arg, m, err);
-    if (rc != 0)
+    if (rc != 0) {
+        named(arg, err);
         sq_embed_model_close(m);
+    }
     return rc;
 }
 

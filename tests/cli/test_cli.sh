@@ -145,6 +145,11 @@ expect_error "invalid UTF-8 in --input" "bad-utf8.txt:2: invalid UTF-8 at column
 expect_error "invalid UTF-8 in tokenize --input" "invalid UTF-8" "" -- \
   "$SQ" tokenize "$W/m" --input "$W/bad-utf8.txt"
 
+# --- messages name what is wrong: an empty model file, an empty output path ---
+: >"$W/empty.sqm"
+expect_error "an empty file as MODEL" "empty.sqm: empty file" "" -- "$SQ" embed "$W/empty.sqm" --input "$W/in.txt"
+expect_error "an empty --output" "output path is empty" "" -- "$SQ" embed "$W/m" --input "$W/in.txt" --output ""
+
 # --- an output that is the input (also through a symlink) is refused ---
 printf '{"text":"one"}\n{"text":"two"}\n' >"$W/io.jsonl"; cp "$W/io.jsonl" "$W/io.keep"; ln -sf io.jsonl "$W/io-link.jsonl"
 expect_error "--output is the --input" "is also an input" "" -- "$SQ" embed "$W/m" --input "$W/io.jsonl" --output "$W/io.jsonl"

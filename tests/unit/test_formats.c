@@ -228,6 +228,38 @@ START_TEST(npy_reader)
 }
 END_TEST
 
+/* Once a command has begun, an output that is one of its inputs is refused,
+ * by device and inode (a hard link counts); a new command starts afresh. */
+START_TEST(inputs_guard)
+{
+    char *in = tu_write_str(dir, "in.txt", "text\n");
+    char *hard = sq_path_join(dir, "hard.txt");
+    char *other = sq_path_join(dir, "other.txt");
+    ck_assert_int_eq(link(in, hard), 0);
+    sq_err err;
+    char *buf;
+    sq_atomic_file af;
+    ck_assert_int_eq(sq_read_file(in, 100, &buf, NULL, &err), 0); /* before begin: not recorded */
+    free(buf);
+    ck_assert_int_eq(sq_atomic_open(&af, in, &err), 0);
+    sq_atomic_abort(&af);
+    sq_inputs_guard_begin();
+    ck_assert_int_eq(sq_read_file(in, 100, &buf, NULL, &err), 0);
+    free(buf);
+    ck_assert_int_eq(sq_atomic_open(&af, hard, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "is also an input"));
+    ck_assert_int_eq(sq_atomic_open(&af, other, &err), 0); /* a new file is fine */
+    fputs("x", af.fp);
+    ck_assert_int_eq(sq_atomic_commit(&af, &err), 0);
+    sq_inputs_guard_begin(); /* the next command */
+    ck_assert_int_eq(sq_atomic_open(&af, in, &err), 0);
+    sq_atomic_abort(&af);
+    free(in);
+    free(hard);
+    free(other);
+}
+END_TEST
+
 START_TEST(atomic_write)
 {
     char *p = sq_path_join(dir, "out.bin");
@@ -355,6 +387,7 @@ int main(void)
     tcase_add_test(tc, pooling_configs);
     tcase_add_test(tc, npy_header);
     tcase_add_test(tc, npy_reader);
+    tcase_add_test(tc, inputs_guard);
     tcase_add_test(tc, atomic_write);
     tcase_add_test(tc, text_input_formats);
     tcase_add_test(tc, checkpoint_archives);
