@@ -389,16 +389,72 @@ static int compile_match(const yt_node *n, sq_recipe_override *o, sq_err *err)
     if (len > SQ_RECIPE_MAX_REGEX)
         return yt_error(n, err, "regex in 'match' is longer than %d bytes", SQ_RECIPE_MAX_REGEX);
     int reps = 0;
+    /* Per open group: does it hold a repetition? A repetition of a group
+     * that does ("((l{1,100}){1,100}){1,100}") multiplies the copies, so it
+     * is refused like a repetition of a repetition. */
+    bool group_rep[SQ_RECIPE_MAX_REGEX + 1] = {false};
+    int depth = 0;
+    bool closed_rep = false; /* the group that just closed held a repetition */
+    bool after_rep = false;  /* the previous token was a repetition operator */
     for (size_t i = 3; s[i]; i++) {
-        bool rep = s[i] == '+' || s[i] == '*' || s[i] == '?' || s[i] == '{';
-        if (!rep || (i > 3 && s[i - 1] == '\\'))
+        bool was_rep = after_rep;
+        after_rep = false;
+        if (s[i] == '\\' && s[i + 1]) { /* an escaped character is a literal */
+            i++;
+            closed_rep = false;
             continue;
+        }
+        if (s[i] == '[') { /* a bracket expression: its characters are literals */
+            size_t j = i + 1;
+            if (s[j] == '^')
+                j++;
+            if (s[j] == ']')
+                j++;
+            while (s[j] && s[j] != ']')
+                j++;
+            if (!s[j])
+                break; /* unterminated: regcomp reports it */
+            i = j;
+            closed_rep = false;
+            continue;
+        }
+        if (s[i] == '(') {
+            group_rep[++depth] = false;
+            closed_rep = false;
+            continue;
+        }
+        if (s[i] == ')') {
+            closed_rep = depth > 0 && group_rep[depth];
+            if (depth > 0) {
+                depth--;
+                group_rep[depth] |= closed_rep; /* the enclosing group holds it too */
+            }
+            continue;
+        }
+        bool rep = s[i] == '+' || s[i] == '*' || s[i] == '?' || s[i] == '{';
+        if (!rep) {
+            closed_rep = false;
+            continue;
+        }
         char prev = s[i - 1];
+        after_rep = was_rep;
         if (++reps > SQ_RECIPE_MAX_REGEX_REPS)
             return yt_error(n, err, "regex in 'match' has more than %d repetition operators",
                             SQ_RECIPE_MAX_REGEX_REPS);
-        if (i > 3 && s[i] != '{' && (prev == '+' || prev == '*' || prev == '?' || prev == '}'))
+        if (after_rep)
             return yt_error(n, err, "regex in 'match' repeats a repetition ('%c%c')", prev, s[i]);
+        if (prev == ')' && closed_rep)
+            return yt_error(n, err, "regex in 'match' repeats a group that holds a repetition");
+        group_rep[depth] = true;
+        closed_rep = false;
+        if (s[i] == '{') { /* skip the bound, {m}, {m,} or {m,n} */
+            while (s[i] && s[i] != '}')
+                i++;
+            if (!s[i])
+                break;
+        }
+        after_rep = true;
+        continue;
     }
     int rc = regcomp(&o->re, s + 3, REG_EXTENDED);
     if (rc != 0) {

@@ -497,6 +497,13 @@ static const struct {
      "x.yaml:2:12: regex in 'match' repeats a repetition ('++')"},
     {"overrides:\n  - match: 're:(a+)(b+)(c+)(d+)(e+)(f+)(g+)(h+)(i+)(j+)(k+)(l+)(m+)(n+)(o+)(p+)(q+)'\n    type: fp32\n",
      "x.yaml:2:12: regex in 'match' has more than 16 repetition operators"},
+    /* nested bounded repeats multiply glibc's copies (1.8 GB for 40 bytes) */
+    {"overrides:\n  - match: 're:((l{1,100}){1,100}){1,100}'\n    type: fp32\n",
+     "x.yaml:2:12: regex in 'match' repeats a group that holds a repetition"},
+    {"overrides:\n  - match: 're:(a(b+)c)*'\n    type: fp32\n",
+     "x.yaml:2:12: regex in 'match' repeats a group that holds a repetition"},
+    {"overrides:\n  - match: 're:a{2}{3}'\n    type: fp32\n",
+     "x.yaml:2:12: regex in 'match' repeats a repetition ('}{')"},
     {"overrides:\n  - match: 're:'\n    type: fp32\n",
      "x.yaml:2:12: 'match' has an empty regex after 're:'"},
     {"overrides:\n  - match: ''\n    type: fp32\n", "x.yaml:2:12: 'match' must not be empty"},
