@@ -4,27 +4,31 @@
 #include <stdio.h>
 #include <string.h>
 
-int sq_err_set(sq_err *err, const char *fmt, ...)
+/* The message from fmt, and the subject ("" when NULL). Returns -1. */
+static int vset(sq_err *err, const char *subject, const char *fmt, va_list ap)
 {
     if (!err)
         return -1;
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    snprintf(err->subject, sizeof err->subject, "%s", subject ? subject : "");
+    return -1;
+}
+
+int sq_err_set(sq_err *err, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    vset(err, NULL, fmt, ap);
     va_end(ap);
-    err->subject[0] = '\0';
     return -1;
 }
 
 int sq_err_set_at(sq_err *err, const char *subject, const char *fmt, ...)
 {
-    if (!err)
-        return -1;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    vset(err, subject, fmt, ap);
     va_end(ap);
-    snprintf(err->subject, sizeof err->subject, "%s", subject ? subject : "");
     return -1;
 }
 
