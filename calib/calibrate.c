@@ -44,6 +44,10 @@ int sq_calibrate(sq_embed_model *m, const char *model_arg, const sq_calibrate_op
     if (m->is_sqm)
         return sq_err_set(err, "%s is a packed model: calibrate the fp32 checkpoint it came from",
                           model_arg);
+    if (!o->n_corpus && !o->bundled_corpus)
+        return sq_err_set(err, "the bundled calibration corpus (qasper-calib.jsonl.zst) is not installed "
+                              "next to the squint executable (share/squint) and SQUINT_DATA "
+                              "does not point to it: pass the corpus explicitly");
     const char *bundled[1] = {o->bundled_corpus};
     const char *const *paths = o->n_corpus ? o->corpus : bundled;
     size_t n_paths = o->n_corpus ? o->n_corpus : 1;
@@ -96,6 +100,12 @@ int sq_calib_replay(sq_embed_model *m, const sq_calib_stats *st, const char *bun
         for (int i = 0; i < st->n_corpus_files; i++) {
             const sq_file_digest *f = &st->corpus_files[i];
             const char *p = st->corpus_bundled ? bundled_corpus : f->name;
+            if (!p) {
+                free(paths);
+                return sq_err_set(err, "the bundled calibration corpus (qasper-calib.jsonl.zst) is not installed "
+                              "next to the squint executable (share/squint) and SQUINT_DATA "
+                              "does not point to it: pass the corpus explicitly");
+            }
             uint64_t size, h;
             if (sq_hash_file(p, &size, &h, err) != 0 || size != f->size || h != f->xxh64) {
                 free(paths);

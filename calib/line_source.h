@@ -55,8 +55,5 @@ void sq_line_push_back(sq_line_source *ls);
 int sq_line_read_rest(sq_line_source *ls, size_t max_bytes, char **out, size_t *out_len,
                       sq_err *err);
 
-/* Length of the longest valid UTF-8 prefix of s[0, n): equals n when valid.
- * Overlongs, surrogates and code points above U+10FFFF are invalid. */
-size_t sq_utf8_valid_prefix(const char *s, size_t n);
 
 #endif

@@ -8,6 +8,7 @@
 
 #include "fileio.h"
 #include "line_source.h"
+#include "utf8.h"
 
 static int push(sq_texts *t, int64_t *cap, const char *s, size_t n)
 {

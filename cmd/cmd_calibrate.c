@@ -6,11 +6,9 @@
 
 #include "calibrate.h"
 #include "cli.h"
+#include "data_dir.h"
 #include "threads.h"
 
-#ifndef SQ_BUNDLED_CORPUS
-#define SQ_BUNDLED_CORPUS "calib/data/qasper-calib.jsonl.zst"
-#endif
 
 static const char *const help =
     "usage: squint calibrate MODEL [options] -o OUT.sqc\n"
@@ -185,8 +183,8 @@ int cmd_calibrate(int argc, char **argv)
         goto done;
     }
     const char *model_arg = argv[optind];
-    const char *env_corpus = getenv("SQUINT_BUNDLED_CORPUS");
-    o.bundled_corpus = env_corpus && *env_corpus ? env_corpus : SQ_BUNDLED_CORPUS;
+    char bundled_buf[4096];
+    o.bundled_corpus = cli_bundled_corpus(bundled_buf, sizeof bundled_buf);
     o.corpus = corpus;
     o.n_corpus = n_corpus;
     sq_embed_model m;

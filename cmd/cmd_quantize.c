@@ -8,12 +8,10 @@
 
 #include "calibrate.h"
 #include "cli.h"
+#include "data_dir.h"
 #include "quantizer.h"
 #include "threads.h"
 
-#ifndef SQ_BUNDLED_CORPUS
-#define SQ_BUNDLED_CORPUS "calib/data/qasper-calib.jsonl.zst"
-#endif
 
 static const char *const help =
     "usage: squint quantize MODEL [--calib X.sqc] [--recipe R.yaml] -o OUT.sqm [options]\n"
@@ -142,8 +140,8 @@ int cmd_quantize(int argc, char **argv)
     }
     sq_threads_init((int)threads);
     const char *model_arg = argv[optind];
-    const char *env_corpus = getenv("SQUINT_BUNDLED_CORPUS");
-    const char *bundled = env_corpus && *env_corpus ? env_corpus : SQ_BUNDLED_CORPUS;
+    char bundled_buf[4096];
+    const char *bundled = cli_bundled_corpus(bundled_buf, sizeof bundled_buf);
     sq_err err = {0};
     sq_recipe recipe;
     if ((recipe_path ? sq_recipe_load_file(recipe_path, &recipe, &err)

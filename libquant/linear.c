@@ -3,6 +3,7 @@
 #include <cblas.h>
 #include <math.h>
 #include <omp.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,19 +39,23 @@ static void f32_forward(const sq_linear *l, const float *x, int rows, float *y)
     }
 }
 
+/* The ISA is chosen once per process (SQUINT_ISA or the best the CPU has);
+ * pthread_once makes the first call safe from any number of threads (a
+ * library user may embed from several threads at once). */
 static sq_isa g_isa;
-static int g_isa_state; /* 0 unset, 1 ok, -1 refused */
+static int g_isa_rc;
 static sq_err g_isa_err;
+static pthread_once_t g_isa_once = PTHREAD_ONCE_INIT;
+
+static void select_isa_once(void)
+{
+    g_isa_rc = sq_isa_select(&g_isa, &g_isa_err);
+}
 
 int sq_linear_isa(sq_isa *isa, sq_err *err)
 {
-    if (g_isa_state == 0) {
-        int rc;
-#pragma omp critical(sq_isa_select)
-        rc = sq_isa_select(&g_isa, &g_isa_err);
-        g_isa_state = rc == 0 ? 1 : -1;
-    }
-    if (g_isa_state < 0) {
+    pthread_once(&g_isa_once, select_isa_once);
+    if (g_isa_rc != 0) {
         if (err)
             *err = g_isa_err;
         return -1;

@@ -1,0 +1,110 @@
+/* libsquint: squint's embedding runtime as a library.
+ *
+ * Open a model once, embed texts from any number of threads:
+ *
+ *     squint_error err;
+ *     squint_model *m = squint_model_open("model.sqm", &err);
+ *     if (!m) { fprintf(stderr, "%s\n", err.message); return 1; }
+ *     int dim = squint_model_dim(m);
+ *     float *out = malloc(n * dim * sizeof *out);
+ *     if (squint_embed(m, texts, NULL, n, NULL, out, &err) != SQUINT_OK) ...
+ *     squint_model_close(m);
+ *
+ * A model is a packed .sqm from `squint quantize` (int8/int4 runtime; the
+ * weights are used in place from the mapped file) or a Hugging Face BERT
+ * checkpoint directory / archive (fp32), exactly as the `squint` command
+ * takes it: the same bytes come out as `squint embed` writes.
+ *
+ * Threads. An open model is read-only: squint_embed may be called on one
+ * model from many threads at once, each call with its own output buffer.
+ * Each call runs its own OpenMP team of options.threads workers (0: OpenMP's
+ * default for the calling thread, i.e. OMP_NUM_THREADS, else the CPUs the
+ * process may run on); results do not depend on the thread count. Calls
+ * from several threads each start their team: size them so that their
+ * sum fits the cores. squint_model_close must not race with a call on the
+ * same model.
+ *
+ * Errors. Functions that can fail take a squint_error * (may be NULL) and
+ * return a status; the message is one line naming the file and the problem.
+ *
+ * Link with `pkg-config --cflags --libs squint` (shared) or
+ * `pkg-config --static --cflags --libs squint` (static). */
+#ifndef SQUINT_H
+#define SQUINT_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define SQUINT_API __attribute__((visibility("default")))
+#else
+#define SQUINT_API
+#endif
+
+typedef enum squint_status {
+    SQUINT_OK = 0,
+    SQUINT_ERR_ARGUMENT = 1, /* a NULL pointer or an option out of range */
+    SQUINT_ERR_MODEL = 2,    /* the model cannot be opened: missing, damaged, unsupported */
+    SQUINT_ERR_INPUT = 3,    /* a text squint cannot take (not UTF-8) */
+    SQUINT_ERR_MEMORY = 4,   /* out of memory */
+    SQUINT_ERR_CPU = 5,      /* this CPU cannot run the model (or SQUINT_ISA asks for an ISA it lacks) */
+} squint_status;
+
+typedef struct squint_error {
+    squint_status code;
+    char message[1024]; /* one line, NUL-terminated; "" on success */
+} squint_error;
+
+/* "0.1.0": the library's version (the soname follows its major number). */
+SQUINT_API const char *squint_version(void);
+/* A short name of a status: "ok", "argument", "model", "input", "memory", "cpu". */
+SQUINT_API const char *squint_status_name(squint_status s);
+
+typedef struct squint_model squint_model;
+
+/* Open a .sqm file or a checkpoint directory / archive. NULL on failure
+ * (err says why). The model holds its file mapped until closed. */
+SQUINT_API squint_model *squint_model_open(const char *path, squint_error *err);
+SQUINT_API void squint_model_close(squint_model *m);
+
+/* Embedding width (floats per text). */
+SQUINT_API int squint_model_dim(const squint_model *m);
+/* Default truncation length in tokens, special tokens included. */
+SQUINT_API int squint_model_max_seq(const squint_model *m);
+/* 1 for a quantized .sqm, 0 for an fp32 checkpoint. */
+SQUINT_API int squint_model_is_quantized(const squint_model *m);
+
+typedef enum squint_pooling {
+    SQUINT_POOLING_MODEL = 0, /* what the model says */
+    SQUINT_POOLING_CLS = 1,
+    SQUINT_POOLING_MEAN = 2,
+} squint_pooling;
+
+typedef struct squint_embed_options {
+    int threads;    /* workers for this call; 0: OpenMP's default (see above) */
+    int max_seq;    /* truncate to this many tokens; 0: the model's default */
+    int batch;      /* sequences per forward pass; 0: 32 */
+    int normalize;  /* -1: as the model says; 0: no; 1: L2-normalize */
+    squint_pooling pooling;
+} squint_embed_options;
+
+/* The defaults: {0, 0, 0, -1, SQUINT_POOLING_MODEL}. */
+SQUINT_API void squint_embed_options_init(squint_embed_options *o);
+
+/* Embed n texts into out[n][squint_model_dim(m)], row i for texts[i].
+ * lens[i] is the byte length of texts[i] (lens NULL: NUL-terminated texts).
+ * Texts must be UTF-8; n == 0 is a no-op. opts NULL: the defaults. On
+ * failure nothing is promised about out. */
+SQUINT_API squint_status squint_embed(const squint_model *m, const char *const *texts,
+                                      const size_t *lens, size_t n,
+                                      const squint_embed_options *opts, float *out,
+                                      squint_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,210 @@
+/* The public API (include/squint.h) over the runtime in libquant/: opaque
+ * handles, status codes, and per-call thread counts. Nothing here computes;
+ * it only translates between the stable interface and the internal one. */
+#include "squint.h"
+
+#include <cblas.h>
+#include <omp.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "embed_model.h"
+#include "embedder.h"
+#include "linear.h"
+#include "squint_version.h"
+#include "utf8.h"
+
+struct squint_model {
+    sq_embed_model m;
+};
+
+static squint_status fail(squint_error *err, squint_status code, const char *msg)
+{
+    if (err) {
+        err->code = code;
+        snprintf(err->message, sizeof err->message, "%s", msg);
+    }
+    return code;
+}
+
+static void ok(squint_error *err)
+{
+    if (err) {
+        err->code = SQUINT_OK;
+        err->message[0] = '\0';
+    }
+}
+
+const char *squint_version(void)
+{
+    return SQUINT_VERSION;
+}
+
+const char *squint_status_name(squint_status s)
+{
+    switch (s) {
+    case SQUINT_OK: return "ok";
+    case SQUINT_ERR_ARGUMENT: return "argument";
+    case SQUINT_ERR_MODEL: return "model";
+    case SQUINT_ERR_INPUT: return "input";
+    case SQUINT_ERR_MEMORY: return "memory";
+    case SQUINT_ERR_CPU: return "cpu";
+    }
+    return "unknown";
+}
+
+squint_model *squint_model_open(const char *path, squint_error *err)
+{
+    if (!path) {
+        fail(err, SQUINT_ERR_ARGUMENT, "squint_model_open: path is NULL");
+        return NULL;
+    }
+    /* squint threads with OpenMP only: a multi-threaded OpenBLAS inside our
+     * parallel regions would oversubscribe and change nothing in results. */
+    openblas_set_num_threads(1);
+    squint_model *h = calloc(1, sizeof *h);
+    if (!h) {
+        fail(err, SQUINT_ERR_MEMORY, "squint_model_open: out of memory");
+        return NULL;
+    }
+    sq_err e = {0};
+    if (sq_embed_model_open(path, &h->m, &e) != 0) {
+        sq_isa isa;
+        sq_err isa_err = {0};
+        bool cpu = h->m.is_sqm && sq_linear_isa(&isa, &isa_err) != 0;
+        fail(err, cpu ? SQUINT_ERR_CPU : SQUINT_ERR_MODEL, e.msg);
+        free(h);
+        return NULL;
+    }
+    ok(err);
+    return h;
+}
+
+void squint_model_close(squint_model *h)
+{
+    if (!h)
+        return;
+    sq_embed_model_close(&h->m);
+    free(h);
+}
+
+int squint_model_dim(const squint_model *h)
+{
+    return h ? h->m.enc.cfg.hidden : 0;
+}
+
+int squint_model_max_seq(const squint_model *h)
+{
+    return h ? h->m.max_seq : 0;
+}
+
+int squint_model_is_quantized(const squint_model *h)
+{
+    return h && h->m.is_sqm;
+}
+
+void squint_embed_options_init(squint_embed_options *o)
+{
+    if (o)
+        *o = (squint_embed_options){.normalize = -1, .pooling = SQUINT_POOLING_MODEL};
+}
+
+/* Options -> the runtime's, checked; the limits are the CLI's. */
+static squint_status resolve_options(const squint_model *h, const squint_embed_options *in,
+                                     sq_embed_opts *o, squint_error *err)
+{
+    squint_embed_options d;
+    squint_embed_options_init(&d);
+    if (!in)
+        in = &d;
+    char msg[160];
+    if (in->threads < 0 || in->threads > 1024)
+        return fail(err, SQUINT_ERR_ARGUMENT, "squint_embed: threads must be in [0, 1024]");
+    if (in->batch < 0 || in->batch > 4096)
+        return fail(err, SQUINT_ERR_ARGUMENT, "squint_embed: batch must be in [0, 4096]");
+    if (in->normalize < -1 || in->normalize > 1)
+        return fail(err, SQUINT_ERR_ARGUMENT, "squint_embed: normalize must be -1, 0 or 1");
+    if (in->max_seq != 0 && (in->max_seq < 3 || in->max_seq > h->m.enc.cfg.max_pos)) {
+        snprintf(msg, sizeof msg, "squint_embed: max_seq %d is outside [3, %d] (0: the model's %d)",
+                 in->max_seq, h->m.enc.cfg.max_pos, h->m.max_seq);
+        return fail(err, SQUINT_ERR_ARGUMENT, msg);
+    }
+    sq_pooling pooling = h->m.pool.pooling;
+    switch (in->pooling) {
+    case SQUINT_POOLING_MODEL: break;
+    case SQUINT_POOLING_CLS: pooling = SQ_POOL_CLS; break;
+    case SQUINT_POOLING_MEAN: pooling = SQ_POOL_MEAN; break;
+    default: return fail(err, SQUINT_ERR_ARGUMENT, "squint_embed: unknown pooling");
+    }
+    *o = (sq_embed_opts){
+        .batch = in->batch ? in->batch : 32,
+        .max_seq = in->max_seq ? in->max_seq : h->m.max_seq,
+        .pooling = pooling,
+        .normalize = in->normalize >= 0 ? in->normalize == 1 : h->m.pool.normalize,
+    };
+    return SQUINT_OK;
+}
+
+squint_status squint_embed(const squint_model *h, const char *const *texts, const size_t *lens,
+                           size_t n, const squint_embed_options *opts, float *out,
+                           squint_error *err)
+{
+    if (!h || (n && (!texts || !out)))
+        return fail(err, SQUINT_ERR_ARGUMENT, "squint_embed: model, texts or out is NULL");
+    sq_embed_opts o;
+    squint_status st = resolve_options(h, opts, &o, err);
+    if (st != SQUINT_OK)
+        return st;
+    if (n == 0) {
+        ok(err);
+        return SQUINT_OK;
+    }
+    if (n > (size_t)INT64_MAX / sizeof(float) / (size_t)h->m.enc.cfg.hidden)
+        return fail(err, SQUINT_ERR_ARGUMENT, "squint_embed: too many texts");
+    size_t *own_lens = NULL;
+    if (!lens) {
+        if (!(own_lens = malloc(n * sizeof *own_lens)))
+            return fail(err, SQUINT_ERR_MEMORY, "squint_embed: out of memory");
+        for (size_t i = 0; i < n; i++)
+            own_lens[i] = texts[i] ? strlen(texts[i]) : 0;
+        lens = own_lens;
+    }
+    char msg[160];
+    for (size_t i = 0; i < n; i++) {
+        if (!texts[i]) {
+            snprintf(msg, sizeof msg, "squint_embed: text %zu is NULL", i);
+            free(own_lens);
+            return fail(err, SQUINT_ERR_ARGUMENT, msg);
+        }
+        size_t good = sq_utf8_valid_prefix(texts[i], lens[i]);
+        if (good != lens[i]) {
+            snprintf(msg, sizeof msg, "squint_embed: text %zu: invalid UTF-8 at byte %zu", i,
+                     good + 1);
+            free(own_lens);
+            return fail(err, SQUINT_ERR_INPUT, msg);
+        }
+    }
+    /* The thread count is an ICV of the calling thread: set it for this call
+     * and give the caller's back. */
+    int prev_threads = omp_get_max_threads();
+    if (opts && opts->threads > 0)
+        omp_set_num_threads(opts->threads);
+    sq_embed_result res;
+    sq_err e = {0};
+    /* The runtime only reads the model (workspaces are per call); its
+     * signature predates the const-correct public API. */
+    int rc = sq_embed_texts((sq_embed_model *)&h->m, texts, lens, (int64_t)n, &o, &res, &e);
+    omp_set_num_threads(prev_threads);
+    free(own_lens);
+    /* Arguments, texts and the CPU were checked above: what can still fail
+     * is an allocation. */
+    if (rc != 0)
+        return fail(err, SQUINT_ERR_MEMORY, e.msg);
+    memcpy(out, res.emb, n * (size_t)res.dim * sizeof *out);
+    sq_embed_result_free(&res);
+    ok(err);
+    return SQUINT_OK;
+}
