@@ -15,17 +15,12 @@
 #include "embed_output.h"
 #include "fileio.h"
 #include "npy.h"
-#include "embedder.h"
-#include "eval_data.h"
-#include "eval_metrics.h"
-#include "fileio.h"
+#include "eval_gates.h"
+#include "eval_report.h"
 #include "linear.h"
-#include "recipe.h"
-#include "text_input.h"
 #include "threads.h"
 
 #define CMD "embed-run"
-#define SST2_FOLDS 5
 
 static const char *const help =
     "usage: squint embed-run MODEL --input FILE [options]\n"
@@ -77,350 +72,7 @@ typedef struct run_args {
     bool quiet;
 } run_args;
 
-/* The input, flattened into one list of texts, plus the task's labels. */
-typedef struct run_input {
-    sq_eval_task task;
-    int64_t n;
-    const char **text;
-    size_t *len;
-    sq_texts plain;
-    sq_stsb stsb;     /* texts: s1[0..n), then s2[0..n) */
-    sq_sst2 sst2;
-    sq_beir beir;     /* texts: queries, then documents */
-} run_input;
-
-/* One model's embeddings of the input and how they were made. */
-/* Per quantized linear of a .sqm: input values seen in this run and how
- * many the quantize step clipped (beyond the calibrated range). */
-typedef struct clip_stat {
-    char name[48]; /* "layer.L.kind"; "" for f32 or absent linears */
-    int64_t values, clipped; /* input values, those beyond the static range */
-    int64_t rows, rows_beyond; /* input rows, those holding such a value */
-    bool guard;                /* the linear guards those rows (else clips) */
-} clip_stat;
-
-typedef struct model_run {
-    const char *path;
-    bool is_sqm;
-    sq_embed_result res;
-    double seconds;
-    const char *pooling;
-    bool normalize;
-    clip_stat *clip; /* [layers * SQ_LIN_KINDS] for a .sqm, else NULL */
-    int n_clip;
-} model_run;
-
-typedef struct task_metric {
-    const char *name; /* "spearman", "ndcg10", "recall100", "probe_accuracy" */
-    double model, reference;
-} task_metric;
-
-typedef struct run_metrics {
-    sq_cos_stats cos;
-    double topk;
-    int topk_k;
-    task_metric task[2];
-    int n_task;
-    double seconds;
-} run_metrics;
-
-/* ---- input ---- */
-
-static void input_free(run_input *in)
-{
-    free(in->text);
-    free(in->len);
-    sq_texts_free(&in->plain);
-    sq_stsb_free(&in->stsb);
-    sq_sst2_free(&in->sst2);
-    sq_beir_free(&in->beir);
-}
-
-static int flatten(run_input *in, int64_t n, char **a, int64_t na, char **b)
-{
-    in->n = n;
-    in->text = malloc((size_t)(n ? n : 1) * sizeof *in->text);
-    in->len = malloc((size_t)(n ? n : 1) * sizeof *in->len);
-    if (!in->text || !in->len)
-        return -1;
-    for (int64_t i = 0; i < n; i++) {
-        in->text[i] = i < na ? a[i] : b[i - na];
-        in->len[i] = strlen(in->text[i]);
-    }
-    return 0;
-}
-
-static int input_load(const run_args *a, run_input *in, sq_err *err)
-{
-    memset(in, 0, sizeof *in);
-    in->task = a->task;
-    if (in->task == SQ_TASK_AUTO && sq_eval_task_detect(a->input, &in->task, err) != 0)
-        return -1;
-    int rc = 0;
-    switch (in->task) {
-    case SQ_TASK_STSB:
-        if (sq_stsb_read(a->input, a->limit, &in->stsb, err) != 0)
-            return -1;
-        rc = flatten(in, 2 * in->stsb.n, in->stsb.s1, in->stsb.n, in->stsb.s2);
-        break;
-    case SQ_TASK_SST2:
-        if (sq_sst2_read(a->input, a->limit, &in->sst2, err) != 0)
-            return -1;
-        rc = flatten(in, in->sst2.n, in->sst2.text, in->sst2.n, NULL);
-        break;
-    case SQ_TASK_SCIFACT:
-        if (sq_beir_read(a->input, "test", a->limit, &in->beir, err) != 0)
-            return -1;
-        rc = flatten(in, in->beir.n_queries + in->beir.n_docs, in->beir.query_text,
-                     in->beir.n_queries, in->beir.doc_text);
-        break;
-    default:
-        if (sq_texts_read(a->input, a->field, &in->plain, err) != 0)
-            return -1;
-        if (in->plain.n == 0)
-            return sq_err_set(err, "%s: no texts", a->input);
-        rc = flatten(in, a->limit > 0 && a->limit < in->plain.n ? a->limit : in->plain.n,
-                     in->plain.text, in->plain.n, NULL);
-        break;
-    }
-    return rc == 0 ? 0 : sq_err_set(err, "out of memory");
-}
-
-/* ---- embedding ---- */
-
-typedef struct clip_observer {
-    const sq_encoder *enc;
-    clip_stat *st;
-} clip_observer;
-
-static void count_clips(void *ctx, int layer, sq_linear_kind kind, const float *x, int rows,
-                        int cols)
-{
-    clip_observer *o = ctx;
-    const sq_linear *l = &o->enc->layers[layer].lin[kind];
-    if (l->qtype == SQ_QT_F32)
-        return;
-    clip_stat *s = &o->st[layer * SQ_LIN_KINDS + kind];
-    int64_t rb;
-    s->values += (int64_t)rows * cols;
-    s->clipped += sq_linear_count_clipped(l, x, rows, &rb);
-    s->rows += rows;
-    s->rows_beyond += rb;
-    s->guard = l->guard;
-}
-
-static int embed_with(const char *path, const char *label, const run_args *a, const run_input *in,
-                      model_run *out, sq_err *err)
-{
-    memset(out, 0, sizeof *out);
-    out->path = path;
-    double t0 = cli_now();
-    sq_embed_model m;
-    if (sq_embed_model_open(path, &m, err) != 0)
-        return -1;
-    int rc = -1;
-    if (a->max_seq > m.enc.cfg.max_pos) {
-        sq_err_set(err, "%s: --max-seq %ld exceeds the model's %d positions", path, a->max_seq,
-                   m.enc.cfg.max_pos);
-        goto done;
-    }
-    cli_progress prog;
-    cli_progress_init(&prog, label);
-    if (a->quiet)
-        prog.enabled = false;
-    sq_embed_opts o = {
-        .batch = (int)a->batch,
-        .max_seq = a->max_seq ? (int)a->max_seq : m.max_seq,
-        .pooling = m.pool.pooling,
-        .normalize = m.pool.normalize,
-        .progress = cli_progress_update,
-        .progress_ctx = &prog,
-    };
-    /* A .sqm: count, per quantized linear, the input values beyond its
-     * calibrated clip (the observer sees every linear's float input). */
-    clip_observer co = {&m.enc, NULL};
-    sq_observer obs = {.linear_input = count_clips, .ctx = &co};
-    if (m.is_sqm) {
-        out->n_clip = m.enc.cfg.layers * SQ_LIN_KINDS;
-        if (!(out->clip = calloc((size_t)out->n_clip, sizeof *out->clip))) {
-            sq_err_set(err, "out of memory");
-            goto done;
-        }
-        for (int l = 0; l < m.enc.cfg.layers; l++)
-            for (int k = 0; k < SQ_LIN_KINDS; k++)
-                if (m.enc.layers[l].lin[k].out > 0 && m.enc.layers[l].lin[k].qtype != SQ_QT_F32)
-                    snprintf(out->clip[l * SQ_LIN_KINDS + k].name, sizeof out->clip->name,
-                             "layer.%d.%s", l, sq_linear_kind_name((sq_linear_kind)k));
-        co.st = out->clip;
-        o.observer = &obs;
-    }
-    rc = sq_embed_texts(&m, in->text, in->len, in->n, &o, &out->res, err);
-    cli_progress_finish(&prog);
-    out->is_sqm = m.is_sqm;
-    out->pooling = m.pool.pooling == SQ_POOL_MEAN ? "mean" : "cls";
-    out->normalize = m.pool.normalize;
-done:
-    sq_embed_model_close(&m);
-    out->seconds = cli_now() - t0;
-    if (rc != 0)
-        sq_err_prefix(err, "%s", path);
-    return rc;
-}
-
-/* A reference given as precomputed embeddings (.npy) of these inputs. */
-static bool is_npy_path(const char *p)
-{
-    size_t n = strlen(p);
-    return n > 4 && strcmp(p + n - 4, ".npy") == 0 && !sq_dir_exists(p);
-}
-
-static int reference_from_npy(const char *path, const run_input *in, model_run *out, sq_err *err)
-{
-    memset(out, 0, sizeof *out);
-    out->path = path;
-    double t0 = cli_now();
-    int64_t rows, cols;
-    float *emb;
-    if (sq_npy_read_f32_2d(path, &emb, &rows, &cols, err) != 0)
-        return -1;
-    if (rows != in->n || cols < 1) {
-        free(emb);
-        return sq_err_set(err,
-                          "%s: holds %lld embeddings of dimension %lld, but the input has %lld "
-                          "texts: it must be the reference's embeddings of exactly these inputs",
-                          path, (long long)rows, (long long)cols, (long long)in->n);
-    }
-    out->res.n = rows;
-    out->res.dim = (int)cols;
-    out->res.emb = emb;
-    out->pooling = "precomputed";
-    out->normalize = false;
-    out->seconds = cli_now() - t0;
-    return 0;
-}
-
-/* ---- metrics ---- */
-
-/* cos(emb[i], emb[n + i]) for the n STS-B pairs, Spearman vs gold. */
-static double stsb_spearman(const sq_embed_result *r, const sq_stsb *s)
-{
-    int64_t n = s->n;
-    double *c = malloc((size_t)n * sizeof *c);
-    if (!c)
-        return NAN;
-    for (int64_t i = 0; i < n; i++) {
-        c[i] = sq_cosine(r->emb + (size_t)i * r->dim, r->emb + (size_t)(n + i) * r->dim, r->dim);
-        if (isnan(c[i]))
-            c[i] = 0;
-    }
-    double v = sq_spearman(c, s->score, n);
-    free(c);
-    return v;
-}
-
-static void retrieval(const sq_embed_result *r, const sq_beir *b, double *ndcg, double *recall)
-{
-    const float *docs = r->emb + (size_t)b->n_queries * r->dim;
-    sq_retrieval_eval(r->emb, b->n_queries, docs, b->n_docs, r->dim, b->qrel_off, b->qrel_doc,
-                      b->qrel_grade, ndcg, recall);
-}
-
-static void measure(const run_input *in, const model_run *m, const model_run *ref, int k,
-                    run_metrics *out)
-{
-    double t0 = cli_now();
-    const sq_embed_result *a = &m->res, *b = &ref->res;
-    sq_cos_pair_stats(a->emb, b->emb, a->n, a->dim, &out->cos);
-    out->topk = sq_topk_overlap(a->emb, b->emb, a->n, a->dim, k, &out->topk_k);
-    switch (in->task) {
-    case SQ_TASK_STSB:
-        out->task[0] = (task_metric){"spearman", stsb_spearman(a, &in->stsb),
-                                     stsb_spearman(b, &in->stsb)};
-        out->n_task = 1;
-        break;
-    case SQ_TASK_SCIFACT:
-        out->task[0].name = "ndcg10";
-        out->task[1].name = "recall100";
-        retrieval(a, &in->beir, &out->task[0].model, &out->task[1].model);
-        retrieval(b, &in->beir, &out->task[0].reference, &out->task[1].reference);
-        out->n_task = 2;
-        break;
-    case SQ_TASK_SST2:
-        out->task[0] = (task_metric){
-            "probe_accuracy",
-            sq_logreg_cv_accuracy(a->emb, in->sst2.label, a->n, a->dim, SST2_FOLDS, NULL),
-            sq_logreg_cv_accuracy(b->emb, in->sst2.label, b->n, b->dim, SST2_FOLDS, NULL)};
-        out->n_task = 1;
-        break;
-    default:
-        break;
-    }
-    out->seconds = cli_now() - t0;
-}
-
-/* ---- gates ---- */
-
-typedef struct gate_result {
-    sq_gate_id id;
-    double threshold, measured;
-    bool measurable, pass;
-    const char *why; /* when not measurable */
-} gate_result;
-
-/* The measured value of a gate on this run; false with *why when the input
- * cannot give it. */
-static bool gate_value(sq_gate_id id, const run_input *in, const run_metrics *mt, double *v,
-                       const char **why)
-{
-    *why = NULL;
-    switch (id) {
-    case SQ_GATE_COS_MEAN: *v = mt->cos.mean; return true;
-    case SQ_GATE_COS_MIN: *v = mt->cos.min; return true;
-    case SQ_GATE_CENTRED_COS_MEAN:
-        *v = mt->cos.centred_mean;
-        *why = isnan(*v) ? "needs at least 2 texts" : NULL;
-        return !isnan(*v);
-    case SQ_GATE_TOPK_OVERLAP:
-        *v = mt->topk;
-        *why = isnan(*v) ? "needs at least 2 texts" : NULL;
-        return !isnan(*v);
-    case SQ_GATE_STSB_SPEARMAN_DROP:
-        if (in->task != SQ_TASK_STSB) {
-            *why = "needs an STS-B input (--task stsb)";
-            return false;
-        }
-        *v = mt->task[0].reference - mt->task[0].model;
-        *why = isnan(*v) ? "Spearman undefined (constant scores or similarities)" : NULL;
-        return !isnan(*v);
-    case SQ_GATE_NDCG10_DROP:
-        if (in->task != SQ_TASK_SCIFACT) {
-            *why = "needs a BEIR retrieval input (--task scifact)";
-            return false;
-        }
-        *v = mt->task[0].reference - mt->task[0].model;
-        return !isnan(*v);
-    default: *why = "unknown gate"; return false;
-    }
-}
-
-static int eval_gates(const sq_recipe_gates *g, const run_input *in, const run_metrics *mt,
-                      gate_result *out)
-{
-    int n = 0;
-    for (int i = 0; i < SQ_GATE_COUNT; i++) {
-        if (!g->set[i])
-            continue;
-        gate_result *r = &out[n++];
-        r->id = (sq_gate_id)i;
-        r->threshold = g->threshold[i];
-        r->measured = NAN;
-        r->measurable = gate_value(r->id, in, mt, &r->measured, &r->why);
-        r->pass = r->measurable && sq_gate_pass(r->id, r->threshold, r->measured);
-    }
-    return n;
-}
-
-/* ---- printing and the report ---- */
+/* ---- printing ---- */
 
 static const char *task_label(const char *name)
 {
@@ -435,18 +87,18 @@ static const char *task_label(const char *name)
 
 /* The three linears whose inputs went beyond their calibrated clip most
  * often in this run (all of them in the report). */
-static void print_clip_summary(FILE *fp, const model_run *m)
+static void print_clip_summary(FILE *fp, const sq_eval_model *m)
 {
     if (!m->clip)
         return;
     int best[3] = {-1, -1, -1};
     for (int i = 0; i < m->n_clip; i++) {
-        const clip_stat *s = &m->clip[i];
+        const sq_eval_clip *s = &m->clip[i];
         if (!s->name[0] || !s->values || !s->clipped)
             continue;
         double r = (double)s->clipped / (double)s->values;
         for (int k = 0; k < 3; k++) {
-            const clip_stat *b = best[k] < 0 ? NULL : &m->clip[best[k]];
+            const sq_eval_clip *b = best[k] < 0 ? NULL : &m->clip[best[k]];
             double rk = b ? (double)b->clipped / (double)b->values : -1;
             if (r > rk) {
                 for (int j = 2; j > k; j--)
@@ -462,7 +114,7 @@ static void print_clip_summary(FILE *fp, const model_run *m)
     }
     fprintf(fp, "beyond    ");
     for (int k = 0; k < 3 && best[k] >= 0; k++) {
-        const clip_stat *s = &m->clip[best[k]];
+        const sq_eval_clip *s = &m->clip[best[k]];
         fprintf(fp, "%s %s %.3g (%lld values, %lld rows)", k ? "," : "", s->name,
                 (double)s->clipped / (double)s->values, (long long)s->clipped,
                 (long long)s->rows_beyond);
@@ -472,13 +124,13 @@ static void print_clip_summary(FILE *fp, const model_run *m)
                                    : "clipped (guard clip)");
 }
 
-static void print_summary(FILE *fp, const run_input *in, const model_run *m, const model_run *ref,
-                          const run_metrics *mt, const gate_result *gr, int ng)
+static void print_summary(FILE *fp, const sq_eval_input *in, const sq_eval_model *m, const sq_eval_model *ref,
+                          const sq_eval_metrics *mt, const sq_eval_gate *gr, int ng)
 {
     fprintf(fp, "model      %s (%s, %.2fs)\n", m->path, m->is_sqm ? "sqm" : "checkpoint",
             m->seconds);
     fprintf(fp, "reference  %s (%s, %.2fs)\n", ref->path,
-            ref->is_sqm ? "sqm" : is_npy_path(ref->path) ? "embeddings" : "checkpoint",
+            sq_eval_model_kind(ref),
             ref->seconds);
     fprintf(fp, "task       %s, %lld texts, dim %d\n", sq_eval_task_name(in->task),
             (long long)in->n, m->res.dim);
@@ -499,12 +151,12 @@ static void print_summary(FILE *fp, const run_input *in, const model_run *m, con
     print_clip_summary(fp, m);
     fprintf(fp, "top-%-2d     overlap %.4f\n", mt->topk_k, mt->topk);
     for (int i = 0; i < mt->n_task; i++) {
-        const task_metric *t = &mt->task[i];
+        const sq_eval_task_metric *t = &mt->task[i];
         fprintf(fp, "%-10s model %.4f  reference %.4f  drop %+.4f\n", task_label(t->name),
                 t->model, t->reference, t->reference - t->model);
     }
     for (int i = 0; i < ng; i++) {
-        const gate_result *r = &gr[i];
+        const sq_eval_gate *r = &gr[i];
         const sq_gate_info *gi = sq_gate_get(r->id);
         if (!r->measurable)
             fprintf(fp, "gate %-20s FAIL  cannot be measured: %s\n", gi->name, r->why);
@@ -514,113 +166,19 @@ static void print_summary(FILE *fp, const run_input *in, const model_run *m, con
     }
 }
 
-/* A JSON number, or null when not finite (JSON has no NaN). */
-static json_t *jnum(double v)
+/* Embed with a progress line on stderr (unless --quiet). */
+static int embed_with(const char *path, const char *label, const run_args *a,
+                      const sq_eval_input *in, sq_eval_model *out, sq_err *err)
 {
-    return isfinite(v) ? json_real(v) : json_null();
-}
-
-static json_t *model_json(const model_run *m)
-{
-    const char *kind = m->is_sqm ? "sqm" : is_npy_path(m->path) ? "embeddings" : "checkpoint";
-    return json_pack("{s:s, s:s, s:i, s:s, s:b, s:o}", "path", m->path, "kind", kind, "dim",
-                     m->res.dim, "pooling", m->pooling,
-                     "normalize", m->normalize, "seconds", jnum(m->seconds));
-}
-
-static json_t *counts_json(const run_input *in)
-{
-    json_t *c = json_pack("{s:I}", "texts", (json_int_t)in->n);
-    switch (in->task) {
-    case SQ_TASK_STSB: json_object_set_new(c, "pairs", json_integer(in->stsb.n)); break;
-    case SQ_TASK_SST2: json_object_set_new(c, "sentences", json_integer(in->sst2.n)); break;
-    case SQ_TASK_SCIFACT:
-        json_object_set_new(c, "queries", json_integer(in->beir.n_queries));
-        json_object_set_new(c, "documents", json_integer(in->beir.n_docs));
-        break;
-    default: break;
-    }
-    return c;
-}
-
-static json_t *report_json(const run_args *a, const run_input *in, const model_run *m,
-                           const model_run *ref, const run_metrics *mt, const gate_result *gr,
-                           int ng, bool pass, double total_s, double input_s)
-{
-    sq_isa isa = SQ_ISA_SCALAR;
-    sq_linear_isa(&isa, NULL);
-    const sq_cos_stats *c = &mt->cos;
-    json_t *worst = json_array();
-    for (int k = 0; k < c->n_worst; k++)
-        json_array_append_new(worst, json_pack("{s:I, s:o, s:s%}", "index", (json_int_t)c->worst[k],
-                                               "cosine", jnum(c->worst_cos[k]), "text",
-                                               in->text[c->worst[k]], in->len[c->worst[k]]));
-    json_t *metrics = json_pack(
-        "{s:{s:o, s:o, s:o, s:o, s:I, s:{s:I, s:I, s:I}, s:o, s:{s:o, s:o, s:I}}, s:{s:i, s:o}}",
-        "cosine", "mean", jnum(c->mean), "min", jnum(c->min), "p01", jnum(c->p01), "p001",
-        jnum(c->p001), "argmin", (json_int_t)c->argmin, "below", "0.99",
-        (json_int_t)c->below_099, "0.98", (json_int_t)c->below_098, "0.95",
-        (json_int_t)c->below_095, "worst", worst, "centred", "mean", jnum(c->centred_mean),
-        "min", jnum(c->centred_min), "argmin", (json_int_t)c->centred_argmin, "topk_overlap",
-        "k", mt->topk_k, "value", jnum(mt->topk));
-    if (m->clip) {
-        json_t *cl = json_array();
-        for (int i = 0; i < m->n_clip; i++)
-            if (m->clip[i].name[0])
-                json_array_append_new(
-                    cl, json_pack("{s:s, s:s, s:I, s:I, s:o, s:I, s:I}", "linear",
-                                  m->clip[i].name, "guard", m->clip[i].guard ? "row" : "clip",
-                                  "values", (json_int_t)m->clip[i].values, "beyond",
-                                  (json_int_t)m->clip[i].clipped, "fraction",
-                                  jnum(m->clip[i].values ? (double)m->clip[i].clipped /
-                                                               (double)m->clip[i].values
-                                                         : NAN),
-                                  "rows", (json_int_t)m->clip[i].rows, "rows_beyond",
-                                  (json_int_t)m->clip[i].rows_beyond));
-        json_object_set_new(metrics, "clip_exceed", cl);
-    }
-    if (mt->n_task) {
-        json_t *t = json_object();
-        for (int i = 0; i < mt->n_task; i++)
-            json_object_set_new(t, mt->task[i].name,
-                                json_pack("{s:o, s:o, s:o}", "model", jnum(mt->task[i].model),
-                                          "reference", jnum(mt->task[i].reference), "drop",
-                                          jnum(mt->task[i].reference - mt->task[i].model)));
-        json_object_set_new(metrics, sq_eval_task_name(in->task), t);
-    }
-    json_t *gates = json_array();
-    for (int i = 0; i < ng; i++) {
-        const sq_gate_info *gi = sq_gate_get(gr[i].id);
-        json_t *g = json_pack("{s:s, s:s, s:o, s:o, s:b}", "name", gi->name, "op",
-                              gi->is_max ? "<=" : ">=", "threshold", jnum(gr[i].threshold),
-                              "measured", jnum(gr[i].measured), "pass", gr[i].pass);
-        if (!gr[i].measurable)
-            json_object_set_new(g, "error", json_string(gr[i].why));
-        json_array_append_new(gates, g);
-    }
-    return json_pack("{s:s, s:s, s:s, s:o, s:o, s:s, s:i, s:I, s:o, s:o, s:o, s:b, "
-                     "s:{s:o, s:o, s:o, s:o, s:o}}",
-                     "command", "embed-run", "input", a->input, "task",
-                     sq_eval_task_name(in->task), "model", model_json(m), "reference",
-                     model_json(ref), "isa", sq_isa_name(isa), "threads", sq_threads_count(),
-                     "limit", (json_int_t)a->limit, "counts", counts_json(in), "metrics", metrics,
-                     "gates", gates, "pass", pass, "seconds", "input", jnum(input_s), "model",
-                     jnum(m->seconds), "reference", jnum(ref->seconds), "metrics",
-                     jnum(mt->seconds), "total", jnum(total_s));
-}
-
-static int write_report(const char *path, json_t *r, sq_err *err)
-{
-    if (!r)
-        return sq_err_set(err, "%s: could not build the report", path);
-    sq_atomic_file af;
-    if (sq_atomic_open(&af, path, err) != 0)
-        return -1;
-    if (json_dumpf(r, af.fp, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0 || fputc('\n', af.fp) == EOF) {
-        sq_atomic_abort(&af);
-        return sq_err_set(err, "%s: write failed", path);
-    }
-    return sq_atomic_commit(&af, err);
+    cli_progress prog;
+    cli_progress_init(&prog, label);
+    if (a->quiet)
+        prog.enabled = false;
+    sq_eval_embed_opts o = {.batch = (int)a->batch, .max_seq = (int)a->max_seq,
+                            .progress = cli_progress_update, .progress_ctx = &prog};
+    int rc = sq_eval_embed(path, &o, in, out, err);
+    cli_progress_finish(&prog);
+    return rc;
 }
 
 /* ---- arguments ---- */
@@ -761,11 +319,11 @@ int cmd_embed_run(int argc, char **argv)
     }
     sq_threads_init((int)a.threads);
 
-    run_input in;
-    model_run m = {0}, ref = {0};
+    sq_eval_input in;
+    sq_eval_model m = {0}, ref = {0};
     json_t *report = NULL;
     int rc = SQ_EXIT_BADINPUT;
-    if (input_load(&a, &in, &err) != 0)
+    if (sq_eval_input_load(a.input, a.field, a.task, a.limit, &in, &err) != 0)
         goto fail;
     double input_s = cli_now() - t_start;
     if (embed_with(a.model, CMD, &a, &in, &m, &err) != 0)
@@ -777,7 +335,7 @@ int cmd_embed_run(int argc, char **argv)
         rc = SQ_EXIT_OK;
         goto done;
     }
-    if ((is_npy_path(a.reference) ? reference_from_npy(a.reference, &in, &ref, &err)
+    if ((sq_eval_is_npy_path(a.reference) ? sq_eval_reference_npy(a.reference, &in, &ref, &err)
                                   : embed_with(a.reference, "reference", &a, &in, &ref, &err)) != 0)
         goto fail;
     if (ref.res.dim != m.res.dim) {
@@ -785,19 +343,22 @@ int cmd_embed_run(int argc, char **argv)
                    a.reference, ref.res.dim);
         goto fail;
     }
-    run_metrics mt = {0};
-    measure(&in, &m, &ref, rec.gates.topk_k, &mt);
-    gate_result gr[SQ_GATE_COUNT];
-    int ng = eval_gates(&rec.gates, &in, &mt, gr);
-    bool pass = true;
-    for (int i = 0; i < ng; i++)
-        pass &= gr[i].pass;
+    sq_eval_metrics mt = {0};
+    sq_eval_measure(&in, &m, &ref, rec.gates.topk_k, &mt);
+    sq_eval_gate gr[SQ_GATE_COUNT];
+    int ng = sq_eval_gates(&rec.gates, &in, &mt, gr);
+    bool pass = sq_eval_gates_pass(gr, ng);
     /* Keep stdout clean when it carries the embeddings. */
     FILE *txt = a.output && strcmp(a.output, "-") == 0 ? stderr : stdout;
     print_summary(txt, &in, &m, &ref, &mt, gr, ng);
     if (a.report) {
-        report = report_json(&a, &in, &m, &ref, &mt, gr, ng, pass, cli_now() - t_start, input_s);
-        if (write_report(a.report, report, &err) != 0)
+        sq_isa isa = SQ_ISA_SCALAR;
+        sq_linear_isa(&isa, NULL);
+        sq_eval_report_info info = {.input = a.input, .limit = a.limit, .isa = sq_isa_name(isa),
+                                    .threads = sq_threads_count(), .input_s = input_s,
+                                    .total_s = cli_now() - t_start};
+        report = sq_eval_report_json(&info, &in, &m, &ref, &mt, gr, ng, pass);
+        if (sq_eval_report_write(a.report, report, &err) != 0)
             goto fail;
     }
     rc = SQ_EXIT_OK;
@@ -816,11 +377,9 @@ fail:
     rc = cli_fail(CMD, &err);
 done:
     json_decref(report);
-    sq_embed_result_free(&m.res);
-    sq_embed_result_free(&ref.res);
-    free(m.clip);
-    free(ref.clip);
-    input_free(&in);
+    sq_eval_model_free(&m);
+    sq_eval_model_free(&ref);
+    sq_eval_input_free(&in);
     sq_recipe_free(&rec);
     return rc;
 }

@@ -1,5 +1,5 @@
-/* embed-run's metrics (calib/eval_metrics.h) on hand-computed cases, and its
- * evaluation-set readers (calib/eval_data.h) on small and hostile files. */
+/* embed-run's metrics (eval/eval_metrics.h) on hand-computed cases, and its
+ * evaluation-set readers (eval/eval_data.h) on small and hostile files. */
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
