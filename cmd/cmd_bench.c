@@ -25,7 +25,7 @@ static const char *const help =
     "  --lat-seq N     tokens for the latency run (default 128)\n"
     "  --iters N       timed repetitions (default 5)\n"
     "  --warmup N      untimed repetitions first (default 1)\n"
-    "  --threads N     worker threads (default: all CPUs)\n"
+    "  --threads N     worker threads (default: $OMP_NUM_THREADS, else the CPUs this process may run on)\n"
     "\n"
     "example:\n"
     "  squint bench bge-small/ --batch 32 --seq 256 --threads 2\n";

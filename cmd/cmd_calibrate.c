@@ -31,7 +31,7 @@ static const char *const help =
     "  --max-seq L           tokens per sequence, special tokens included (default: model limit)\n"
     "  --window              split texts longer than --max-seq into windows (default: truncate)\n"
     "  --batch B             sequences per forward pass (default 16)\n"
-    "  --threads T           worker threads (default: all CPUs)\n"
+    "  --threads T           worker threads (default: $OMP_NUM_THREADS, else the CPUs this process may run on)\n"
     "  --observer M          minmax | percentile[:P] | entropy | mse (default percentile:99.99):\n"
     "                        the clip method quantize will use by default\n"
     "  --quiet               no progress line\n"

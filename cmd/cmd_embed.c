@@ -26,7 +26,7 @@ static const char *const help =
     "  --format F            jsonl, npy or f32, overriding the --output extension\n"
     "  --batch N             sequences per forward pass (default 32)\n"
     "  --max-seq N           truncate to N tokens, special tokens included (default: model limit)\n"
-    "  --threads N           worker threads (default: all CPUs)\n"
+    "  --threads N           worker threads (default: $OMP_NUM_THREADS, else the CPUs this process may run on)\n"
     "  --pooling cls|mean    override the model's pooling\n"
     "  --normalize           L2-normalize embeddings (default: as the model says)\n"
     "  --no-normalize        do not normalize\n"

@@ -50,7 +50,7 @@ static const char *const help =
     "                       documents holding every relevant document of the queries kept\n"
     "  --batch N            sequences per forward pass (default 32)\n"
     "  --max-seq N          truncate to N tokens, special tokens included (default: model limit)\n"
-    "  --threads N          worker threads (default: all CPUs)\n"
+    "  --threads N          worker threads (default: $OMP_NUM_THREADS, else the CPUs this process may run on)\n"
     "  --quiet              no progress line\n"
     "\n"
     "Metrics (MODEL vs reference): cosine of the two embeddings of each text (mean, min, 0.1st\n"

@@ -34,7 +34,7 @@ static const char *const help =
     "  --strict           an override that matches no linear is an error\n"
     "  --dry-run          print the plan (every linear and its type) and write nothing\n"
     "  --json             print a machine-readable summary on stdout\n"
-    "  --threads T        worker threads (default: all CPUs)\n"
+    "  --threads T        worker threads (default: $OMP_NUM_THREADS, else the CPUs this process may run on)\n"
     "\n"
     "exit codes: 0 ok, 1 a --strict check failed, 2 bad input\n"
     "\n"

@@ -2,16 +2,39 @@
 
 #include <cblas.h>
 #include <omp.h>
+#include <sched.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 static int g_threads = 1;
 
+/* The default worker count: OMP_NUM_THREADS (its first entry) when it is a
+ * positive integer, else the CPUs of this process's affinity mask (taskset,
+ * cgroup cpusets), so `parallel -j N taskset ...` and containers do not
+ * oversubscribe; the online CPU count only when the mask cannot be read. */
+int sq_threads_default(void)
+{
+    const char *env = getenv("OMP_NUM_THREADS");
+    if (env && *env) {
+        char *end;
+        long v = strtol(env, &end, 10);
+        if (end != env && (*end == '\0' || *end == ',') && v > 0)
+            return v > 1024 ? 1024 : (int)v;
+    }
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        int c = CPU_COUNT(&set);
+        if (c > 0)
+            return c;
+    }
+    long c = sysconf(_SC_NPROCESSORS_ONLN);
+    return c > 0 ? (int)c : 1;
+}
+
 int sq_threads_init(int n)
 {
-    if (n <= 0) {
-        long c = sysconf(_SC_NPROCESSORS_ONLN);
-        n = c > 0 ? (int)c : 1;
-    }
+    if (n <= 0)
+        n = sq_threads_default();
     if (n > 1024)
         n = 1024;
     g_threads = n;

@@ -4,8 +4,11 @@
 #ifndef SQ_THREADS_H
 #define SQ_THREADS_H
 
-/* Set the number of worker threads (<= 0: all online CPUs). Returns the count. */
+/* Set the number of worker threads (<= 0: sq_threads_default()). Returns the count. */
 int sq_threads_init(int n);
 int sq_threads_count(void);
+/* OMP_NUM_THREADS when set to a positive integer, else the CPUs in this
+ * process's affinity mask (at most 1024). */
+int sq_threads_default(void);
 
 #endif

@@ -109,6 +109,14 @@ expect "gate without reference" 2 "needs --reference" -- "$SQ" embed-run "$W/m.s
 expect "bad task" 2 "--task" -- "$SQ" embed-run "$W/m.sqm" --input "$W/texts.txt" --task nope
 expect "no input" 2 "--input" -- "$SQ" embed-run "$W/m.sqm"
 
+# The default thread count follows the CPU affinity and OMP_NUM_THREADS
+# (the report records it); --threads still wins.
+threads_of() { /usr/bin/python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['threads'])" "$1"; }
+run_t() { "$@" --reference "$W/m" --input "$W/texts.txt" --report "$W/t.json" --quiet >/dev/null 2>&1; threads_of "$W/t.json"; }
+[[ $(run_t taskset -c 0 "$SQ" embed-run "$W/m.sqm") == 1 ]] && pass "taskset -c 0: 1 thread" || fail "taskset ignored"
+[[ $(OMP_NUM_THREADS=1 run_t "$SQ" embed-run "$W/m.sqm") == 1 ]] && pass "OMP_NUM_THREADS=1: 1 thread" || fail "OMP_NUM_THREADS ignored"
+[[ $(OMP_NUM_THREADS=1 run_t "$SQ" embed-run "$W/m.sqm" --threads 3) == 3 ]] && pass "--threads wins" || fail "--threads lost"
+
 if ls "$W"/*.tmp.* >/dev/null 2>&1; then fail "temp files left"; fi
 echo "$fails failure(s)"
 [[ $fails -eq 0 ]]
