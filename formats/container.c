@@ -592,26 +592,59 @@ static bool is_zstd(const uint8_t *p, size_t n)
     return n >= 4 && rd(p, 4) == ZSTD_MAGICNUMBER;
 }
 
-/* Decompress every frame of src into a 64-byte aligned buffer of at most
- * `limit` bytes. The first frame's declared size (when present) sizes the
- * buffer; it grows by doubling otherwise. */
+/* Decompress every frame of src into a 64-byte aligned buffer. Memory
+ * follows what the stream really produces, never what it merely claims:
+ *  - the declared sizes of all frames (ZSTD_findDecompressedSize) and, once
+ *    decoded, the container header's file_size bound the output; a stream
+ *    declaring more than the limit is refused before anything is allocated,
+ *    and the two must agree;
+ *  - the buffer starts at min(bound, max(64 KiB, 4 x the compressed size))
+ *    (one allocation for any real model) and doubles only as output
+ *    arrives, so a small file claiming gigabytes fails after allocating
+ *    about what it actually decoded;
+ *  - frames of content size 0 (an empty first frame) are fine. */
+enum { ZSTD_MIN_CAP = 65536 };
+
+/* The sum of the content sizes every frame declares; UNKNOWN when a frame
+ * declares none, ERROR on a malformed frame or a sum past 2^64. (zstd's own
+ * ZSTD_findDecompressedSize is not in its stable API.) */
+static unsigned long long declared_size(const uint8_t *src, size_t n)
+{
+    unsigned long long total = 0;
+    bool unknown = false;
+    while (n > 0) {
+        unsigned long long fcs = ZSTD_getFrameContentSize(src, n);
+        size_t fsz = ZSTD_findFrameCompressedSize(src, n);
+        if (fcs == ZSTD_CONTENTSIZE_ERROR || ZSTD_isError(fsz) || fsz == 0 || fsz > n)
+            return ZSTD_CONTENTSIZE_ERROR;
+        if (fcs == ZSTD_CONTENTSIZE_UNKNOWN)
+            unknown = true;
+        else if (total + fcs < total)
+            return ZSTD_CONTENTSIZE_ERROR;
+        else
+            total += fcs;
+        src += fsz;
+        n -= fsz;
+    }
+    return unknown ? ZSTD_CONTENTSIZE_UNKNOWN : total;
+}
+
 static int zstd_decode(const uint8_t *src, size_t n, const char *path, uint64_t limit, void **out,
                        size_t *out_len, sq_err *err)
 {
-    unsigned long long declared = ZSTD_getFrameContentSize(src, n);
+    unsigned long long declared = declared_size(src, n);
     if (declared == ZSTD_CONTENTSIZE_ERROR)
         return sq_err_set(err, "%s: corrupt zstd stream (bad frame header)", path);
-    size_t cap;
-    if (declared != ZSTD_CONTENTSIZE_UNKNOWN) {
-        if (declared > limit)
-            return sq_err_set(err, "%s: zstd stream declares %llu bytes, over the %llu-byte limit",
-                              path, declared, (unsigned long long)limit);
-        cap = (size_t)declared;
-    } else {
-        cap = n < (limit / 4) ? 4 * n : (size_t)limit;
-        if (cap < 65536 && limit >= 65536)
-            cap = 65536;
-    }
+    bool known = declared != ZSTD_CONTENTSIZE_UNKNOWN;
+    if (known && declared > limit)
+        return sq_err_set(err, "%s: zstd stream declares %llu bytes, over the %llu-byte limit",
+                          path, declared, (unsigned long long)limit);
+    uint64_t bound = known ? (uint64_t)declared : limit;
+    bool header_seen = false;
+    uint64_t want = n < UINT64_MAX / 4 ? 4 * (uint64_t)n : UINT64_MAX;
+    if (want < ZSTD_MIN_CAP)
+        want = ZSTD_MIN_CAP;
+    size_t cap = (size_t)(want < bound ? want : bound);
     uint8_t *buf = aligned_buffer(cap);
     ZSTD_DCtx *dctx = ZSTD_createDCtx();
     int rc = 0;
@@ -628,18 +661,54 @@ static int zstd_decode(const uint8_t *src, size_t n, const char *path, uint64_t 
             rc = sq_err_set(err, "%s: corrupt zstd stream: %s", path, ZSTD_getErrorName(r));
             goto done;
         }
+        if (!header_seen && ob.pos >= SQ_CONTAINER_HEADER_SIZE) {
+            /* The container header says how big the whole file is: it bounds
+             * the output from here on. */
+            header_seen = true;
+            if (memcmp(buf, "SQNT", 4) != 0) {
+                rc = sq_err_set(err, "%s: the zstd stream does not hold a squint container "
+                                     "(decompressed bytes do not start with \"SQNT\")", path);
+                goto done;
+            }
+            uint64_t fsz = rd(buf + 64, 8);
+            if (fsz > limit) {
+                rc = sq_err_set(err, "%s: container header declares %llu bytes, over the "
+                                     "%llu-byte decompression limit",
+                                path, (unsigned long long)fsz, (unsigned long long)limit);
+                goto done;
+            }
+            if (known && fsz != declared) {
+                rc = sq_err_set(err, "%s: zstd frames declare %llu bytes but the container "
+                                     "header says the file has %llu",
+                                path, declared, (unsigned long long)fsz);
+                goto done;
+            }
+            if (fsz < ob.pos) {
+                rc = sq_err_set(err, "%s: zstd stream decompresses to more than the %llu bytes "
+                                     "its container header declares",
+                                path, (unsigned long long)fsz);
+                goto done;
+            }
+            bound = fsz;
+        }
         if (r == 0 && in.pos == in.size)
             break;
         if (ob.pos == ob.size) {
             if (in.pos != in_before || ob.pos != out_before)
                 continue; /* progress: maybe it finishes without more room */
-            if (cap >= limit) {
-                rc =
-                    sq_err_set(err, "%s: zstd stream decompresses to more than the %llu-byte limit",
-                               path, (unsigned long long)limit);
+            if (cap >= bound) {
+                if (header_seen || known)
+                    rc = sq_err_set(err, "%s: zstd stream decompresses to more than the %llu "
+                                         "bytes it declares",
+                                    path, (unsigned long long)bound);
+                else
+                    rc = sq_err_set(err, "%s: zstd stream decompresses to more than the "
+                                         "%llu-byte limit",
+                                    path, (unsigned long long)limit);
                 goto done;
             }
-            size_t ncap = cap > limit / 2 ? (size_t)limit : 2 * cap;
+            uint64_t grow = cap < ZSTD_MIN_CAP ? ZSTD_MIN_CAP : 2 * (uint64_t)cap;
+            size_t ncap = (size_t)(grow < bound ? grow : bound);
             uint8_t *nb = aligned_buffer(ncap);
             if (!nb) {
                 rc = sq_err_set(err, "%s: out of memory for %zu bytes of decompressed data", path,

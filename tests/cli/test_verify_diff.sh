@@ -103,6 +103,54 @@ rc=$?
 python3 -c 'import sys; d=bytearray(open(sys.argv[1],"rb").read()); d[len(d)//2]^=1; open(sys.argv[2],"wb").write(d)' "$W/z.sqm" "$W/zbad.sqm"
 run "damaged zstd file" 1 -- "$SQ" verify "$W/zbad.sqm"
 
+# --- zstd form: several frames, and streams that claim more than they hold ---
+# A valid multi-frame stream (an empty first frame of content size 0, then
+# the model) is what `zstd -t` accepts: squint reads it too.
+if command -v zstd >/dev/null; then
+  { printf '' | zstd -q -c; zstd -q -c <"$W/a.sqm"; } >"$W/multi.sqm"
+  zstd -q -t "$W/multi.sqm" && run "verify: empty first frame, then the model" 0 -- "$SQ" verify "$W/multi.sqm"
+  run "diff multi-frame and plain: identical" 0 -- "$SQ" diff "$W/a.sqm" "$W/multi.sqm"
+else
+  echo "skip - multi-frame zstd (no zstd command)"
+fi
+# Hand-made frames (RFC 8878): a raw block holding the first 128 bytes of a
+# real container whose file_size says 1.2 GB; the frame declares 1.2 GB too
+# (bomb), or declares nothing, or the two disagree. Under a 400 MiB address
+# space limit none may allocate what it claims: each must be refused with a
+# message about the stream, never "out of memory".
+python3 - "$W/a.sqm" "$W" <<'PY'
+import struct, sys
+hdr = bytearray(open(sys.argv[1], "rb").read()[:128])
+big = 1_200_000_000
+hdr[64:72] = struct.pack("<Q", big)
+def frame(fcs, body, last=True):
+    if fcs is None:
+        fhd = 0x00                              # no content size, window descriptor follows
+        out = struct.pack("<IB", 0xFD2FB528, fhd) + bytes([0x50])   # window 1 MiB
+    else:
+        fhd = 0xC0                              # 8-byte content size, window descriptor
+        out = struct.pack("<IB", 0xFD2FB528, fhd) + bytes([0x50]) + struct.pack("<Q", fcs)
+    bh = (len(body) << 3) | (0 << 1) | (1 if last else 0)   # raw block
+    return out + struct.pack("<I", bh)[:3] + bytes(body)
+W = sys.argv[2]
+open(W + "/bomb.sqm", "wb").write(frame(big, hdr))
+open(W + "/bomb_nosize.sqm", "wb").write(frame(None, hdr))
+open(W + "/bomb_mismatch.sqm", "wb").write(frame(128, hdr))
+hdr2 = bytearray(hdr); hdr2[0:4] = b"ZZZZ"
+open(W + "/not_container.sqm", "wb").write(frame(None, hdr2))
+PY
+zrun() { # NAME NEEDLE FILE
+  local out rc
+  out=$( (ulimit -v 409600; "$SQ" verify "$3") 2>&1)
+  rc=$?
+  if [[ $rc -ne 0 && $out == *"$2"* && $out != *"out of memory"* ]]; then pass "$1"
+  else fail "$1: exit $rc, '$out'"; fi
+}
+zrun "zstd bomb declaring 1.2 GB: refused without allocating it" "zstd" "$W/bomb.sqm"
+zrun "zstd stream without a size, header says 1.2 GB: refused" "truncated" "$W/bomb_nosize.sqm"
+zrun "zstd frame size disagrees with the container header" "container header says" "$W/bomb_mismatch.sqm"
+zrun "zstd stream that is not a container" "does not hold a squint container" "$W/not_container.sqm"
+
 # --- diff ---
 run "diff a file with itself" 0 -- "$SQ" diff "$W/a.sqm" "$W/a.sqm"
 grep -q identical "$W/out" && pass "diff says identical" || fail "diff self: $(cat "$W/out")"
