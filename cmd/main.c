@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cleanup.h"
 #include "cli.h"
 #include "fileio.h"
 #include "squint_version.h"
@@ -76,6 +77,7 @@ int main(int argc, char **argv)
         return SQ_EXIT_OK;
     }
     sq_inputs_guard_begin(); /* no command may overwrite one of its inputs */
+    sq_cleanup_install_signals(); /* no temporary file or folder outlives a signal */
     for (int i = 0; i < n_commands; i++)
         if (strcmp(name, commands[i].name) == 0)
             return finish_stdout(name, commands[i].run(argc - 1, argv + 1));

@@ -12,7 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cleanup.h"
 #include "fileio.h"
+#include "json_util.h"
 
 static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
 {
@@ -43,6 +45,46 @@ static int safe_member_path(const char *p)
             s++;
     }
     return 1;
+}
+
+/* Members squint never reads (other frameworks' weights: PyTorch, TF,
+ * Flax, ONNX, GGUF...) are not extracted: a Hugging Face repository packed
+ * whole often carries several copies of the weights. */
+static int unused_member(const char *path)
+{
+    static const char *const dirs[] = {"onnx/", "openvino/", "coreml/", NULL};
+    static const char *const prefixes[] = {"pytorch_model", "tf_model", "flax_model",
+                                           "rust_model", "model.onnx", NULL};
+    static const char *const suffixes[] = {".h5",  ".msgpack", ".onnx", ".onnx_data", ".ot",
+                                           ".pt",  ".pth",     ".ckpt", ".gguf",      ".mlmodel",
+                                           NULL};
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    for (int i = 0; dirs[i]; i++) { /* a component anywhere in the path */
+        for (const char *p = path; (p = strstr(p, dirs[i])) != NULL; p++)
+            if (p == path || p[-1] == '/')
+                return 1;
+    }
+    for (int i = 0; prefixes[i]; i++)
+        if (strncmp(base, prefixes[i], strlen(prefixes[i])) == 0)
+            return 1;
+    size_t n = strlen(base);
+    for (int i = 0; suffixes[i]; i++) {
+        size_t k = strlen(suffixes[i]);
+        if (n > k && strcmp(base + n - k, suffixes[i]) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+/* A member squint parses as JSON or text: bounded like the files it
+ * becomes (SQ_JSON_MAX_FILE), checked from the archive header before a
+ * byte is extracted. */
+static int text_member(const char *path)
+{
+    size_t n = strlen(path);
+    return (n >= 5 && strcmp(path + n - 5, ".json") == 0) ||
+           (n >= 4 && strcmp(path + n - 4, ".txt") == 0);
 }
 
 static int mkdirs(const char *path)
@@ -102,6 +144,8 @@ static int extract(const char *arc_path, const char *root, sq_err *err)
             goto out;
         }
         mode_t type = archive_entry_filetype(ent);
+        if (unused_member(name))
+            continue;
         char *dst = sq_path_join(root, name);
         if (!dst) {
             sq_err_set(err, "out of memory");
@@ -119,6 +163,14 @@ static int extract(const char *arc_path, const char *root, sq_err *err)
         if (type != AE_IFREG) {
             free(dst); /* links, devices etc. are skipped, never followed */
             continue;
+        }
+        if (text_member(name) && archive_entry_size_is_set(ent) &&
+            archive_entry_size(ent) > (la_int64_t)SQ_JSON_MAX_FILE) {
+            free(dst);
+            sq_err_set(err, "%s: archive member \"%s\" is %lld bytes, over the %u-byte limit of "
+                            "the files squint reads as text",
+                       arc_path, name, (long long)archive_entry_size(ent), SQ_JSON_MAX_FILE);
+            goto out;
         }
         char *slash = strrchr(dst, '/');
         *slash = '\0';
@@ -223,6 +275,7 @@ int sq_checkpoint_open(const char *arg, sq_checkpoint_dir *cd, sq_err *err)
         return sq_err_set(err, "cannot create a temporary directory to extract %s", arg);
     }
     cd->tmp_root = tmpl;
+    cd->cleanup_slot = sq_cleanup_add_tree(tmpl) + 1; /* removed on a signal too */
     if (extract(arg, tmpl, err) != 0) {
         sq_checkpoint_close(cd);
         return -1;
@@ -239,6 +292,7 @@ void sq_checkpoint_close(sq_checkpoint_dir *cd)
 {
     if (cd->tmp_root)
         remove_tree(cd->tmp_root);
+    sq_cleanup_forget(cd->cleanup_slot - 1);
     free(cd->tmp_root);
     free(cd->dir);
     memset(cd, 0, sizeof *cd);

@@ -15,6 +15,7 @@
 typedef struct sq_checkpoint_dir {
     char *dir;      /* the directory holding config.json */
     char *tmp_root; /* extraction root to delete, or NULL */
+    int cleanup_slot; /* sq_cleanup_add_tree id + 1 (removed on a signal); 0: none */
 } sq_checkpoint_dir;
 
 int sq_checkpoint_open(const char *arg, sq_checkpoint_dir *cd, sq_err *err);

@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cleanup.h"
+
 /* ---- the files this process read: an output must not replace one ----
  * (quantize m --calib c.sqc -o c.sqc, embed --input x.jsonl --output
  * x.jsonl.) Recorded by device and inode where the readers open them. */
@@ -252,11 +254,13 @@ int sq_atomic_open(sq_atomic_file *af, const char *path, sq_err *err)
     }
     af->tmp_path = tmp;
     af->path = strdup(path);
+    af->cleanup_slot = sq_cleanup_add_file(tmp) + 1;
     return 0;
 }
 
 static void atomic_reset(sq_atomic_file *af)
 {
+    sq_cleanup_forget(af->cleanup_slot - 1);
     free(af->path);
     free(af->tmp_path);
     memset(af, 0, sizeof *af);

@@ -57,6 +57,7 @@ typedef struct sq_atomic_file {
     FILE *fp;
     char *path;
     char *tmp_path;
+    int cleanup_slot; /* sq_cleanup_add_file id + 1 (removed on a signal); 0: none */
 } sq_atomic_file;
 
 int sq_atomic_open(sq_atomic_file *af, const char *path, sq_err *err);
