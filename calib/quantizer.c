@@ -130,7 +130,7 @@ static int quantize_linear(const sq_linear *lin, const float *scale_s, const flo
 
 static uint64_t packed_bytes(const sq_qweight *q)
 {
-    int cols = q->qtype == SQ_QT_S4G128 ? q->k_pad / SQ_INT4_GROUP : 1;
+    int cols = sq_qweight_groups(q);
     return q->data_size + (uint64_t)q->n * cols * 4 + (uint64_t)q->n_pad * cols * 4;
 }
 
@@ -370,13 +370,14 @@ static int write_sqm(const sq_embed_model *m, const plan_linear *pl, const char 
                 continue;
             }
             const sq_qweight *q = &p->qw;
-            bool s4 = q->qtype == SQ_QT_S4G128;
-            uint64_t G = s4 ? (uint64_t)q->k_pad / SQ_INT4_GROUP : 1, NP = (uint64_t)q->n_pad;
+            const sq_qtype_traits *qt = sq_qtype_get(q->qtype);
+            /* scales and sums are 2-D for a grouped type, even with one group */
+            int sdim = qt->block ? 2 : 1;
+            uint64_t G = (uint64_t)sq_qweight_groups(q), NP = (uint64_t)q->n_pad;
             uint64_t dsc[2] = {N, G}, dws[2] = {NP, G}, one = 1;
-            ADD_REF(NAME("layer.%d.%s.weight", l, kn), s4 ? SQ_CDT_S4G128_PANEL : SQ_CDT_S8_PANEL,
-                    2, dw, q->data, q->data_size);
-            ADD_REF(NAME("layer.%d.%s.scale", l, kn), SQ_CDT_F32, s4 ? 2 : 1, dsc, q->scale, N * G * 4);
-            ADD_REF(NAME("layer.%d.%s.wsum", l, kn), SQ_CDT_I32, s4 ? 2 : 1, dws, q->wsum, NP * G * 4);
+            ADD_REF(NAME("layer.%d.%s.weight", l, kn), qt->cdtype, 2, dw, q->data, q->data_size);
+            ADD_REF(NAME("layer.%d.%s.scale", l, kn), SQ_CDT_F32, sdim, dsc, q->scale, N * G * 4);
+            ADD_REF(NAME("layer.%d.%s.wsum", l, kn), SQ_CDT_I32, sdim, dws, q->wsum, NP * G * 4);
             ADD_REF(NAME("layer.%d.%s.bias", l, kn), SQ_CDT_F32, 1, &N, lin->b, N * 4);
             if (p->s && !p->folded)
                 ADD_REF(NAME("layer.%d.%s.smooth", l, kn), SQ_CDT_F32, 1, &K, p->s, K * 4);
@@ -674,7 +675,7 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
             lo = cap2.stats[i].min, lo_known = cap2.stats[i].rows > 0;
         else if (p->s)
             lo_known = lo_known && lo >= 0.0f;
-        bool use_zero = r->zero_point && p->res.qtype == SQ_QT_S8;
+        bool use_zero = r->zero_point && sq_qtype_get(p->res.qtype)->act_zero;
         if (p->s && !pass_b) { /* minmax: the range follows from the channel maxima */
             p->act_amax = safe_amax(sq_smooth_act_absmax(xs->ch_max_abs, p->s, xs->channels));
             act_range(p->act_amax, use_zero, lo_known, lo, &p->act_scale, &p->act_zero);
@@ -713,7 +714,8 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
                 int zero_n = 0;
                 bool ok = quantize_linear(&plain, NULL, NULL, xs, p->res.qtype, int4_search, &qn,
                                           err) == 0 &&
-                          select_act(&xs->hist, &sp, r->zero_point && p->res.qtype == SQ_QT_S8,
+                          select_act(&xs->hist, &sp,
+                                     r->zero_point && sq_qtype_get(p->res.qtype)->act_zero,
                                      xs->rows > 0, xs->min, &amax_n, &scale_n, &zero_n, err) == 0;
                 ok = ok && quantized_error(cap.rows[i], cap.n_rows[i], wref, lin->b, lin->out,
                                            lin->in, NULL, scale_n, zero_n, &qn,

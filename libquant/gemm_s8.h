@@ -44,15 +44,15 @@ int sq_gemm_s4(sq_isa isa, const int8_t *A, int M, size_t lda, const sq_qweight 
 /* C = A W^T, then the epilogue into ep->y; for the ISAs whose kernels run
  * on the shared tile driver (sq_gemm_fuses) each finished tile goes
  * straight to y and no C matrix exists. The others compute C into scratch
- * ([M][W->n], int32 or float) and then run the epilogue over it; scratch
+ * ([M][W->n], int32 (int8) or float (int4)) and then run the epilogue over it; scratch
  * may be NULL when sq_gemm_fuses(isa). Same bits either way, at any
  * thread count. Returns 0, or -1 (nothing written) on the sq_gemm_s8 /
  * sq_gemm_s4 argument checks, a missing out_scale (int8) / bias / y,
  * ldy < W->n, or a NULL scratch that is needed. */
 int sq_gemm_s8_fused(sq_isa isa, const int8_t *A, int M, size_t lda, const sq_qweight *W,
-                     const sq_gemm_epilogue *ep, int32_t *scratch);
+                     const sq_gemm_epilogue *ep, void *scratch);
 int sq_gemm_s4_fused(sq_isa isa, const int8_t *A, int M, size_t lda, const sq_qweight *W,
-                     const sq_gemm_epilogue *ep, float *scratch);
+                     const sq_gemm_epilogue *ep, void *scratch);
 
 /* 1 when isa's kernel table row fuses the epilogue (tile by tile, no
  * scratch): avx2, avxvnni, avx512vnni. scalar and amx have their own loops. */

@@ -38,7 +38,7 @@ static const sq_gemm_kernels *checked(sq_isa isa, const int8_t *A, int M, size_t
                                       sq_qtype qt)
 {
     if (!W || W->qtype != qt || !W->data || M < 0 || lda < (size_t)W->k_pad ||
-        ldc < (size_t)W->n || (qt == SQ_QT_S4G128 && !W->scale))
+        ldc < (size_t)W->n || (sq_qtype_get(qt)->block && !W->scale))
         return NULL;
     if (M > 0 && (!A || !C))
         return NULL;
@@ -73,7 +73,7 @@ static int valid_ep(const sq_qweight *W, const sq_gemm_epilogue *ep, int s8)
 }
 
 int sq_gemm_s8_fused(sq_isa isa, const int8_t *A, int M, size_t lda, const sq_qweight *W,
-                     const sq_gemm_epilogue *ep, int32_t *scratch)
+                     const sq_gemm_epilogue *ep, void *scratch)
 {
     int fuse = sq_gemm_fuses(isa);
     const sq_gemm_kernels *k =
@@ -94,7 +94,7 @@ int sq_gemm_s8_fused(sq_isa isa, const int8_t *A, int M, size_t lda, const sq_qw
 }
 
 int sq_gemm_s4_fused(sq_isa isa, const int8_t *A, int M, size_t lda, const sq_qweight *W,
-                     const sq_gemm_epilogue *ep, float *scratch)
+                     const sq_gemm_epilogue *ep, void *scratch)
 {
     int fuse = sq_gemm_fuses(isa);
     const sq_gemm_kernels *k =
