@@ -14,6 +14,7 @@
 #include "container.h"
 #include "file_hash.h"
 #include "pack.h"
+#include "qlinear_eval.h"
 #include "qlinear_ref.h"
 #include "quant_embed.h"
 #include "quant_weights.h"
@@ -67,39 +68,19 @@ static void logf_(const sq_quantize_opts *o, const char *fmt, ...)
     o->log(o->log_ctx, line);
 }
 
-/* Relative output error of the quantized linear as the runtime will compute
- * it: activations x / s quantized to int8 with act_scale, times the
- * dequantized packed weights, plus bias, against x W^T + b in fp32. */
+/* Relative output error of the quantized linear as the runtime computes
+ * it (the linear.c path on the packed weights, qlinear_eval.h) against
+ * x W^T + b in fp32. */
 static int quantized_error(const float *x, int rows, const float *w_ref, const float *bias, int N,
                            int K, const float *s, float act_scale, int act_zero,
                            const sq_qweight *qw, double *out, sq_err *err)
 {
-    float *m = malloc((size_t)K * sizeof *m), *xq = malloc((size_t)rows * K * sizeof *xq),
-          *wd = malloc((size_t)N * K * sizeof *wd), *y = malloc((size_t)rows * N * sizeof *y),
-          *ref = malloc((size_t)rows * N * sizeof *ref);
-    int8_t *q = malloc((size_t)rows * K);
-    int rc = -1;
-    if (!m || !xq || !wd || !y || !ref || !q) {
-        sq_err_set(err, "out of memory");
-        goto out;
-    }
-    sq_ref_act_multipliers(s, K, act_scale, m);
-    sq_ref_quantize_acts_zp(x, rows, K, m, act_zero, q);
-    for (size_t i = 0; i < (size_t)rows * K; i++)
-        xq[i] = (float)(q[i] + act_zero) * act_scale;
-    sq_dequantize_weights(qw, wd);
-    /* xq ~ x / s and wd ~ W diag(s): their product approximates x W^T. */
-    sq_fp32_linear(xq, rows, K, wd, N, bias, y);
+    float *ref = malloc((size_t)rows * N * sizeof *ref);
+    if (!ref)
+        return sq_err_set(err, "out of memory");
     sq_fp32_linear(x, rows, K, w_ref, N, bias, ref);
-    *out = sq_rel_error(y, ref, (size_t)rows * N);
-    rc = 0;
-out:
-    free(m);
-    free(xq);
-    free(wd);
-    free(y);
+    int rc = sq_qlinear_error(x, rows, qw, bias, s, act_scale, act_zero, ref, out, err);
     free(ref);
-    free(q);
     return rc;
 }
 
@@ -597,6 +578,7 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
             }
             sq_smooth_weight_absmax(lin->w, N, K, wmax);
             float alpha = (float)p->res.alpha.value;
+            search.qtype = p->res.qtype; /* tune for the type the linear ships as */
             if (p->res.alpha.is_auto &&
                 sq_smooth_search_alpha(cap.rows[i], cap.n_rows[i], K, lin->w, N, lin->b,
                                        xs->ch_max_abs, wmax, &search, &alpha, NULL, NULL,
