@@ -620,7 +620,7 @@ START_TEST(test_runtime_error)
     float *x = gauss_array(R * K, 1.0), *w = gauss_array(N * K, 0.02), *b = gauss_array(N, 0.1);
     float xmax[K], wmax[K], s[K], ones[K], ref[R * N];
     for (int j = 0; j < K; j++)
-        ones[j] = 1.0f;
+        ones[j] = 1.0f, wmax[j] = 0.0f; /* sq_smooth_weight_absmax takes the max into wmax */
     for (int r = 0; r < R; r++)
         x[r * K + 5] *= 8.0f; /* an outlier channel for the smoothing to act on */
     col_absmax(x, R, K, xmax);
