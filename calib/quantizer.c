@@ -14,6 +14,7 @@
 #include "container.h"
 #include "file_hash.h"
 #include "pack.h"
+#include "qlinear_eval.h"
 #include "qlinear_ref.h"
 #include "quant_embed.h"
 #include "quant_weights.h"
@@ -67,39 +68,19 @@ static void logf_(const sq_quantize_opts *o, const char *fmt, ...)
     o->log(o->log_ctx, line);
 }
 
-/* Relative output error of the quantized linear as the runtime will compute
- * it: activations x / s quantized to int8 with act_scale, times the
- * dequantized packed weights, plus bias, against x W^T + b in fp32. */
+/* Relative output error of the quantized linear as the runtime computes
+ * it (the linear.c path on the packed weights, qlinear_eval.h) against
+ * x W^T + b in fp32. */
 static int quantized_error(const float *x, int rows, const float *w_ref, const float *bias, int N,
                            int K, const float *s, float act_scale, int act_zero,
                            const sq_qweight *qw, double *out, sq_err *err)
 {
-    float *m = malloc((size_t)K * sizeof *m), *xq = malloc((size_t)rows * K * sizeof *xq),
-          *wd = malloc((size_t)N * K * sizeof *wd), *y = malloc((size_t)rows * N * sizeof *y),
-          *ref = malloc((size_t)rows * N * sizeof *ref);
-    int8_t *q = malloc((size_t)rows * K);
-    int rc = -1;
-    if (!m || !xq || !wd || !y || !ref || !q) {
-        sq_err_set(err, "out of memory");
-        goto out;
-    }
-    sq_ref_act_multipliers(s, K, act_scale, m);
-    sq_ref_quantize_acts_zp(x, rows, K, m, act_zero, q);
-    for (size_t i = 0; i < (size_t)rows * K; i++)
-        xq[i] = (float)(q[i] + act_zero) * act_scale;
-    sq_dequantize_weights(qw, wd);
-    /* xq ~ x / s and wd ~ W diag(s): their product approximates x W^T. */
-    sq_fp32_linear(xq, rows, K, wd, N, bias, y);
+    float *ref = malloc((size_t)rows * N * sizeof *ref);
+    if (!ref)
+        return sq_err_set(err, "out of memory");
     sq_fp32_linear(x, rows, K, w_ref, N, bias, ref);
-    *out = sq_rel_error(y, ref, (size_t)rows * N);
-    rc = 0;
-out:
-    free(m);
-    free(xq);
-    free(wd);
-    free(y);
+    int rc = sq_qlinear_error(x, rows, qw, bias, s, act_scale, act_zero, ref, out, err);
     free(ref);
-    free(q);
     return rc;
 }
 
@@ -130,7 +111,7 @@ static int quantize_linear(const sq_linear *lin, const float *scale_s, const flo
 
 static uint64_t packed_bytes(const sq_qweight *q)
 {
-    int cols = q->qtype == SQ_QT_S4G128 ? q->k_pad / SQ_INT4_GROUP : 1;
+    int cols = sq_qweight_groups(q);
     return q->data_size + (uint64_t)q->n * cols * 4 + (uint64_t)q->n_pad * cols * 4;
 }
 
@@ -370,13 +351,14 @@ static int write_sqm(const sq_embed_model *m, const plan_linear *pl, const char 
                 continue;
             }
             const sq_qweight *q = &p->qw;
-            bool s4 = q->qtype == SQ_QT_S4G128;
-            uint64_t G = s4 ? (uint64_t)q->k_pad / SQ_INT4_GROUP : 1, NP = (uint64_t)q->n_pad;
+            const sq_qtype_traits *qt = sq_qtype_get(q->qtype);
+            /* scales and sums are 2-D for a grouped type, even with one group */
+            int sdim = qt->block ? 2 : 1;
+            uint64_t G = (uint64_t)sq_qweight_groups(q), NP = (uint64_t)q->n_pad;
             uint64_t dsc[2] = {N, G}, dws[2] = {NP, G}, one = 1;
-            ADD_REF(NAME("layer.%d.%s.weight", l, kn), s4 ? SQ_CDT_S4G128_PANEL : SQ_CDT_S8_PANEL,
-                    2, dw, q->data, q->data_size);
-            ADD_REF(NAME("layer.%d.%s.scale", l, kn), SQ_CDT_F32, s4 ? 2 : 1, dsc, q->scale, N * G * 4);
-            ADD_REF(NAME("layer.%d.%s.wsum", l, kn), SQ_CDT_I32, s4 ? 2 : 1, dws, q->wsum, NP * G * 4);
+            ADD_REF(NAME("layer.%d.%s.weight", l, kn), qt->cdtype, 2, dw, q->data, q->data_size);
+            ADD_REF(NAME("layer.%d.%s.scale", l, kn), SQ_CDT_F32, sdim, dsc, q->scale, N * G * 4);
+            ADD_REF(NAME("layer.%d.%s.wsum", l, kn), SQ_CDT_I32, sdim, dws, q->wsum, NP * G * 4);
             ADD_REF(NAME("layer.%d.%s.bias", l, kn), SQ_CDT_F32, 1, &N, lin->b, N * 4);
             if (p->s && !p->folded)
                 ADD_REF(NAME("layer.%d.%s.smooth", l, kn), SQ_CDT_F32, 1, &K, p->s, K * 4);
@@ -596,6 +578,7 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
             }
             sq_smooth_weight_absmax(lin->w, N, K, wmax);
             float alpha = (float)p->res.alpha.value;
+            search.qtype = p->res.qtype; /* tune for the type the linear ships as */
             if (p->res.alpha.is_auto &&
                 sq_smooth_search_alpha(cap.rows[i], cap.n_rows[i], K, lin->w, N, lin->b,
                                        xs->ch_max_abs, wmax, &search, &alpha, NULL, NULL,
@@ -674,7 +657,7 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
             lo = cap2.stats[i].min, lo_known = cap2.stats[i].rows > 0;
         else if (p->s)
             lo_known = lo_known && lo >= 0.0f;
-        bool use_zero = r->zero_point && p->res.qtype == SQ_QT_S8;
+        bool use_zero = r->zero_point && sq_qtype_get(p->res.qtype)->act_zero;
         if (p->s && !pass_b) { /* minmax: the range follows from the channel maxima */
             p->act_amax = safe_amax(sq_smooth_act_absmax(xs->ch_max_abs, p->s, xs->channels));
             act_range(p->act_amax, use_zero, lo_known, lo, &p->act_scale, &p->act_zero);
@@ -713,7 +696,8 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
                 int zero_n = 0;
                 bool ok = quantize_linear(&plain, NULL, NULL, xs, p->res.qtype, int4_search, &qn,
                                           err) == 0 &&
-                          select_act(&xs->hist, &sp, r->zero_point && p->res.qtype == SQ_QT_S8,
+                          select_act(&xs->hist, &sp,
+                                     r->zero_point && sq_qtype_get(p->res.qtype)->act_zero,
                                      xs->rows > 0, xs->min, &amax_n, &scale_n, &zero_n, err) == 0;
                 ok = ok && quantized_error(cap.rows[i], cap.n_rows[i], wref, lin->b, lin->out,
                                            lin->in, NULL, scale_n, zero_n, &qn,

@@ -149,10 +149,12 @@ int cmd_bench(int argc, char **argv)
                 count[m.enc.layers[l].lin[k].qtype]++;
                 n_lin++;
             }
-    const char *prec = count[SQ_QT_S8] == n_lin      ? "int8"
-                       : count[SQ_QT_S4G128] == n_lin ? "int4"
-                       : count[SQ_QT_F32] == n_lin    ? "fp32"
-                                                      : "mixed";
+    const char *prec = "mixed";
+    for (int q = 0; q < SQ_QT_COUNT; q++)
+        if (count[q] == n_lin) {
+            prec = sq_qtype_get((sq_qtype)q)->label;
+            break;
+        }
     sq_isa isa = SQ_ISA_SCALAR;
     sq_linear_isa(&isa, NULL);
     printf("threads=%d  linears=%s  gemm=%s\n", nt, prec,

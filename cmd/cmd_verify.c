@@ -116,9 +116,11 @@ static int check_linear(const sq_container *c, const char *prefix, const sq_cont
         return r->status;
     if (w->dtype == SQ_CDT_F32)
         return 0;
-    bool int4 = w->dtype == SQ_CDT_S4G128_PANEL;
-    uint64_t groups = int4 ? round_up(k, 128) / 128 : 1;
-    int nd = int4 ? 2 : 1;
+    /* the caller passes packed weights only: the row exists */
+    const sq_qtype_traits *t = sq_qtype_get((sq_qtype)sq_qtype_from_cdtype(w->dtype));
+    uint64_t groups =
+        t->block ? round_up(round_up(k, (uint64_t)t->k_align), (uint64_t)t->block) / t->block : 1;
+    int nd = t->block ? 2 : 1; /* scale and wsum are 2-D for a grouped type */
     if (check_companion(c, prefix, "scale", false, SQ_CDT_F32, nd, n, groups, r) ||
         check_companion(c, prefix, "wsum", false, SQ_CDT_I32, nd, n_pad, groups, r) ||
         check_companion(c, prefix, "act_scale", false, SQ_CDT_F32, 1, 1, 0, r) ||
@@ -139,7 +141,7 @@ static int check_linears(const sq_container *c, sq_verify_report *r)
         size_t len = strlen(t->name), sl = sizeof suffix - 1;
         if (len <= sl || strcmp(t->name + len - sl, suffix) != 0)
             continue;
-        bool packed = t->dtype == SQ_CDT_S8_PANEL || t->dtype == SQ_CDT_S4G128_PANEL;
+        bool packed = sq_qtype_from_cdtype(t->dtype) >= 0;
         if (!packed && !(t->dtype == SQ_CDT_F32 && t->ndim == 2))
             continue;
         char prefix[SQ_CONTAINER_MAX_NAME + 1];
@@ -182,8 +184,8 @@ static int check_required(const sq_container *c, sq_verify_report *r)
 
 static const char *qtype_of_cdtype(unsigned code)
 {
-    return code == SQ_CDT_F32 ? "fp32" : code == SQ_CDT_S8_PANEL ? "int8"
-                                     : code == SQ_CDT_S4G128_PANEL ? "int4-g128" : NULL;
+    int qt = code == SQ_CDT_F32 ? SQ_QT_F32 : sq_qtype_from_cdtype(code);
+    return qt >= 0 ? sq_qtype_get((sq_qtype)qt)->name : NULL;
 }
 
 /* The metadata's `linears` list names existing weights of its type and shape. */

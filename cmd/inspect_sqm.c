@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "qtype.h"
 #include "yaml_tree.h"
 
 /* ---- metadata ---- */
@@ -70,13 +71,10 @@ static json_t *metadata_summary(const yt_node *root)
 
 static const char *qtype_class(unsigned dtype)
 {
-    switch (dtype) {
-    case SQ_CDT_F32: return "fp32";
-    case SQ_CDT_S8_PANEL:
-    case SQ_CDT_I8: return "int8";
-    case SQ_CDT_S4G128_PANEL: return "int4";
-    default: return "other";
-    }
+    int qt = sq_qtype_from_cdtype(dtype);
+    if (qt >= 0)
+        return sq_qtype_get((sq_qtype)qt)->label;
+    return dtype == SQ_CDT_F32 ? "fp32" : dtype == SQ_CDT_I8 ? "int8" : "other";
 }
 
 static json_t *shape_json(const sq_container_tensor *t)
@@ -139,17 +137,16 @@ static json_t *linears_table(const sq_container *c, const yt_node *linears)
     for (size_t i = 0; i < c->n_tensors; i++) {
         const sq_container_tensor *t = &c->tensors[i];
         size_t len = strlen(t->name);
-        bool packed = t->dtype == SQ_CDT_S8_PANEL || t->dtype == SQ_CDT_S4G128_PANEL;
+        int qt = sq_qtype_from_cdtype(t->dtype);
+        bool packed = qt >= 0;
         if (len <= 7 || strcmp(t->name + len - 7, ".weight") != 0 || t->ndim != 2 ||
             !(packed || t->dtype == SQ_CDT_F32) || strncmp(t->name, "layer.", 6) != 0)
             continue;
         char name[SQ_CONTAINER_MAX_NAME + 16];
         snprintf(name, sizeof name, "%.*s", (int)(len - 7), t->name);
         json_t *row = json_pack("{s:s,s:s,s:o}", "name", name, "type",
-                                t->dtype == SQ_CDT_S8_PANEL       ? "int8"
-                                : t->dtype == SQ_CDT_S4G128_PANEL ? "int4-g128"
-                                                                  : "fp32",
-                                "shape", shape_json(t));
+                                sq_qtype_get(packed ? (sq_qtype)qt : SQ_QT_F32)->name, "shape",
+                                shape_json(t));
         size_t nl = strlen(name);
         snprintf(name + nl, sizeof name - nl, ".act_scale");
         const sq_container_tensor *as = sq_container_find(c, name);

@@ -7,19 +7,9 @@
 #include "qweight.h"
 #include "safetensors.h" /* sq_f16_to_f32, sq_bf16_to_f32 */
 
-int sq_dequant_packed_qtype(unsigned code)
-{
-    for (int qt = 0; qt < SQ_QT_COUNT; qt++) {
-        const sq_qtype_traits *t = sq_qtype_get((sq_qtype)qt);
-        if (t && t->packed_size && t->cdtype == code)
-            return qt;
-    }
-    return -1;
-}
-
 bool sq_dequant_supported(unsigned code)
 {
-    return sq_cdtype_elem_size(code) > 0 || sq_dequant_packed_qtype(code) >= 0;
+    return sq_cdtype_elem_size(code) > 0 || sq_qtype_from_cdtype(code) >= 0;
 }
 
 const sq_container_tensor *sq_dequant_scale_of(const sq_container *c,
@@ -55,7 +45,7 @@ int sq_dequant_shape(const sq_container_tensor *t, int *ndim, uint64_t *dims, sq
         return 0;
     }
     const char *dn = sq_cdtype_name(t->dtype);
-    if (sq_dequant_packed_qtype(t->dtype) < 0)
+    if (sq_qtype_from_cdtype(t->dtype) < 0)
         return sq_err_set(err, "tensor \"%s\": dtype %s cannot be dequantized", t->name,
                           dn ? dn : "?");
     if (t->ndim != 2)
@@ -182,7 +172,7 @@ int sq_dequant_tensor(const sq_container *c, const char *name, sq_dequant *out, 
         if (!d.data)
             return sq_err_set(err, "tensor \"%s\": out of memory for %zu floats", name, d.count);
     }
-    int qt = sq_dequant_packed_qtype(t->dtype);
+    int qt = sq_qtype_from_cdtype(t->dtype);
     int rc = d.count == 0 ? 0
              : qt >= 0    ? dequant_packed(c, t, (sq_qtype)qt, d.data, err)
                           : dequant_plain(c, t, d.data, d.count, err);

@@ -33,10 +33,6 @@ typedef struct sq_dequant {
     uint64_t dims[SQ_CONTAINER_MAX_DIMS]; /* logical shape ([N, K] for packed weights) */
 } sq_dequant;
 
-/* The quantized type stored as container dtype `code` (s8-panel -> SQ_QT_S8,
- * s4g128-panel -> SQ_QT_S4G128); -1 for a plain or unknown code. */
-int sq_dequant_packed_qtype(unsigned code);
-
 /* True when tensors of this dtype can be dequantized (every plain numeric
  * dtype and the packed weights). */
 bool sq_dequant_supported(unsigned code);

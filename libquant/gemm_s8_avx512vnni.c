@@ -1,6 +1,8 @@
-/* The AVX512-VNNI kernels: vpdpbusd (u8 x s8 -> s32, 4 products per lane)
- * on zmm. A 64-byte panel row is exactly one zmm (16 channels x 4 k), so a
- * k-group step is one broadcast of 4 A bytes and one vpdpbusd per panel.
+/* The AVX512-VNNI row of the kernel table (gemm_kernel.h): vpdpbusd
+ * (u8 x s8 -> s32, 4 products per lane) on zmm, through the shared tile
+ * driver (fused epilogue). A 64-byte panel row is exactly one zmm (16
+ * channels x 4 k), so a k-group step is one broadcast of 4 A bytes and
+ * one vpdpbusd per panel.
  * vpdpbusd wants u8 activations: a + 128 (a XOR 0x80), and the extra
  * 128 * sum_k W[n][k] is subtracted with the wsum stored at pack time.
  * vpdpbusd wraps (no saturation), so the result is exact mod 2^32 and
@@ -9,7 +11,7 @@
 #include <immintrin.h>
 #include <string.h>
 
-#include "gemm_s8.h"
+#include "gemm_kernel.h"
 
 #ifndef T_512 /* (a test may predefine it to build the file for emulation) */
 #define T_512 __attribute__((target("avx512f,avx512bw,avx512vnni")))
@@ -162,14 +164,17 @@ T_512 static void ukr_s4(const int8_t *A, size_t lda, int nr, const sq_qweight *
     CASE_NR(s4_block)
 }
 
-void sq_gemm_s8_avx512vnni(const int8_t *A, int M, size_t lda, const sq_qweight *W,
-                           int32_t *C, size_t ldc)
+static void gemm_s8(const int8_t *A, int M, size_t lda, const sq_qweight *W, int32_t *C,
+                    size_t ldc, const sq_gemm_epilogue *ep)
 {
-    sq_gemm_tiles_s8(ukr_s8, NR, NP, A, M, lda, W, C, ldc);
+    sq_gemm_tiles_s8(ukr_s8, NR, NP, A, M, lda, W, C, ldc, ep);
 }
 
-void sq_gemm_s4_avx512vnni(const int8_t *A, int M, size_t lda, const sq_qweight *W, float *C,
-                           size_t ldc)
+static void gemm_s4(const int8_t *A, int M, size_t lda, const sq_qweight *W, float *C,
+                    size_t ldc, const sq_gemm_epilogue *ep)
 {
-    sq_gemm_tiles_s4(ukr_s4, NR, NP, A, M, lda, W, C, ldc);
+    sq_gemm_tiles_s4(ukr_s4, NR, NP, A, M, lda, W, C, ldc, ep);
 }
+
+const sq_gemm_kernels sq_gemm_kernels_avx512vnni = {
+    .isa = SQ_ISA_AVX512VNNI, .s8 = gemm_s8, .s4 = gemm_s4, .quantize = NULL, .fuses = true};

@@ -1,15 +1,20 @@
-/* The scalar reference kernels: plain loops over the packed panels, the
- * definition every SIMD kernel is tested against (gemm_s8.h). */
+/* The scalar row of the kernel table (gemm_kernel.h): plain loops over the
+ * packed panels, the definition every SIMD kernel is tested against
+ * (gemm_s8.h), and the portable activation quantize step. They write C
+ * with their own loops (no fused epilogue). */
+#include <math.h>
 #include <string.h>
 
-#include "gemm_s8.h"
+#include "gemm_kernel.h"
 #include "pack.h"
+#include "qlinear_ref.h"
 
 #define ROW_BYTES (SQ_PANEL_N * SQ_PANEL_K) /* one k-group of a panel */
 
-void sq_gemm_s8_scalar(const int8_t *A, int M, size_t lda, const sq_qweight *W, int32_t *C,
-                       size_t ldc)
+static void gemm_s8(const int8_t *A, int M, size_t lda, const sq_qweight *W, int32_t *C,
+                    size_t ldc, const sq_gemm_epilogue *ep)
 {
+    (void)ep; /* never fused: the dispatcher runs the epilogue over C */
     int kg = W->k_pad / SQ_PANEL_K, panels = W->n_pad / SQ_PANEL_N;
 #pragma omp parallel for collapse(2) schedule(static)
     for (int m = 0; m < M; m++)
@@ -34,9 +39,10 @@ static int s4_byte(const uint8_t *row, int b)
     return (nib ^ 8) - 8; /* two's complement nibble -> int */
 }
 
-void sq_gemm_s4_scalar(const int8_t *A, int M, size_t lda, const sq_qweight *W, float *C,
-                       size_t ldc)
+static void gemm_s4(const int8_t *A, int M, size_t lda, const sq_qweight *W, float *C,
+                    size_t ldc, const sq_gemm_epilogue *ep)
 {
+    (void)ep;
     int kg = W->k_pad / SQ_PANEL_K, panels = W->n_pad / SQ_PANEL_N;
     int groups = W->k_pad / SQ_INT4_GROUP, rows_per_group = SQ_INT4_GROUP / SQ_PANEL_K;
 #pragma omp parallel for collapse(2) schedule(static)
@@ -64,3 +70,27 @@ void sq_gemm_s4_scalar(const int8_t *A, int M, size_t lda, const sq_qweight *W, 
                    sizeof(float) * (size_t)(live < SQ_PANEL_N ? live : SQ_PANEL_N));
         }
 }
+
+static void quantize(const float *x, int rows, int k, size_t ldx, const float *m, int z,
+                     int8_t *qa, int k_pad, size_t lda, float *range)
+{
+    for (int r = 0; r < rows; r++) {
+        const float *xr = x + (size_t)r * ldx;
+        int8_t *qr = qa + (size_t)r * lda;
+        float lo = INFINITY, hi = -INFINITY;
+        for (int j = 0; j < k; j++) {
+            float v = xr[j] * m[j];
+            qr[j] = sq_ref_round_s8_zp(v, z);
+            lo = v < lo ? v : lo;
+            hi = v > hi ? v : hi;
+        }
+        memset(qr + k, 0, (size_t)(k_pad - k));
+        if (range) {
+            range[2 * r] = lo;
+            range[2 * r + 1] = hi;
+        }
+    }
+}
+
+const sq_gemm_kernels sq_gemm_kernels_scalar = {
+    .isa = SQ_ISA_SCALAR, .s8 = gemm_s8, .s4 = gemm_s4, .quantize = quantize, .fuses = false};

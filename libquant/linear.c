@@ -81,7 +81,7 @@ int sq_linear_prepare_quant(sq_linear *l, const float *s, float act_scale, int a
     /* The same float operations as the reference (qlinear_ref.h). */
     for (int j = 0; j < l->in; j++)
         l->act_mult[j] = 1.0f / ((s ? s[j] : 1.0f) * act_scale);
-    if (l->qtype == SQ_QT_S8)
+    if (sq_qtype_get(l->qtype)->acc == SQ_ACC_S32) /* the scales go in the epilogue */
         for (int n = 0; n < l->out; n++)
             l->out_scale[n] = act_scale * l->qw.scale[n];
     return 0;
@@ -107,16 +107,13 @@ static void quant_forward(const sq_linear *l, const float *x, int rows, float *y
     sq_gemm_epilogue ep = {.out_scale = l->out_scale, .acc_off = l->acc_off,
                            .act_scale = l->act_scale, .bias = l->b, .y = y,
                            .ldy = (size_t)l->out, .row_scale = guarded ? sc->row_scale : NULL};
-    if (l->qtype == SQ_QT_S8)
-        sq_gemm_s8_fused(isa, sc->qa, rows, (size_t)kp, &l->qw, &ep, sc->acc);
-    else
-        sq_gemm_s4_fused(isa, sc->qa, rows, (size_t)kp, &l->qw, &ep, (float *)sc->acc);
+    sq_qtype_get(l->qtype)->gemm(isa, sc->qa, rows, (size_t)kp, &l->qw, &ep, sc->acc);
 }
 
 void sq_linear_forward(const sq_linear *l, const float *x, int rows, float *y,
                        const sq_linear_scratch *scratch)
 {
-    if (l->qtype == SQ_QT_F32)
+    if (!sq_qtype_get(l->qtype)->gemm)
         f32_forward(l, x, rows, y);
     else
         quant_forward(l, x, rows, y, scratch);

@@ -3,14 +3,19 @@
 #include <string.h>
 
 #include "container.h"
+#include "gemm_s8.h"
 #include "pack.h"
 
 static const sq_qtype_traits table[SQ_QT_COUNT] = {
-    [SQ_QT_F32] = {.name = "fp32", .bits = 32, .block = 0, .executable = true},
+    [SQ_QT_F32] = {.name = "fp32", .label = "fp32", .bits = 32, .block = 0, .executable = true},
     [SQ_QT_S8] = {.name = "int8",
+                  .label = "int8",
                   .bits = 8,
                   .block = 0,
-                  .executable = false,
+                  .executable = true,
+                  .acc = SQ_ACC_S32,
+                  .gemm = sq_gemm_s8_fused,
+                  .act_zero = true,
                   .qmax = 127,
                   .k_align = SQ_PANEL_K,
                   .cdtype = SQ_CDT_S8_PANEL,
@@ -18,9 +23,13 @@ static const sq_qtype_traits table[SQ_QT_COUNT] = {
                   .pack_panel = sq_pack_panel_s8,
                   .get = sq_panel_get_s8},
     [SQ_QT_S4G128] = {.name = "int4-g128",
+                      .label = "int4",
                       .bits = 4,
                       .block = SQ_INT4_GROUP,
-                      .executable = false,
+                      .executable = true,
+                      .acc = SQ_ACC_F32,
+                      .gemm = sq_gemm_s4_fused,
+                      .act_zero = false,
                       .qmax = 7,
                       .k_align = SQ_INT4_GROUP,
                       .cdtype = SQ_CDT_S4G128_PANEL,
@@ -41,5 +50,13 @@ int sq_qtype_parse(const char *name, sq_qtype *out)
             *out = (sq_qtype)i;
             return 0;
         }
+    return -1;
+}
+
+int sq_qtype_from_cdtype(unsigned code)
+{
+    for (int qt = 0; qt < SQ_QT_COUNT; qt++)
+        if (table[qt].packed_size && table[qt].cdtype == code)
+            return qt;
     return -1;
 }

@@ -135,15 +135,13 @@ int sq_quantize_weights(const float *w, int n, int k, sq_qtype qt, const sq_quan
     const sq_quant_opts none = {0};
     if (!opts)
         opts = &none;
-    if (qt != SQ_QT_S8 && qt != SQ_QT_S4G128) {
-        const sq_qtype_traits *t = sq_qtype_get(qt);
+    const sq_qtype_traits *t = sq_qtype_get(qt);
+    if (!t || !t->packed_size)
         return sq_err_set(err, "cannot quantize weights to %s", t ? t->name : "an unknown type");
-    }
     if (sq_qweight_shape(out, qt, n, k, err) != 0 || check_inputs(w, n, k, opts->importance, err))
         return -1;
     if (sq_qweight_alloc(out, qt, n, k, err) != 0)
         return -1;
-    const sq_qtype_traits *t = sq_qtype_get(qt);
     int groups = sq_qweight_groups(out), panels = out->n_pad / SQ_PANEL_N;
     int threads = omp_get_max_threads();
     size_t per_thread = (size_t)SQ_PANEL_N * (size_t)out->k_pad;
@@ -162,7 +160,7 @@ int sq_quantize_weights(const float *w, int n, int k, sq_qtype qt, const sq_quan
                 size_t row = (size_t)p * SQ_PANEL_N + (size_t)i;
                 const float *wr = w + row * (size_t)k;
                 int8_t *qr = rows + (size_t)i * (size_t)k;
-                if (qt == SQ_QT_S8)
+                if (!t->block) /* one scale per channel */
                     quant_row_s8(wr, k, qr, &out->scale[row]);
                 else
                     quant_row_s4(wr, k, groups, opts->importance, opts->int4_search, qr,

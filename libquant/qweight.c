@@ -10,7 +10,8 @@
 
 int sq_qweight_groups(const sq_qweight *q)
 {
-    return q->qtype == SQ_QT_S4G128 ? q->k_pad / SQ_INT4_GROUP : 1;
+    int block = sq_qtype_get(q->qtype)->block;
+    return block ? q->k_pad / block : 1;
 }
 
 int sq_qweight_shape(sq_qweight *q, sq_qtype qt, int n, int k, sq_err *err)

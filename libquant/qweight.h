@@ -25,7 +25,7 @@
 #define SQ_QWEIGHT_MAX_DIM (1 << 28)
 
 typedef struct sq_qweight {
-    sq_qtype qtype;   /* SQ_QT_S8 or SQ_QT_S4G128 */
+    sq_qtype qtype;   /* a packed type (qtype.h: one with packed_size) */
     int n, k;         /* logical shape */
     int n_pad, k_pad; /* padded shape of the panels */
     /* int8: panels [n_pad/16][k_pad/4][16][4], values in [-127, 127].
@@ -46,11 +46,12 @@ typedef struct sq_qweight {
     int borrowed;
 } sq_qweight;
 
-/* Scale (and wsum) columns per output channel: 1 for int8, k_pad/128 for int4. */
+/* Scale (and wsum) columns per output channel: k_pad / block of the qtype
+ * (1 for a per-channel type: int8 1, int4-g128 k_pad/128). */
 int sq_qweight_groups(const sq_qweight *q);
 
 /* Set qtype and the logical and padded shapes of q (zeroing the rest) after
- * checking them: qt must be SQ_QT_S8 or SQ_QT_S4G128, 1 <= n, k <=
+ * checking them: qt must be a packed type (qtype.h), 1 <= n, k <=
  * SQ_QWEIGHT_MAX_DIM. Allocates nothing. */
 int sq_qweight_shape(sq_qweight *q, sq_qtype qt, int n, int k, sq_err *err);
 

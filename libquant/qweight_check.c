@@ -60,11 +60,11 @@ static int sum_rows_s4(const uint8_t *w, size_t rows, int32_t s[ROW_BYTES])
 /* The first padding value (channel >= n or input >= k) that is not 0. */
 static int padding_nonzero(const sq_qweight *q, int *pn, int *pk)
 {
-    int s8 = q->qtype == SQ_QT_S8;
+    int (*get)(const sq_qweight *, int, int) = sq_qtype_get(q->qtype)->get;
     for (int n = 0; n < q->n_pad; n++) {
         int k0 = n < q->n ? q->k : 0; /* a padding channel is padding throughout */
         for (int k = k0; k < q->k_pad; k++)
-            if ((s8 ? sq_panel_get_s8(q, n, k) : sq_panel_get_s4(q, n, k)) != 0) {
+            if (get(q, n, k) != 0) {
                 *pn = n;
                 *pk = k;
                 return 1;

@@ -201,14 +201,16 @@ static int parse_qtype(const yt_node *n, const char *what, sq_qtype *out, sq_err
     const char *s;
     if (yt_as_string(n, what, &s, err) != 0)
         return -1;
-    if (sq_qtype_parse(s, out) == 0)
+    /* only types the executor runs: a model of any other could not be loaded */
+    if (sq_qtype_parse(s, out) == 0 && sq_qtype_get(*out)->executable)
         return 0;
     char list[128];
     size_t len = 0;
     list[0] = '\0';
     for (int i = 0; i < SQ_QT_COUNT && len < sizeof list; i++)
-        len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "",
-                                sq_qtype_get((sq_qtype)i)->name);
+        if (sq_qtype_get((sq_qtype)i)->executable)
+            len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", len ? ", " : "",
+                                    sq_qtype_get((sq_qtype)i)->name);
     return yt_error(n, err, "unknown weight type '%s' (expected: %s)", s, list);
 }
 

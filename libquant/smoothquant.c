@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "qlinear_eval.h"
 #include "qlinear_ref.h"
 
 void sq_smooth_weight_absmax(const float *w, int n, int k, float *wmax)
@@ -126,6 +127,9 @@ static int error_for(const sq_smooth_search *opt, const float *x, int rows, int 
     float amax = candidate_amax(opt, x, rows, k, xmax, s, xs);
     /* An all-zero input: any positive scale quantizes it exactly. */
     float act_scale = amax > 0.0f ? amax / (float)SQ_REF_QMAX : 1.0f;
+    if (sq_qtype_get(opt->qtype)->gemm)
+        return sq_qlinear_error_fp32(x, rows, k, w, n, bias, s, act_scale, opt->qtype, ref, e,
+                                     err);
     return sq_ref_linear_error(x, rows, k, w, n, bias, s, act_scale, ref, e, err);
 }
 

@@ -86,9 +86,14 @@ typedef struct sq_smooth_search {
     float step;                /* alpha grid step, e.g. SQ_SMOOTH_DEFAULT_STEP */
     sq_smooth_amax_fn amax_fn; /* NULL: minmax (below) */
     void *amax_ctx;
+    /* The type the linear ships as: its error is the runtime's quantized
+     * linear of that type (qlinear_eval.h). SQ_QT_F32 (0): the int8
+     * reference sq_ref_linear_error (the same bits as int8 at the runtime). */
+    sq_qtype qtype;
 } sq_smooth_search;
 
-/* The alpha search of one linear against its int8 output error.
+/* The alpha search of one linear against its quantized output error (of
+ * opt->qtype, int8 by default).
  *
  * x [rows][k]: a sample of real calibration inputs of the linear; w [n][k],
  * bias [n] (may be NULL): its fp32 weights (for qkv the fused matrix); xmax
@@ -99,8 +104,9 @@ typedef struct sq_smooth_search {
  * amax = amax_fn(smoothed sample) or, by default, minmax: the larger of
  * sq_smooth_act_absmax(xmax, s) (the range the runtime's static scale will
  * have) and the smoothed sample's own max; act_scale = amax / 127; the error
- * is sq_ref_linear_error (relative Frobenius of int8 vs fp32 output, bias
- * included in both). The same is done once with s = 1 ("no smoothing").
+ * is the relative Frobenius error of the quantized vs the fp32 output, bias
+ * included in both: sq_qlinear_error_fp32 for opt->qtype (weights quantized
+ * with default options), or sq_ref_linear_error when it is SQ_QT_F32. The same is done once with s = 1 ("no smoothing").
  *
  * Best alpha: the smallest error; errors within a relative 1e-6 of it count
  * as ties, won by the alpha closest to 0.5 (the paper's default, robust on

@@ -140,11 +140,13 @@ static int load_linear(const sq_container *c, int l, sq_linear_kind k, const sq_
         lin->w = (float *)need_finite(c, NAME("weight"), (uint64_t)N, (uint64_t)K, false, err);
         return lin->w ? 0 : -1;
     }
-    sq_qtype qt = wt->dtype == SQ_CDT_S8_PANEL ? SQ_QT_S8 : SQ_QT_S4G128;
-    if ((wt->dtype != SQ_CDT_S8_PANEL && wt->dtype != SQ_CDT_S4G128_PANEL) || wt->ndim != 2 ||
-        wt->dims[0] != (uint64_t)N || wt->dims[1] != (uint64_t)K)
+    int qi = sq_qtype_from_cdtype(wt->dtype);
+    const sq_qtype_traits *tr = qi >= 0 ? sq_qtype_get((sq_qtype)qi) : NULL;
+    if (!tr || !tr->executable || wt->ndim != 2 || wt->dims[0] != (uint64_t)N ||
+        wt->dims[1] != (uint64_t)K)
         return sq_err_set_at(err, wt->name, "%s: tensor \"%s\" has the wrong dtype or shape",
                              c->path, wt->name);
+    const sq_qtype qt = (sq_qtype)qi;
     lin->qtype = qt;
     sq_qweight shape = {0};
     if (sq_qweight_shape(&shape, qt, N, K, err) != 0)
@@ -152,7 +154,7 @@ static int load_linear(const sq_container *c, int l, sq_linear_kind k, const sq_
     /* int8: scale [N], wsum [N_pad]; int4: [N, groups] and [N_pad, groups]
      * (2-D even with one group), as formats/SQM.md says. */
     int G = sq_qweight_groups(&shape);
-    uint64_t gdim = qt == SQ_QT_S4G128 ? (uint64_t)G : 0;
+    uint64_t gdim = tr->block ? (uint64_t)G : 0;
     const float *scale = need(c, NAME("scale"), SQ_CDT_F32, (uint64_t)N, gdim, err);
     const int32_t *wsum =
         scale ? need(c, NAME("wsum"), SQ_CDT_I32, (uint64_t)shape.n_pad, gdim, err) : NULL;
@@ -188,7 +190,7 @@ static int load_linear(const sq_container *c, int l, sq_linear_kind k, const sq_
         const int32_t *z = need(c, name, SQ_CDT_I32, 1, 0, err);
         if (!z)
             return -1;
-        const char *why_z = sq_ref_act_zero_problem(*z, qt == SQ_QT_S8, K);
+        const char *why_z = sq_ref_act_zero_problem(*z, tr->act_zero, K);
         if (why_z)
             return sq_err_set_at(err, name, "%s: tensor \"%s\" is %d: %s", c->path, name, (int)*z,
                                  why_z);
@@ -207,7 +209,7 @@ static int load_linear(const sq_container *c, int l, sq_linear_kind k, const sq_
                                  "act_scale %g)",
                                  c->path, name, j, (double)lin->act_mult[j],
                                  s ? (double)s[j] : 1.0, (double)*as);
-    if (qt == SQ_QT_S8)
+    if (tr->acc == SQ_ACC_S32)
         for (int n = 0; n < N; n++)
             if (!(isfinite(lin->out_scale[n]) && lin->out_scale[n] > 0))
                 return sq_err_set_at(err, NAME("scale"),

@@ -225,8 +225,8 @@ START_TEST(companion_errors)
     ck_assert(sq_dequant_supported(SQ_CDT_S4G128_PANEL));
     ck_assert(sq_dequant_supported(SQ_CDT_F16));
     ck_assert(!sq_dequant_supported(0x42));
-    ck_assert_int_eq(sq_dequant_packed_qtype(SQ_CDT_S8_PANEL), SQ_QT_S8);
-    ck_assert_int_eq(sq_dequant_packed_qtype(SQ_CDT_F32), -1);
+    ck_assert_int_eq(sq_qtype_from_cdtype(SQ_CDT_S8_PANEL), SQ_QT_S8);
+    ck_assert_int_eq(sq_qtype_from_cdtype(SQ_CDT_F32), -1);
 }
 END_TEST
 

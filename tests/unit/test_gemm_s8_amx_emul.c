@@ -131,12 +131,12 @@ static uint8_t *run(const problem *p, int amx)
         if (amx)
             sq_amx_gemm_s8(p->a, p->M, p->lda, &p->w, (int32_t *)c, ldc);
         else
-            sq_gemm_s8_scalar(p->a, p->M, p->lda, &p->w, (int32_t *)c, ldc);
+            sq_gemm_kernels_scalar.s8(p->a, p->M, p->lda, &p->w, (int32_t *)c, ldc, NULL);
     } else {
         if (amx)
             sq_amx_gemm_s4(p->a, p->M, p->lda, &p->w, (float *)c, ldc);
         else
-            sq_gemm_s4_scalar(p->a, p->M, p->lda, &p->w, (float *)c, ldc);
+            sq_gemm_kernels_scalar.s4(p->a, p->M, p->lda, &p->w, (float *)c, ldc, NULL);
     }
     return c;
 }

@@ -9,6 +9,7 @@
 
 #include "linear.h"
 #include "ops.h"
+#include "qlinear_eval.h"
 #include "qlinear_ref.h"
 #include "smoothquant.h"
 
@@ -608,6 +609,60 @@ static struct search_result run_case(const char *label, int R, int K, int N, con
     return res;
 }
 
+/* The runtime's quantized linear (qlinear_eval.h) as the alpha search and
+ * the calibration report use it: for int8 the same bits as the reference,
+ * so the int8 search picks the alpha it always did; int4 runs its own
+ * kernels (another error on the same data). */
+START_TEST(test_runtime_error)
+{
+    rng_seed(17);
+    enum { R = 7, K = 300, N = 21 };
+    float *x = gauss_array(R * K, 1.0), *w = gauss_array(N * K, 0.02), *b = gauss_array(N, 0.1);
+    float xmax[K], wmax[K], s[K], ones[K], ref[R * N];
+    for (int j = 0; j < K; j++)
+        ones[j] = 1.0f, wmax[j] = 0.0f; /* sq_smooth_weight_absmax takes the max into wmax */
+    for (int r = 0; r < R; r++)
+        x[r * K + 5] *= 8.0f; /* an outlier channel for the smoothing to act on */
+    col_absmax(x, R, K, xmax);
+    sq_smooth_weight_absmax(w, N, K, wmax);
+    sq_smooth_factors(xmax, wmax, K, 0.5f, s);
+    sq_fp32_linear(x, R, K, w, N, b, ref);
+    sq_err err;
+    for (int smooth = 0; smooth < 2; smooth++) {
+        const float *sp = smooth ? s : NULL;
+        float act_scale = sq_smooth_act_absmax(xmax, smooth ? s : ones, K) / 127.0f;
+        double e_ref, e8, e4;
+        ck_assert_int_eq(sq_ref_linear_error(x, R, K, w, N, b, sp, act_scale, ref, &e_ref, &err),
+                         0);
+        ck_assert_int_eq(sq_qlinear_error_fp32(x, R, K, w, N, b, sp, act_scale, SQ_QT_S8, ref,
+                                               &e8, &err),
+                         0);
+        ck_assert_int_eq(sq_qlinear_error_fp32(x, R, K, w, N, b, sp, act_scale, SQ_QT_S4G128,
+                                               ref, &e4, &err),
+                         0);
+        ck_assert_msg(memcmp(&e8, &e_ref, sizeof e8) == 0, "int8 runtime %.17g vs ref %.17g", e8,
+                      e_ref);
+        ck_assert_msg(isfinite(e4) && e4 != e8, "int4 %g, int8 %g", e4, e8);
+    }
+    sq_smooth_search opt = {.step = 0.25f}, opt8 = {.step = 0.25f, .qtype = SQ_QT_S8},
+                     opt4 = {.step = 0.25f, .qtype = SQ_QT_S4G128};
+    float a, a8, a4;
+    double e[5], e8[5], e4[5];
+    ck_assert_int_eq(sq_smooth_search_alpha(x, R, K, w, N, b, xmax, NULL, &opt, &a, e, NULL, &err),
+                     0);
+    ck_assert_int_eq(
+        sq_smooth_search_alpha(x, R, K, w, N, b, xmax, NULL, &opt8, &a8, e8, NULL, &err), 0);
+    ck_assert_int_eq(
+        sq_smooth_search_alpha(x, R, K, w, N, b, xmax, NULL, &opt4, &a4, e4, NULL, &err), 0);
+    ck_assert(a8 == a && memcmp(e8, e, sizeof e) == 0);
+    for (int i = 0; i < 5; i++)
+        ck_assert(isfinite(e4[i]) && e4[i] != e8[i]);
+    printf("runtime error, alpha 0 .. 1: int8 %.4f .. %.4f (a=%.2f), int4 %.4f .. %.4f (a=%.2f)\n",
+           e8[0], e8[4], (double)a8, e4[0], e4[4], (double)a4);
+    free(x), free(w), free(b);
+}
+END_TEST
+
 START_TEST(test_outliers)
 {
     const int outl[4] = {3, 77, 200, 1000};
@@ -665,6 +720,7 @@ static Suite *suite(void)
     tcase_set_timeout(t, 120);
     tcase_add_test(t, test_alpha_grid);
     tcase_add_test(t, test_alpha_search_ties_and_callback);
+    tcase_add_test(t, test_runtime_error);
     tcase_add_test(t, test_outliers);
     tcase_add_test(t, test_no_outliers);
     suite_add_tcase(s, t);

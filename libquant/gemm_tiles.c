@@ -1,0 +1,252 @@
+/* The shared tile driver and the epilogue of the integer GEMM
+ * (gemm_kernel.h): what the per-ISA files and the dispatcher both use.
+ * Calls nothing but the micro-kernel it is handed. */
+#include <string.h>
+
+#include "gemm_kernel.h"
+
+/* Below this many multiply-adds a GEMM runs on the calling thread: the
+ * OpenMP fork costs more than it saves. Results are the same either way. */
+#define PARALLEL_MIN_MACS (1 << 18)
+
+/* ---- the epilogue ----
+ * One row segment: y[j] = (float)acc[j] * scale[j] + bias[j] (int8) or
+ * acc[j] * act_scale + bias[j] (int4), 4 lanes at a time with GCC vector
+ * extensions (SSE2 on the x86-64 baseline this file is built for). The
+ * empty asm makes the rounded product opaque, so no -march / -mfma /
+ * -ffp-contract setting can fuse the multiply and the add: the bits stay
+ * those of the plain C loop the quantized linear ran before the fusion
+ * (built without FMA). cvtdq2ps / cvtsi2ss, mulps / mulss and addps /
+ * addss round alike, so lanes and the scalar tail agree. */
+typedef float v4f __attribute__((vector_size(16)));
+typedef int32_t v4i __attribute__((vector_size(16)));
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define NO_FMA(v) __asm__("" : "+x"(v))
+#else
+#define NO_FMA(v) ((void)0)
+#endif
+
+/* A guarded row (rs > 0, gemm_s8.h): ((float)acc * rs) * scale + bias, each
+ * product rounded, no zero-point offset. */
+static void epi_s8_row_guarded(const int32_t *acc, float rs, const float *scale,
+                               const float *bias, float *y, int cols)
+{
+    int j = 0;
+    v4f r = {rs, rs, rs, rs};
+    for (; j + 4 <= cols; j += 4) {
+        v4i a;
+        v4f s, b;
+        memcpy(&a, acc + j, sizeof a);
+        memcpy(&s, scale + j, sizeof s);
+        memcpy(&b, bias + j, sizeof b);
+        v4f p = __builtin_convertvector(a, v4f) * r;
+        NO_FMA(p);
+        p = p * s;
+        NO_FMA(p);
+        v4f o = p + b;
+        memcpy(y + j, &o, sizeof o);
+    }
+    for (; j < cols; j++) {
+        float p = (float)acc[j] * rs;
+        NO_FMA(p);
+        p = p * scale[j];
+        NO_FMA(p);
+        y[j] = p + bias[j];
+    }
+}
+
+static void epi_s4_row_guarded(const float *acc, float rs, float act_scale, const float *bias,
+                               float *y, int cols)
+{
+    int j = 0;
+    v4f r = {rs, rs, rs, rs}, sc = {act_scale, act_scale, act_scale, act_scale};
+    for (; j + 4 <= cols; j += 4) {
+        v4f a, b;
+        memcpy(&a, acc + j, sizeof a);
+        memcpy(&b, bias + j, sizeof b);
+        v4f p = a * r;
+        NO_FMA(p);
+        p = p * sc;
+        NO_FMA(p);
+        v4f o = p + b;
+        memcpy(y + j, &o, sizeof o);
+    }
+    for (; j < cols; j++) {
+        float p = acc[j] * rs;
+        NO_FMA(p);
+        p = p * act_scale;
+        NO_FMA(p);
+        y[j] = p + bias[j];
+    }
+}
+
+static inline void epi_s8_row(const int32_t *restrict acc, const int32_t *restrict off,
+                              const float *restrict scale, const float *restrict bias,
+                              float *restrict y, int cols, float rs)
+{
+    if (rs > 0) {
+        epi_s8_row_guarded(acc, rs, scale, bias, y, cols);
+        return;
+    }
+    int j = 0;
+    for (; j + 4 <= cols; j += 4) {
+        v4i a;
+        v4f s, b;
+        memcpy(&a, acc + j, sizeof a);
+        if (off) {
+            v4i o;
+            memcpy(&o, off + j, sizeof o);
+            a += o;
+        }
+        memcpy(&s, scale + j, sizeof s);
+        memcpy(&b, bias + j, sizeof b);
+        v4f p = __builtin_convertvector(a, v4f) * s;
+        NO_FMA(p);
+        v4f o = p + b;
+        memcpy(y + j, &o, sizeof o);
+    }
+    for (; j < cols; j++) {
+        float p = (float)(acc[j] + (off ? off[j] : 0)) * scale[j];
+        NO_FMA(p);
+        y[j] = p + bias[j];
+    }
+}
+
+static inline void epi_s4_row(const float *restrict acc, float act_scale,
+                              const float *restrict bias, float *restrict y, int cols, float rs)
+{
+    if (rs > 0) {
+        epi_s4_row_guarded(acc, rs, act_scale, bias, y, cols);
+        return;
+    }
+    int j = 0;
+    v4f s = {act_scale, act_scale, act_scale, act_scale};
+    for (; j + 4 <= cols; j += 4) {
+        v4f a, b;
+        memcpy(&a, acc + j, sizeof a);
+        memcpy(&b, bias + j, sizeof b);
+        v4f p = a * s;
+        NO_FMA(p);
+        v4f o = p + b;
+        memcpy(y + j, &o, sizeof o);
+    }
+    for (; j < cols; j++) {
+        float p = acc[j] * act_scale;
+        NO_FMA(p);
+        y[j] = p + bias[j];
+    }
+}
+
+void sq_gemm_epilogue_s8(const int32_t *C, int M, int N, const sq_gemm_epilogue *ep)
+{
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < M; r++)
+        epi_s8_row(C + (size_t)r * N, ep->acc_off, ep->out_scale, ep->bias,
+                   ep->y + (size_t)r * ep->ldy, N, ep->row_scale ? ep->row_scale[r] : 0);
+}
+
+void sq_gemm_epilogue_s4(const float *C, int M, int N, const sq_gemm_epilogue *ep)
+{
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < M; r++)
+        epi_s4_row(C + (size_t)r * N, ep->act_scale, ep->bias, ep->y + (size_t)r * ep->ldy, N,
+                   ep->row_scale ? ep->row_scale[r] : 0);
+}
+
+/* One tile's geometry: rows [r0, r0 + nr), panels [p0, p0 + np), and how
+ * many of its np * 16 columns are real channels. */
+typedef struct tile {
+    int r0, nr, p0, np, live;
+} tile;
+
+static tile tile_at(long t, int M, int panels, int n, int nr_max, int np_max)
+{
+    long row_blocks = (M + nr_max - 1) / nr_max;
+    tile tl;
+    tl.r0 = (int)(t % row_blocks) * nr_max;
+    tl.p0 = (int)(t / row_blocks) * np_max;
+    tl.nr = M - tl.r0 < nr_max ? M - tl.r0 : nr_max;
+    tl.np = panels - tl.p0 < np_max ? panels - tl.p0 : np_max;
+    int cols = n - tl.p0 * SQ_PANEL_N;
+    tl.live = cols < tl.np * SQ_PANEL_N ? cols : tl.np * SQ_PANEL_N;
+    return tl;
+}
+
+static long tile_count(int M, int panels, int nr_max, int np_max)
+{
+    return (long)((M + nr_max - 1) / nr_max) * ((panels + np_max - 1) / np_max);
+}
+
+static int worth_threads(int M, const sq_qweight *W)
+{
+    return (double)M * W->n_pad * W->k_pad >= PARALLEL_MIN_MACS;
+}
+
+/* The tile's y lines, requested before its micro-kernel runs: they are
+ * one or two lines per row, a row stride apart, and would otherwise be
+ * store misses the epilogue waits on (most of its time in a 1-thread
+ * profile). The kernel's compute hides the fetch; prefetcht1 (L2) keeps
+ * them out of the kernel's L1 working set. */
+static inline void prefetch_y(const sq_gemm_epilogue *ep, int r0, int nr, int n0, int live)
+{
+    for (int i = 0; i < nr; i++) {
+        const float *yr = ep->y + (size_t)(r0 + i) * ep->ldy + n0;
+        for (int c = 0; c < live; c += 16)
+            __builtin_prefetch(yr + c, 1, 2);
+        __builtin_prefetch(yr + live - 1, 1, 2); /* the last line when yr is not 64-aligned */
+    }
+}
+
+void sq_gemm_tiles_s8(sq_ukr_s8 ukr, int nr_max, int np_max, const int8_t *A, int M,
+                      size_t lda, const sq_qweight *W, int32_t *C, size_t ldc,
+                      const sq_gemm_epilogue *ep)
+{
+    int panels = W->n_pad / SQ_PANEL_N;
+    long tiles = tile_count(M, panels, nr_max, np_max);
+#pragma omp parallel for schedule(static) if (worth_threads(M, W))
+    for (long t = 0; t < tiles; t++) {
+        tile tl = tile_at(t, M, panels, W->n, nr_max, np_max);
+        int32_t out[SQ_UKR_MAX_OUT] __attribute__((aligned(64)));
+        int ld = tl.np * SQ_PANEL_N, n0 = tl.p0 * SQ_PANEL_N;
+        if (ep)
+            prefetch_y(ep, tl.r0, tl.nr, n0, tl.live);
+        ukr(A + (size_t)tl.r0 * lda, lda, tl.nr, W, tl.p0, tl.np, out);
+        if (ep)
+            for (int i = 0; i < tl.nr; i++)
+                epi_s8_row(out + i * ld, ep->acc_off ? ep->acc_off + n0 : NULL,
+                           ep->out_scale + n0, ep->bias + n0,
+                           ep->y + (size_t)(tl.r0 + i) * ep->ldy + n0, tl.live,
+                           ep->row_scale ? ep->row_scale[tl.r0 + i] : 0);
+        else
+            for (int i = 0; i < tl.nr; i++)
+                memcpy(C + (size_t)(tl.r0 + i) * ldc + n0, out + i * ld,
+                       sizeof *out * (size_t)tl.live);
+    }
+}
+
+void sq_gemm_tiles_s4(sq_ukr_s4 ukr, int nr_max, int np_max, const int8_t *A, int M,
+                      size_t lda, const sq_qweight *W, float *C, size_t ldc,
+                      const sq_gemm_epilogue *ep)
+{
+    int panels = W->n_pad / SQ_PANEL_N;
+    long tiles = tile_count(M, panels, nr_max, np_max);
+#pragma omp parallel for schedule(static) if (worth_threads(M, W))
+    for (long t = 0; t < tiles; t++) {
+        tile tl = tile_at(t, M, panels, W->n, nr_max, np_max);
+        float out[SQ_UKR_MAX_OUT] __attribute__((aligned(64)));
+        int ld = tl.np * SQ_PANEL_N, n0 = tl.p0 * SQ_PANEL_N;
+        if (ep)
+            prefetch_y(ep, tl.r0, tl.nr, n0, tl.live);
+        ukr(A + (size_t)tl.r0 * lda, lda, tl.nr, W, tl.p0, tl.np, out);
+        if (ep)
+            for (int i = 0; i < tl.nr; i++)
+                epi_s4_row(out + i * ld, ep->act_scale, ep->bias + n0,
+                           ep->y + (size_t)(tl.r0 + i) * ep->ldy + n0, tl.live,
+                           ep->row_scale ? ep->row_scale[tl.r0 + i] : 0);
+        else
+            for (int i = 0; i < tl.nr; i++)
+                memcpy(C + (size_t)(tl.r0 + i) * ldc + n0, out + i * ld,
+                       sizeof *out * (size_t)tl.live);
+    }
+}
+
