@@ -606,25 +606,28 @@ static bool is_zstd(const uint8_t *p, size_t n)
 enum { ZSTD_MIN_CAP = 65536 };
 
 /* The sum of the content sizes every frame declares; UNKNOWN when a frame
- * declares none, ERROR on a malformed frame or a sum past 2^64. (zstd's own
+ * declares none, ERROR on a malformed first frame or a sum past 2^64. (zstd's own
  * ZSTD_findDecompressedSize is not in its stable API.) */
 static unsigned long long declared_size(const uint8_t *src, size_t n)
 {
     unsigned long long total = 0;
-    bool unknown = false;
+    bool unknown = false, first = true;
     while (n > 0) {
         unsigned long long fcs = ZSTD_getFrameContentSize(src, n);
-        size_t fsz = ZSTD_findFrameCompressedSize(src, n);
-        if (fcs == ZSTD_CONTENTSIZE_ERROR || ZSTD_isError(fsz) || fsz == 0 || fsz > n)
-            return ZSTD_CONTENTSIZE_ERROR;
+        if (fcs == ZSTD_CONTENTSIZE_ERROR) /* the decoder names a later bad frame */
+            return first ? ZSTD_CONTENTSIZE_ERROR : ZSTD_CONTENTSIZE_UNKNOWN;
         if (fcs == ZSTD_CONTENTSIZE_UNKNOWN)
             unknown = true;
         else if (total + fcs < total)
             return ZSTD_CONTENTSIZE_ERROR;
         else
             total += fcs;
+        size_t fsz = ZSTD_findFrameCompressedSize(src, n);
+        if (ZSTD_isError(fsz) || fsz == 0 || fsz > n)
+            break; /* a truncated or damaged frame: the decoder says which */
         src += fsz;
         n -= fsz;
+        first = false;
     }
     return unknown ? ZSTD_CONTENTSIZE_UNKNOWN : total;
 }
@@ -697,6 +700,26 @@ static int zstd_decode(const uint8_t *src, size_t n, const char *path, uint64_t 
             if (in.pos != in_before || ob.pos != out_before)
                 continue; /* progress: maybe it finishes without more room */
             if (cap >= bound) {
+                /* Full at the bound: one more byte of room tells a stream
+                 * with more output than declared from one that is waiting
+                 * for input that never comes (truncated in its checksum). */
+                uint8_t probe;
+                ZSTD_outBuffer pb = {&probe, 1, 0};
+                size_t probe_in = in.pos;
+                size_t pr = ZSTD_decompressStream(dctx, &pb, &in);
+                if (ZSTD_isError(pr)) {
+                    rc = sq_err_set(err, "%s: corrupt zstd stream: %s", path,
+                                    ZSTD_getErrorName(pr));
+                    goto done;
+                }
+                if (pb.pos == 0 && in.pos == in.size) {
+                    if (pr == 0)
+                        break; /* it was complete */
+                    rc = sq_err_set(err, "%s: truncated zstd stream", path);
+                    goto done;
+                }
+                if (pb.pos == 0 && in.pos != probe_in)
+                    continue; /* more frames (empty ones) after the content */
                 if (header_seen || known)
                     rc = sq_err_set(err, "%s: zstd stream decompresses to more than the %llu "
                                          "bytes it declares",

@@ -110,6 +110,10 @@ if command -v zstd >/dev/null; then
   { printf '' | zstd -q -c; zstd -q -c <"$W/a.sqm"; } >"$W/multi.sqm"
   zstd -q -t "$W/multi.sqm" && run "verify: empty first frame, then the model" 0 -- "$SQ" verify "$W/multi.sqm"
   run "diff multi-frame and plain: identical" 0 -- "$SQ" diff "$W/a.sqm" "$W/multi.sqm"
+  { zstd -q -c <"$W/a.sqm"; printf '' | zstd -q -c; printf '' | zstd -q -c; } >"$W/trail.sqm"
+  run "verify: the model, then two empty frames" 0 -- "$SQ" verify "$W/trail.sqm"
+  head -c -2 "$W/trail.sqm" >"$W/trail_cut.sqm"
+  run "verify: last frame cut short" 1 -- "$SQ" verify "$W/trail_cut.sqm"
 else
   echo "skip - multi-frame zstd (no zstd command)"
 fi
