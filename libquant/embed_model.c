@@ -58,6 +58,21 @@ int sq_sqm_check_runnable(const sq_container *c, sq_err *err)
     return rc;
 }
 
+/* A checkpoint read from an archive lives in a temporary folder that is gone
+ * once the command ends: name its files as archive members instead
+ * ("m.tar.gz: m/config.json: ..." rather than "/tmp/squint-model-XXXX/m/..."). */
+static void strip_extraction_root(const sq_checkpoint_dir *cd, sq_err *err)
+{
+    if (!cd->tmp_root)
+        return;
+    size_t n = strlen(cd->tmp_root);
+    char *p;
+    while ((p = strstr(err->msg, cd->tmp_root)) != NULL) {
+        size_t cut = n + (p[n] == '/' ? 1 : 0);
+        memmove(p, p + cut, strlen(p + cut) + 1);
+    }
+}
+
 static int open_checkpoint(const char *arg, sq_embed_model *m, sq_err *err)
 {
     if (sq_checkpoint_open(arg, &m->ckpt, err) != 0)
@@ -98,6 +113,7 @@ int sq_embed_model_open(const char *arg, sq_embed_model *m, sq_err *err)
     int rc = !sq_dir_exists(arg) && sq_sqm_sniff(arg) ? open_sqm(arg, m, err)
                                                       : open_checkpoint(arg, m, err);
     if (rc != 0) {
+        strip_extraction_root(&m->ckpt, err);
         named(arg, err);
         sq_embed_model_close(m);
     }

@@ -50,6 +50,13 @@ head -1 "$W/in.txt" > "$W/one.txt"
 tar -C "$W" -czf "$W/m.tar.gz" m
 "$SQ" embed "$W/m.tar.gz" --input "$W/in.txt" --output "$W/tgz.npy" --quiet && cmp -s "$W/tgz.npy" "$W/a.npy" &&
   pass "model from .tar.gz" || fail "model from .tar.gz"
+# An error inside an archive names the archive and the member, never the
+# temporary folder it was extracted to (gone by the time the user reads it).
+mkdir -p "$W/arc" && cp -r "$W/m" "$W/arc/" && echo '{"hidden_size": 32,' >"$W/arc/m/config.json"
+tar -C "$W/arc" -czf "$W/bad.tar.gz" m
+msg=$("$SQ" embed "$W/bad.tar.gz" --input "$W/in.txt" 2>&1 >/dev/null)
+[[ $msg == *"bad.tar.gz: m/config.json: invalid JSON"* && $msg != *squint-model-* ]] &&
+  pass "archive member errors name the member" || fail "archive member error: $msg"
 if command -v bsdtar >/dev/null; then
   (cd "$W" && bsdtar -a -cf m.zip m) && "$SQ" embed "$W/m.zip" --input "$W/in.txt" --output "$W/zip.npy" --quiet &&
     cmp -s "$W/zip.npy" "$W/a.npy" && pass "model from .zip" || fail "model from .zip"
