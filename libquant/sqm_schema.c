@@ -59,6 +59,19 @@ const sq_sqm_tensor_rule sq_sqm_tensor_rules[] = {
      NULL, "activation zero point; absent: 0; int8 only (refused on int4)"},
 };
 const size_t sq_sqm_n_tensor_rules = sizeof sq_sqm_tensor_rules / sizeof *sq_sqm_tensor_rules;
+_Static_assert(sizeof sq_sqm_tensor_rules / sizeof *sq_sqm_tensor_rules == SQ_ROW_COUNT,
+               "enum sq_sqm_row names every row");
+
+void sq_sqm_tensor_name(char *buf, size_t n, enum sq_sqm_row row, int l, sq_linear_kind k)
+{
+    const sq_sqm_tensor_rule *r = &sq_sqm_tensor_rules[row];
+    if (r->scope == SQ_SCOPE_LINEAR)
+        snprintf(buf, n, r->name, l, sq_linear_kind_name(k));
+    else if (r->scope == SQ_SCOPE_LAYER)
+        snprintf(buf, n, r->name, l);
+    else
+        snprintf(buf, n, "%s", r->name);
+}
 #undef M
 #undef LY
 #undef LN
@@ -203,7 +216,7 @@ int sq_sqm_expect_tensor(const sq_sqm_tensor_rule *r, const sq_sqm_schema_ctx *c
     if (r->scope == SQ_SCOPE_LINEAR && lin_qt != SQ_QT_F32 &&
         (r->shape == SQ_SHR_SCALE || r->shape == SQ_SHR_WSUM)) {
         char wname[96];
-        snprintf(wname, sizeof wname, "layer.%d.%s.weight", l, sq_linear_kind_name(k));
+        sq_sqm_tensor_name(wname, sizeof wname, SQ_ROW_LIN_WEIGHT, l, k);
         if (sq_qweight_shape(&qs, lin_qt, N, K, err) != 0) {
             char why[sizeof err->msg];
             snprintf(why, sizeof why, "%s", err->msg);
@@ -253,7 +266,7 @@ const sq_sqm_tensor_rule *sq_sqm_rule_of(const char *name, const sq_sqm_schema_c
     if (strncmp(name, "layer.", 6) == 0 && name[6] >= '0' && name[6] <= '9') {
         char *end;
         long v = strtol(name + 6, &end, 10);
-        if (*end == '.' && v < ctx->cfg.layers && (end - (name + 6)) < 6 &&
+        if (*end == '.' && (!ctx || v < ctx->cfg.layers) && (end - (name + 6)) < 6 &&
             (name[6] != '0' || end == name + 7)) {
             layer = (int)v;
             rest = end + 1;
@@ -281,7 +294,7 @@ const sq_sqm_tensor_rule *sq_sqm_rule_of(const char *name, const sq_sqm_schema_c
             size_t n = strlen(kn);
             int N, K;
             if (strncmp(rest, kn, n) == 0 && strcmp(rest + n, suffix) == 0 &&
-                sq_linear_shape(&ctx->cfg, layer, (sq_linear_kind)kk, &N, &K)) {
+                (!ctx || sq_linear_shape(&ctx->cfg, layer, (sq_linear_kind)kk, &N, &K))) {
                 *l = layer;
                 *k = (sq_linear_kind)kk;
                 return r;
@@ -335,8 +348,8 @@ static int check_row(const sq_container *c, const sq_sqm_tensor_rule *r,
     if (!ex.applies) {
         if (t && r->refuse_when != SQ_WHEN_ALWAYS && when_holds(r->refuse_when, ctx, lin_qt))
             return sq_err_set_at(err, ex.name,
-                                 "%s: tensor \"%s\": a %s linear has no activation zero point "
-                                 "(int8 only)",
+                                 "%s: tensor \"%s\": the linear is %s, which has no activation "
+                                 "zero point (int8 only)",
                                  c->path, ex.name, sq_qtype_get(lin_qt)->name);
         if (t && r->pair && !sq_container_find(c, r->pair))
             return sq_err_set_at(err, r->pair, "%s: missing tensor \"%s\" (\"%s\" exists)",
@@ -384,8 +397,7 @@ int sq_sqm_check_schema(const sq_container *c, const sq_sqm_schema_ctx *ctx, uns
             /* The weight decides the linear's type; an invalid one fails on
              * the weight row, before any companion is looked at. */
             char wname[96];
-            snprintf(wname, sizeof wname, "layer.%d.%s.weight", l,
-                     sq_linear_kind_name((sq_linear_kind)k));
+            sq_sqm_tensor_name(wname, sizeof wname, SQ_ROW_LIN_WEIGHT, l, (sq_linear_kind)k);
             const sq_container_tensor *w = sq_container_find(c, wname);
             int qt = w ? sq_sqm_linear_qtype(w->dtype) : SQ_QT_F32;
             for (size_t i = 0; rc == 0 && i < sq_sqm_n_tensor_rules; i++)

@@ -91,6 +91,36 @@ typedef struct sq_sqm_tensor_rule {
 extern const sq_sqm_tensor_rule sq_sqm_tensor_rules[];
 extern const size_t sq_sqm_n_tensor_rules;
 
+/* The rows, by index into sq_sqm_tensor_rules (its order: the writer's, SQM.md 3.1). */
+enum sq_sqm_row {
+    SQ_ROW_TOK_VOCAB,
+    SQ_ROW_TOK_SCORES,
+    SQ_ROW_WORD,
+    SQ_ROW_WORD_SCALE,
+    SQ_ROW_POSITION,
+    SQ_ROW_TOKEN_TYPE,
+    SQ_ROW_EMB_LN_GAMMA,
+    SQ_ROW_EMB_LN_BETA,
+    SQ_ROW_HEAD_WEIGHT,
+    SQ_ROW_HEAD_BIAS,
+    SQ_ROW_LN_ATTN_GAMMA,
+    SQ_ROW_LN_ATTN_BETA,
+    SQ_ROW_LN_FFN_GAMMA,
+    SQ_ROW_LN_FFN_BETA,
+    SQ_ROW_LIN_WEIGHT,
+    SQ_ROW_LIN_SCALE,
+    SQ_ROW_LIN_WSUM,
+    SQ_ROW_LIN_BIAS,
+    SQ_ROW_LIN_SMOOTH,
+    SQ_ROW_LIN_ACT_SCALE,
+    SQ_ROW_LIN_ACT_ZERO,
+    SQ_ROW_COUNT
+};
+
+/* The name of row `row`'s tensor for layer l and linear kind k (ignored by
+ * narrower scopes) into buf. */
+void sq_sqm_tensor_name(char *buf, size_t n, enum sq_sqm_row row, int l, sq_linear_kind k);
+
 /* What the tensor rules depend on, from the metadata. */
 typedef struct sq_sqm_schema_ctx {
     sq_bert_config cfg;
@@ -121,7 +151,8 @@ int sq_sqm_expect_tensor(const sq_sqm_tensor_rule *r, const sq_sqm_schema_ctx *c
 
 /* The row describing tensor `name` for this model (with the layer and the
  * linear kind it names), or NULL. Only tensors the model has match (a
- * layer >= layers, a res linear of a non-widening layer do not). */
+ * layer >= layers, a res linear of a non-widening layer do not); ctx NULL:
+ * any model (by name only, as `inspect` reads a file it may refuse). */
 const sq_sqm_tensor_rule *sq_sqm_rule_of(const char *name, const sq_sqm_schema_ctx *ctx, int *l,
                                          sq_linear_kind *k);
 
