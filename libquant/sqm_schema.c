@@ -415,3 +415,9 @@ int sq_sqm_check_schema(const sq_container *c, const sq_sqm_schema_ctx *ctx, uns
     free(seen);
     return rc;
 }
+
+int sq_sqm_check_row(const sq_container *c, const sq_sqm_schema_ctx *ctx, enum sq_sqm_row row,
+                     sq_err *err)
+{
+    return check_row(c, &sq_sqm_tensor_rules[row], ctx, 0, SQ_LIN_KINDS, SQ_QT_F32, NULL, err);
+}

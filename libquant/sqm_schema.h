@@ -176,6 +176,11 @@ enum {
 int sq_sqm_check_schema(const sq_container *c, const sq_sqm_schema_ctx *ctx, unsigned flags,
                         sq_err *err);
 
+/* One model-wide row only (the tokenizer's tensors, for the tokenizer's own
+ * reader: sqm_tokenizer.c). Same errors as sq_sqm_check_schema. */
+int sq_sqm_check_row(const sq_container *c, const sq_sqm_schema_ctx *ctx, enum sq_sqm_row row,
+                     sq_err *err);
+
 /* ---- metadata ---- */
 
 typedef enum sq_sqm_meta_type {
