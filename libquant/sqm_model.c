@@ -7,7 +7,6 @@
 
 #include "config_yaml.h"
 #include "qlinear_ref.h"
-#include "quant_embed.h"
 #include "qweight_check.h"
 #include "sqm_schema.h"
 #include "yaml_tree.h"
@@ -236,8 +235,9 @@ int sq_sqm_load_encoder(const sq_container *c, sq_encoder *enc, sq_sqm_info *inf
     if (cfg->type_vocab > 0 &&
         !(enc->type_emb = (float *)need_finite(c, "embeddings.token_type", false, err)))
         goto fail;
-    if (cfg->emb_ln && (!(enc->emb_ln_g = (float *)need_finite(c, "embeddings.ln.gamma", false, err)) ||
-                        !(enc->emb_ln_b = (float *)need_finite(c, "embeddings.ln.beta", false, err))))
+    if (cfg->emb_ln &&
+        (!(enc->emb_ln_g = (float *)need_finite(c, "embeddings.ln.gamma", false, err)) ||
+         !(enc->emb_ln_b = (float *)need_finite(c, "embeddings.ln.beta", false, err))))
         goto fail;
     if (cfg->head != SQ_HEAD_NONE) {
         sq_linear *hd = &enc->head;

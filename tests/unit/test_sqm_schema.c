@@ -50,7 +50,8 @@ typedef struct meta_line {
 
 #define WORDPIECE(V)                                                                               \
     {"tokenizer", "tokenizer:"}, {"tokenizer.type", "  type: wordpiece"},                         \
-        {"tokenizer.vocab_size", "  vocab_size: " #V}, {"tokenizer.lowercase", "  lowercase: true"}, \
+        {"tokenizer.vocab_size", "  vocab_size: " #V},                                          \
+        {"tokenizer.lowercase", "  lowercase: true"},                                             \
         {"tokenizer.unk_id", "  unk_id: 1"}, {"tokenizer.cls_id", "  cls_id: 2"},                 \
         {"tokenizer.sep_id", "  sep_id: 3"}, {"tokenizer.pad_id", "  pad_id: 0"},                 \
         {"tokenizer.mask_id", "  mask_id: 4"}
@@ -75,7 +76,8 @@ static const meta_line meta_t2t[] = {
     {"architecture", "architecture: t2t"},
     CONFIG(24, 32, 16, "pre", "relu", "sinusoidal", "false", "tanh", 0),
     {"pooling", "pooling: mean"}, {"normalize", "normalize: true"}, {"max_seq", "max_seq: 16"},
-    {"embeddings_type", "embeddings_type: int4-g128"}, {"activation_guard", "activation_guard: clip"},
+    {"embeddings_type", "embeddings_type: int4-g128"},
+    {"activation_guard", "activation_guard: clip"},
     {"tokenizer", "tokenizer:"}, {"tokenizer.type", "  type: unigram"},
     {"tokenizer.vocab_size", "  vocab_size: 20"}, {"tokenizer.unk_id", "  unk_id: 0"},
     {"tokenizer.model_max_length", "  model_max_length: 16"}, {NULL, NULL}};
