@@ -20,6 +20,8 @@
 #include "quant_weights.h"
 #include "scale_select.h"
 #include "smoothquant.h"
+#include "sqm_model.h"
+#include "sqm_schema.h"
 #include "squint_version.h"
 #include "strbuf.h"
 
@@ -247,6 +249,35 @@ static void keep_free(keep *k)
     free(k->p);
 }
 
+/* The writer's self-check (debug builds, or SQUINT_WRITE_CHECK set: the CLI
+ * tests set it): the file just written, read back as the loader reads it,
+ * matches the schema (libquant/sqm_schema.c) with every tensor accounted
+ * for. A failure is a writer bug; the file is removed. */
+static int check_written(const char *path, sq_err *err)
+{
+#ifdef NDEBUG
+    const char *env = getenv("SQUINT_WRITE_CHECK");
+    if (!env || !*env || strcmp(env, "0") == 0)
+        return 0;
+#endif
+    sq_container c;
+    sq_sqm_schema_ctx ctx;
+    sq_sqm_info info;
+    int rc = sq_container_open(path, SQ_KIND_SQM, &c, err);
+    if (rc == 0) {
+        rc = sq_sqm_read_meta(&c, &ctx, &info, err) != 0 ||
+                     sq_sqm_check_schema(&c, &ctx, SQ_SQM_STRICT, err) != 0
+                 ? -1
+                 : 0;
+        sq_container_close(&c);
+    }
+    if (rc != 0) {
+        sq_err_prefix(err, "internal error: the written file fails the .sqm schema");
+        remove(path);
+    }
+    return rc;
+}
+
 #define ADD_REF(name, dt, nd, dims, ptr, size)                                                     \
     do {                                                                                           \
         if (sq_container_writer_add_tensor_ref(w, name, dt, nd, dims, ptr, size, err) != 0)        \
@@ -382,7 +413,7 @@ static int write_sqm(const sq_embed_model *m, const plan_linear *pl, const char 
         }
     }
     sq_container_writer_set_zstd(w, zstd_level);
-    if (sq_container_writer_write(w, path, err) != 0)
+    if (sq_container_writer_write(w, path, err) != 0 || check_written(path, err) != 0)
         goto out;
     rc = 0;
     goto out;

@@ -14,7 +14,6 @@
 #include "container.h"
 #include "embed_model.h"
 #include "inspect_sqm.h"
-#include "qlinear_ref.h"
 #include "yaml_tree.h"
 
 static const char *const help =
@@ -23,12 +22,13 @@ static const char *const help =
     "Check a squint file (.sqc statistics or .sqm model, plain or zstd): the header,\n"
     "metadata and directory checksums, every tensor's xxh64, the padding and the\n"
     "whole-file checksum; for a model also that the metadata is a squint-model\n"
-    "document, that every linear has its companion tensors (scale, wsum, bias,\n"
-    "act_scale; optional smooth and act_zero) with consistent shapes, and then\n"
-    "everything `squint embed` checks when it loads the file: finite values, panel\n"
-    "values in range, wsum equal to the panels' sums, the int32 bounds, the\n"
-    "tokenizer (formats/SQM.md, \"What the loader proves\"). Checksums can be\n"
-    "recomputed by anyone; these checks cannot be forged past.\n"
+    "document, and then everything `squint embed` checks when it loads the file:\n"
+    "every tensor the config implies with its dtype and shape (the schema: every\n"
+    "linear's companions scale, wsum, bias, act_scale; optional smooth and\n"
+    "act_zero), finite values, panel values in range, wsum equal to the panels'\n"
+    "sums, the int32 bounds, the tokenizer (formats/SQM.md, \"What the loader\n"
+    "proves\"); then that the metadata's `linears` list matches the weights.\n"
+    "Checksums can be recomputed by anyone; these checks cannot be forged past.\n"
     "\n"
     "Prints 'FILE: OK (N tensors, SIZE bytes, KIND)' and exits 0; exits 1 naming the\n"
     "damaged tensor (or metadata, directory, header, trailer, padding, file size);\n"
@@ -67,119 +67,6 @@ static int damaged(sq_verify_report *r, const char *part, const char *tensor, co
 static bool shape_is(const sq_container_tensor *t, int ndim, uint64_t d0, uint64_t d1)
 {
     return t->ndim == ndim && (ndim < 1 || t->dims[0] == d0) && (ndim < 2 || t->dims[1] == d1);
-}
-
-static void shape_text(const sq_container_tensor *t, char *buf, size_t n)
-{
-    size_t len = (size_t)snprintf(buf, n, "[");
-    for (int i = 0; i < t->ndim && len < n; i++)
-        len += (size_t)snprintf(buf + len, n - len, "%s%llu", i ? ", " : "",
-                                (unsigned long long)t->dims[i]);
-    if (len < n)
-        snprintf(buf + len, n - len, "]");
-}
-
-/* Companion `prefix.suffix` must exist (unless optional) with this dtype and
- * shape (ndim 1: [d0], 2: [d0, d1]). */
-static int check_companion(const sq_container *c, const char *prefix, const char *suffix,
-                           bool optional, unsigned dtype, int ndim, uint64_t d0, uint64_t d1,
-                           sq_verify_report *r)
-{
-    char name[SQ_CONTAINER_MAX_NAME + 16];
-    snprintf(name, sizeof name, "%s.%s", prefix, suffix);
-    const sq_container_tensor *t = sq_container_find(c, name);
-    if (!t)
-        return optional ? 0 : damaged(r, "tensor", name, "missing tensor \"%s\"", name);
-    char got[160], want[64];
-    shape_text(t, got, sizeof got);
-    snprintf(want, sizeof want, ndim == 1 ? "[%llu]" : "[%llu, %llu]", (unsigned long long)d0,
-             (unsigned long long)d1);
-    if (t->dtype != dtype || !shape_is(t, ndim, d0, d1))
-        return damaged(r, "tensor", name, "tensor \"%s\" is %s %s, expected %s %s", name,
-                       sq_cdtype_name(t->dtype), got, sq_cdtype_name(dtype), want);
-    return 0;
-}
-
-static uint64_t round_up(uint64_t v, uint64_t m)
-{
-    return (v + m - 1) / m * m;
-}
-
-/* A linear `prefix` whose weight is w: bias always; packed weights also need
- * scale, wsum and act_scale, and may have smooth and (int8) act_zero, each
- * of its dtype and shape. */
-static int check_linear(const sq_container *c, const char *prefix, const sq_container_tensor *w,
-                        sq_verify_report *r)
-{
-    uint64_t n = w->dims[0], k = w->dims[1], n_pad = round_up(n, 16);
-    if (check_companion(c, prefix, "bias", false, SQ_CDT_F32, 1, n, 0, r))
-        return r->status;
-    if (w->dtype == SQ_CDT_F32)
-        return 0;
-    /* the caller passes packed weights only: the row exists */
-    const sq_qtype_traits *t = sq_qtype_get((sq_qtype)sq_qtype_from_cdtype(w->dtype));
-    uint64_t groups =
-        t->block ? round_up(round_up(k, (uint64_t)t->k_align), (uint64_t)t->block) / t->block : 1;
-    int nd = t->block ? 2 : 1; /* scale and wsum are 2-D for a grouped type */
-    if (check_companion(c, prefix, "scale", false, SQ_CDT_F32, nd, n, groups, r) ||
-        check_companion(c, prefix, "wsum", false, SQ_CDT_I32, nd, n_pad, groups, r) ||
-        check_companion(c, prefix, "act_scale", false, SQ_CDT_F32, 1, 1, 0, r) ||
-        check_companion(c, prefix, "smooth", true, SQ_CDT_F32, 1, k, 0, r) ||
-        check_companion(c, prefix, "act_zero", true, SQ_CDT_I32, 1, 1, 0, r))
-        return r->status;
-    /* Their values (finite scales, zero point range, wsum against the panels)
-     * are the loader's checks, run last (check_model). */
-    return 0;
-}
-
-/* Every 2-D `*.weight` of a float or packed dtype is a linear's weight. */
-static int check_linears(const sq_container *c, sq_verify_report *r)
-{
-    static const char suffix[] = ".weight";
-    for (size_t i = 0; i < c->n_tensors; i++) {
-        const sq_container_tensor *t = &c->tensors[i];
-        size_t len = strlen(t->name), sl = sizeof suffix - 1;
-        if (len <= sl || strcmp(t->name + len - sl, suffix) != 0)
-            continue;
-        bool packed = sq_qtype_from_cdtype(t->dtype) >= 0;
-        if (!packed && !(t->dtype == SQ_CDT_F32 && t->ndim == 2))
-            continue;
-        char prefix[SQ_CONTAINER_MAX_NAME + 1];
-        snprintf(prefix, sizeof prefix, "%.*s", (int)(len - sl), t->name);
-        if (check_linear(c, prefix, t, r))
-            return r->status;
-    }
-    return 0;
-}
-
-/* The tensors every model has, the quantized embedding's scale, and the
- * optional pieces of the architecture variants in whole pairs. */
-static int check_required(const sq_container *c, sq_verify_report *r)
-{
-    static const char *const required[] = {"tokenizer.vocab", "embeddings.word",
-                                           "embeddings.position"};
-    for (size_t i = 0; i < sizeof required / sizeof *required; i++)
-        if (!sq_container_find(c, required[i]))
-            return damaged(r, "tensor", required[i], "missing tensor \"%s\"", required[i]);
-    static const char *const pairs[][2] = {{"embeddings.ln.gamma", "embeddings.ln.beta"},
-                                           {"head.weight", "head.bias"}};
-    for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++) {
-        bool a = sq_container_find(c, pairs[i][0]) != NULL, b = sq_container_find(c, pairs[i][1]) != NULL;
-        if (a != b)
-            return damaged(r, "tensor", a ? pairs[i][1] : pairs[i][0], "missing tensor \"%s\"",
-                           a ? pairs[i][1] : pairs[i][0]);
-    }
-    const sq_container_tensor *w = sq_container_find(c, "embeddings.word");
-    if (w->ndim != 2 || (w->dtype != SQ_CDT_I8 && w->dtype != SQ_CDT_U8 && w->dtype != SQ_CDT_F32))
-        return damaged(r, "tensor", w->name,
-                       "tensor \"embeddings.word\" must be a 2-D i8, u8 (int4) or f32");
-    if (w->dtype == SQ_CDT_I8)
-        return check_companion(c, "embeddings.word", "scale", false, SQ_CDT_F32, 1, w->dims[0],
-                               0, r);
-    if (w->dtype == SQ_CDT_U8) /* two int4 per byte, one scale per row and 128-group */
-        return check_companion(c, "embeddings.word", "scale", false, SQ_CDT_F32, 2, w->dims[0],
-                               (w->dims[1] * 2 + 127) / 128, r);
-    return 0;
 }
 
 static const char *qtype_of_cdtype(unsigned code)
@@ -236,22 +123,20 @@ static int check_model(const sq_container *c, sq_verify_report *r)
     if (yt_kind_of(root) != YT_MAPPING || yt_get_string(root, "format", &format, &err) != 0 ||
         !format || strcmp(format, "squint-model") != 0)
         rc = damaged(r, "metadata", NULL, "metadata: 'format' is not squint-model");
-    if (rc == 0)
-        rc = check_required(c, r);
-    if (rc == 0)
-        rc = check_linears(c, r);
-    if (rc == 0)
-        rc = check_linears_list(c, yt_get(root, "linears"), r);
-    yt_free(doc);
-    /* Last, what `embed` itself checks when it loads the file (one set of
-     * checks for both): shapes against the config, finite values, panels
-     * consistent with their wsum and scales, the tokenizer. */
+    /* What `embed` itself checks when it loads the file (one set of checks
+     * for both): the tensors against the schema (libquant/sqm_schema.c:
+     * presence, dtypes, shapes), finite values, panels consistent with their
+     * wsum and scales, the tokenizer. */
     if (rc == 0 && sq_sqm_check_runnable(c, &err) != 0) {
         if (err.subject[0])
             rc = damaged(r, "tensor", err.subject, "%s", err.msg);
         else
             rc = damaged(r, "model", NULL, "%s", err.msg);
     }
+    /* Then the provenance the loader does not read: the `linears` list. */
+    if (rc == 0)
+        rc = check_linears_list(c, yt_get(root, "linears"), r);
+    yt_free(doc);
     return rc;
 }
 

@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "qtype.h"
+#include "sqm_schema.h"
 #include "yaml_tree.h"
 
 /* ---- metadata ---- */
@@ -129,35 +130,41 @@ static const yt_node *linear_entry(const yt_node *linears, const char *name)
     return NULL;
 }
 
-/* One row per linear (a 2-D f32 or packed `*.weight`), in file order, with
- * the activation scale from its tensor and the choices from the metadata. */
+/* The 4-byte value of tensor `name`, when it holds exactly one of that dtype. */
+static bool scalar_of(const sq_container *c, const char *name, unsigned dtype, void *out)
+{
+    const sq_container_tensor *t = sq_container_find(c, name);
+    if (!t || t->dtype != dtype || t->size != 4)
+        return false;
+    memcpy(out, t->data, 4);
+    return true;
+}
+
+/* One row per linear (a tensor the schema names a linear's weight, of an
+ * f32 or packed dtype), in file order, with the activation scale from its
+ * tensor and the choices from the metadata. */
 static json_t *linears_table(const sq_container *c, const yt_node *linears)
 {
     json_t *rows = json_array();
     for (size_t i = 0; i < c->n_tensors; i++) {
         const sq_container_tensor *t = &c->tensors[i];
-        size_t len = strlen(t->name);
-        int qt = sq_qtype_from_cdtype(t->dtype);
-        bool packed = qt >= 0;
-        if (len <= 7 || strcmp(t->name + len - 7, ".weight") != 0 || t->ndim != 2 ||
-            !(packed || t->dtype == SQ_CDT_F32) || strncmp(t->name, "layer.", 6) != 0)
+        int l;
+        sq_linear_kind k;
+        int qt = sq_sqm_linear_qtype(t->dtype);
+        if (sq_sqm_rule_of(t->name, NULL, &l, &k) != &sq_sqm_tensor_rules[SQ_ROW_LIN_WEIGHT] ||
+            t->ndim != 2 || qt < 0)
             continue;
         char name[SQ_CONTAINER_MAX_NAME + 16];
-        snprintf(name, sizeof name, "%.*s", (int)(len - 7), t->name);
+        snprintf(name, sizeof name, "layer.%d.%s", l, sq_linear_kind_name(k));
         json_t *row = json_pack("{s:s,s:s,s:o}", "name", name, "type",
-                                sq_qtype_get(packed ? (sq_qtype)qt : SQ_QT_F32)->name, "shape",
-                                shape_json(t));
-        size_t nl = strlen(name);
-        snprintf(name + nl, sizeof name - nl, ".act_scale");
-        const sq_container_tensor *as = sq_container_find(c, name);
-        snprintf(name + nl, sizeof name - nl, ".act_zero");
-        const sq_container_tensor *az = sq_container_find(c, name);
+                                sq_qtype_get((sq_qtype)qt)->name, "shape", shape_json(t));
+        char tn[SQ_CONTAINER_MAX_NAME + 16];
         int32_t z = 0;
-        if (az && az->dtype == SQ_CDT_I32 && az->size == sizeof z)
-            memcpy(&z, az->data, sizeof z);
-        if (as && as->dtype == SQ_CDT_F32 && as->size == sizeof(float)) {
-            float a;
-            memcpy(&a, as->data, sizeof a);
+        float a;
+        sq_sqm_tensor_name(tn, sizeof tn, SQ_ROW_LIN_ACT_ZERO, l, k);
+        scalar_of(c, tn, SQ_CDT_I32, &z);
+        sq_sqm_tensor_name(tn, sizeof tn, SQ_ROW_LIN_ACT_SCALE, l, k);
+        if (scalar_of(c, tn, SQ_CDT_F32, &a)) {
             /* codes -127..127 stand for a * (q + z): the range [a (z - 127), a (z + 127)] */
             json_object_set_new(row, "act_scale", json_real(a));
             json_object_set_new(row, "act_zero", json_integer(z));
@@ -165,9 +172,8 @@ static json_t *linears_table(const sq_container *c, const yt_node *linears)
             json_object_set_new(row, "act_min", json_real((double)a * ((double)z - 127)));
             json_object_set_new(row, "act_amax", json_real((double)a * (127 + (double)z)));
         }
-        snprintf(name + nl, sizeof name - nl, ".smooth");
-        json_object_set_new(row, "smooth_tensor", json_boolean(sq_container_find(c, name)));
-        name[nl] = '\0';
+        sq_sqm_tensor_name(tn, sizeof tn, SQ_ROW_LIN_SMOOTH, l, k);
+        json_object_set_new(row, "smooth_tensor", json_boolean(sq_container_find(c, tn)));
         const yt_node *e = linear_entry(linears, name);
         /* Metadata key -> report key ("err" is what quantize wrote before
          * SQM.md named it err_fp). */

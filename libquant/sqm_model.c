@@ -7,8 +7,8 @@
 
 #include "config_yaml.h"
 #include "qlinear_ref.h"
-#include "quant_embed.h"
 #include "qweight_check.h"
+#include "sqm_schema.h"
 #include "yaml_tree.h"
 
 bool sq_sqm_sniff(const char *path)
@@ -22,34 +22,23 @@ bool sq_sqm_sniff(const char *path)
                       (m[0] == 0x28 && m[1] == 0xb5 && m[2] == 0x2f && m[3] == 0xfd));
 }
 
-/* The tensor `name` with exactly this dtype and shape (d1 == 0: 1-D). */
-static const void *need(const sq_container *c, const char *name, unsigned dt, uint64_t d0,
-                        uint64_t d1, sq_err *err)
+/* The data of tensor `name`, whose presence, dtype and shape the schema
+ * check (sq_sqm_check_schema) has proven; NULL for an absent optional one. */
+static const void *data_of(const sq_container *c, const char *name)
 {
     const sq_container_tensor *t = sq_container_find(c, name);
-    int nd = d1 ? 2 : 1;
-    if (!t) {
-        sq_err_set_at(err, name, "%s: missing tensor \"%s\"", c->path, name);
-        return NULL;
-    }
-    if (t->dtype != dt || t->ndim != nd || t->dims[0] != d0 || (nd == 2 && t->dims[1] != d1)) {
-        sq_err_set_at(err, name, "%s: tensor \"%s\" has the wrong dtype or shape for this model",
-                      c->path, name);
-        return NULL;
-    }
-    return t->data;
+    return t ? t->data : NULL;
 }
 
-/* need() for an f32 tensor whose every value must be finite (embeddings,
- * LayerNorms, biases: one NaN or inf there makes every embedding NaN).
- * positive: every value must also be > 0 (scales). */
-static const float *need_finite(const sq_container *c, const char *name, uint64_t d0,
-                                uint64_t d1, bool positive, sq_err *err)
+/* An f32 tensor whose every value must be finite (embeddings, LayerNorms,
+ * biases: one NaN or inf there makes every embedding NaN). positive: every
+ * value must also be > 0 (scales). Its shape is the schema's. */
+static const float *need_finite(const sq_container *c, const char *name, bool positive,
+                                sq_err *err)
 {
-    const float *v = need(c, name, SQ_CDT_F32, d0, d1, err);
-    if (!v)
-        return NULL;
-    size_t n = (size_t)d0 * (d1 ? (size_t)d1 : 1);
+    const sq_container_tensor *t = sq_container_find(c, name);
+    const float *v = t->data;
+    size_t n = (size_t)(t->size / sizeof(float));
     for (size_t i = 0; i < n; i++)
         if (!isfinite(v[i]) || (positive && !(v[i] > 0))) {
             sq_err_set_at(err, name, "%s: tensor \"%s\": entry %zu is %g, not %s", c->path, name,
@@ -59,9 +48,13 @@ static const float *need_finite(const sq_container *c, const char *name, uint64_
     return v;
 }
 
-static int parse_meta(const sq_container *c, sq_bert_config *cfg, sq_sqm_info *info,
-                      sq_qtype *emb_qt, sq_err *err)
+int sq_sqm_read_meta(const sq_container *c, sq_sqm_schema_ctx *ctx, sq_sqm_info *info,
+                     sq_err *err)
 {
+    sq_bert_config *cfg = &ctx->cfg;
+    sq_qtype *emb_qt = &ctx->emb_qt;
+    memset(ctx, 0, sizeof *ctx);
+    memset(info, 0, sizeof *info);
     yt_doc *doc = yt_parse_buffer(c->metadata, c->metadata_len, c->path, err);
     if (!doc)
         return -1;
@@ -111,12 +104,23 @@ static int parse_meta(const sq_container *c, sq_bert_config *cfg, sq_sqm_info *i
         }
         info->guard_rows = strcmp(s, "row") == 0;
     }
+    /* What the tokenizer tensors depend on; the tokenizer's own parser
+     * (sqm_tokenizer.c) refuses a bad type or vocab_size with its message. */
+    const yt_node *tok = yt_get(r, "tokenizer");
+    sq_err ignored;
+    ctx->tok_vocab_size = -1;
+    if (tok && yt_get_string(tok, "type", &s, &ignored) == 0)
+        ctx->unigram = strcmp(s, "unigram") == 0;
+    if (tok && yt_get_int64(tok, "vocab_size", 1, 1 << 22, &v, &ignored) == 0)
+        ctx->tok_vocab_size = v;
     rc = 0;
 out:
     yt_free(doc);
     return rc;
 }
 
+/* Linear `layer.l.K`: its tensors exist with the schema's dtypes and shapes
+ * (sq_sqm_check_schema); what is proven here is their values. */
 static int load_linear(const sq_container *c, int l, sq_linear_kind k, const sq_bert_config *cfg,
                        sq_linear *lin, sq_err *err)
 {
@@ -128,39 +132,26 @@ static int load_linear(const sq_container *c, int l, sq_linear_kind k, const sq_
     snprintf(pre, sizeof pre, "layer.%d.%s", l, kn);
 #define NAME(suffix) (snprintf(name, sizeof name, "%s.%s", pre, suffix), name)
     const sq_container_tensor *wt = sq_container_find(c, NAME("weight"));
-    if (!wt)
-        return sq_err_set_at(err, name, "%s: missing tensor \"%s\"", c->path, name);
     lin->in = K;
     lin->out = N;
     lin->borrowed = true;
-    if (!(lin->b = (float *)need_finite(c, NAME("bias"), (uint64_t)N, 0, false, err)))
+    if (!(lin->b = (float *)need_finite(c, NAME("bias"), false, err)))
         return -1;
-    if (wt->dtype == SQ_CDT_F32) {
+    const sq_qtype qt = (sq_qtype)sq_sqm_linear_qtype(wt->dtype);
+    if (qt == SQ_QT_F32) {
         lin->qtype = SQ_QT_F32;
-        lin->w = (float *)need_finite(c, NAME("weight"), (uint64_t)N, (uint64_t)K, false, err);
+        lin->w = (float *)need_finite(c, NAME("weight"), false, err);
         return lin->w ? 0 : -1;
     }
-    int qi = sq_qtype_from_cdtype(wt->dtype);
-    const sq_qtype_traits *tr = qi >= 0 ? sq_qtype_get((sq_qtype)qi) : NULL;
-    if (!tr || !tr->executable || wt->ndim != 2 || wt->dims[0] != (uint64_t)N ||
-        wt->dims[1] != (uint64_t)K)
-        return sq_err_set_at(err, wt->name, "%s: tensor \"%s\" has the wrong dtype or shape",
-                             c->path, wt->name);
-    const sq_qtype qt = (sq_qtype)qi;
+    const sq_qtype_traits *tr = sq_qtype_get(qt);
     lin->qtype = qt;
     sq_qweight shape = {0};
     if (sq_qweight_shape(&shape, qt, N, K, err) != 0)
         return -1;
-    /* int8: scale [N], wsum [N_pad]; int4: [N, groups] and [N_pad, groups]
-     * (2-D even with one group), as formats/SQM.md says. */
     int G = sq_qweight_groups(&shape);
-    uint64_t gdim = tr->block ? (uint64_t)G : 0;
-    const float *scale = need(c, NAME("scale"), SQ_CDT_F32, (uint64_t)N, gdim, err);
-    const int32_t *wsum =
-        scale ? need(c, NAME("wsum"), SQ_CDT_I32, (uint64_t)shape.n_pad, gdim, err) : NULL;
-    const float *as = wsum ? need(c, NAME("act_scale"), SQ_CDT_F32, 1, 0, err) : NULL;
-    if (!as)
-        return -1;
+    const float *scale = data_of(c, NAME("scale"));
+    const int32_t *wsum = data_of(c, NAME("wsum"));
+    const float *as = data_of(c, NAME("act_scale"));
     if (!(isfinite(*as) && *as > 0))
         return sq_err_set_at(err, NAME("act_scale"),
                              "%s: tensor \"%s\" is %g, not a finite scale > 0", c->path, name,
@@ -180,16 +171,13 @@ static int load_linear(const sq_container *c, int l, sq_linear_kind k, const sq_
         return sq_err_set_at(err, NAME(sq_qweight_problem_suffix(prob)), "%s: tensor \"%s\": %s",
                              c->path, name, why);
     const float *s = NULL;
-    if (sq_container_find(c, NAME("smooth")) &&
-        !(s = need_finite(c, name, (uint64_t)K, 0, true, err)))
+    if (sq_container_find(c, NAME("smooth")) && !(s = need_finite(c, name, true, err)))
         return -1;
     /* Optional int8 activation zero point (absent: symmetric). The shifted
      * codes reach |q + z| <= 254, so the int32 accumulator bound halves K. */
     int zero = 0;
-    if (sq_container_find(c, NAME("act_zero"))) {
-        const int32_t *z = need(c, name, SQ_CDT_I32, 1, 0, err);
-        if (!z)
-            return -1;
+    const int32_t *z = data_of(c, NAME("act_zero"));
+    if (z) { /* the schema admits it on int8 linears only */
         const char *why_z = sq_ref_act_zero_problem(*z, tr->act_zero, K);
         if (why_z)
             return sq_err_set_at(err, name, "%s: tensor \"%s\" is %d: %s", c->path, name, (int)*z,
@@ -223,46 +211,41 @@ static int load_linear(const sq_container *c, int l, sq_linear_kind k, const sq_
 int sq_sqm_load_encoder(const sq_container *c, sq_encoder *enc, sq_sqm_info *info, sq_err *err)
 {
     memset(enc, 0, sizeof *enc);
-    memset(info, 0, sizeof *info);
-    sq_qtype emb_qt;
-    if (sq_container_verify(c, err) != 0 || parse_meta(c, &enc->cfg, info, &emb_qt, err) != 0)
+    sq_sqm_schema_ctx ctx;
+    /* Integrity, the metadata, then the structure (every tensor the config
+     * implies, with its dtype and shape: sqm_schema.c); the rest is values. */
+    if (sq_container_verify(c, err) != 0 || sq_sqm_read_meta(c, &ctx, info, err) != 0 ||
+        sq_sqm_check_schema(c, &ctx, 0, err) != 0)
         return -1;
+    enc->cfg = ctx.cfg;
     enc->borrowed = true;
     const sq_bert_config *cfg = &enc->cfg;
-    const uint64_t V = (uint64_t)cfg->vocab_size, H = (uint64_t)cfg->hidden,
-                   E = (uint64_t)cfg->embed_dim;
-    enc->word_qt = emb_qt;
-    if (emb_qt == SQ_QT_F32) {
-        if (!(enc->word_emb = (float *)need_finite(c, "embeddings.word", V, E, false, err)))
-            goto fail;
-    } else if (emb_qt == SQ_QT_S8) {
-        if (!(enc->word_q = need(c, "embeddings.word", SQ_CDT_I8, V, E, err)) ||
-            !(enc->word_scale = need_finite(c, "embeddings.word.scale", V, 0, false, err)))
+    const int H = cfg->hidden;
+    enc->word_qt = ctx.emb_qt;
+    if (ctx.emb_qt == SQ_QT_F32) {
+        if (!(enc->word_emb = (float *)need_finite(c, "embeddings.word", false, err)))
             goto fail;
     } else {
-        uint64_t G = (uint64_t)sq_embed_s4_groups((int)E);
-        if (!(enc->word_q = need(c, "embeddings.word", SQ_CDT_U8, V, E / 2, err)) ||
-            !(enc->word_scale = need_finite(c, "embeddings.word.scale", V, G, false, err)))
+        enc->word_q = data_of(c, "embeddings.word");
+        if (!(enc->word_scale = need_finite(c, "embeddings.word.scale", false, err)))
             goto fail;
     }
-    if (!(enc->pos_emb = (float *)need_finite(c, "embeddings.position", (uint64_t)cfg->max_pos, E,
-                                              false, err)))
+    if (!(enc->pos_emb = (float *)need_finite(c, "embeddings.position", false, err)))
         goto fail;
     if (cfg->type_vocab > 0 &&
-        !(enc->type_emb = (float *)need_finite(c, "embeddings.token_type",
-                                               (uint64_t)cfg->type_vocab, E, false, err)))
+        !(enc->type_emb = (float *)need_finite(c, "embeddings.token_type", false, err)))
         goto fail;
     if (cfg->emb_ln &&
-        (!(enc->emb_ln_g = (float *)need_finite(c, "embeddings.ln.gamma", E, 0, false, err)) ||
-         !(enc->emb_ln_b = (float *)need_finite(c, "embeddings.ln.beta", E, 0, false, err))))
+        (!(enc->emb_ln_g = (float *)need_finite(c, "embeddings.ln.gamma", false, err)) ||
+         !(enc->emb_ln_b = (float *)need_finite(c, "embeddings.ln.beta", false, err))))
         goto fail;
     if (cfg->head != SQ_HEAD_NONE) {
         sq_linear *hd = &enc->head;
-        hd->in = hd->out = (int)H;
+        hd->in = hd->out = H;
         hd->qtype = SQ_QT_F32;
         hd->borrowed = true;
-        if (!(hd->w = (float *)need_finite(c, "head.weight", H, H, false, err)) ||
-            !(hd->b = (float *)need_finite(c, "head.bias", H, 0, false, err)))
+        if (!(hd->w = (float *)need_finite(c, "head.weight", false, err)) ||
+            !(hd->b = (float *)need_finite(c, "head.bias", false, err)))
             goto fail;
     }
     enc->layers = calloc((size_t)cfg->layers, sizeof *enc->layers);
@@ -273,15 +256,14 @@ int sq_sqm_load_encoder(const sq_container *c, sq_encoder *enc, sq_sqm_info *inf
     char name[96];
     for (int l = 0; l < cfg->layers; l++) {
         sq_encoder_layer *L = &enc->layers[l];
-        uint64_t DA = (uint64_t)sq_ln_attn_dim(cfg, l);
-#define LN(field, fmt, D)                                                                          \
+#define LN(field, fmt)                                                                             \
     snprintf(name, sizeof name, fmt, l);                                                           \
-    if (!(L->field = (float *)need_finite(c, name, D, 0, false, err)))                           \
+    if (!(L->field = (float *)need_finite(c, name, false, err)))                                 \
         goto fail;
-        LN(ln_attn_g, "layer.%d.ln_attn.gamma", DA)
-        LN(ln_attn_b, "layer.%d.ln_attn.beta", DA)
-        LN(ln_ffn_g, "layer.%d.ln_ffn.gamma", H)
-        LN(ln_ffn_b, "layer.%d.ln_ffn.beta", H)
+        LN(ln_attn_g, "layer.%d.ln_attn.gamma")
+        LN(ln_attn_b, "layer.%d.ln_attn.beta")
+        LN(ln_ffn_g, "layer.%d.ln_ffn.gamma")
+        LN(ln_ffn_b, "layer.%d.ln_ffn.beta")
 #undef LN
         for (int k = 0; k < SQ_LIN_KINDS; k++) {
             if (load_linear(c, l, (sq_linear_kind)k, cfg, &L->lin[k], err) != 0)

@@ -22,8 +22,16 @@ typedef struct sq_sqm_info {
 /* True when the file starts like a squint container (plain or zstd). */
 bool sq_sqm_sniff(const char *path);
 
+struct sq_sqm_schema_ctx;
+/* Parse the metadata the loader reads (format, config, pooling, max_seq,
+ * embeddings_type, activation_guard; tokenizer type and vocab_size for the
+ * schema) into the schema context (sqm_schema.h) and info. */
+int sq_sqm_read_meta(const sq_container *c, struct sq_sqm_schema_ctx *ctx, sq_sqm_info *info,
+                     sq_err *err);
+
 /* c must be an open SQM container and stay open while enc is used. Checks
- * every checksum first (sq_container_verify). */
+ * every checksum first (sq_container_verify), then the structure against
+ * the schema (sq_sqm_check_schema), then the values. */
 int sq_sqm_load_encoder(const sq_container *c, sq_encoder *enc, sq_sqm_info *info, sq_err *err);
 
 #endif

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sqm_schema.h"
 #include "yaml_tree.h"
 
 static int get_id(const yt_node *t, const char *key, int32_t vocab, int32_t *out, sq_err *err)
@@ -16,12 +17,24 @@ static int get_id(const yt_node *t, const char *key, int32_t vocab, int32_t *out
     return 0;
 }
 
+/* A tokenizer tensor against the schema (sqm_schema.c): `tokenize` reads
+ * the tokenizer without the encoder's loader, which checks it too. */
+static int check_tensor(const sq_container *c, enum sq_sqm_row row, bool unigram,
+                        int64_t vocab_size, sq_err *err)
+{
+    sq_sqm_schema_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.unigram = unigram;
+    ctx.tok_vocab_size = vocab_size;
+    return sq_sqm_check_row(c, &ctx, row, err);
+}
+
 /* The vocabulary tensor: exactly vocab_size NUL-terminated, non-empty strings. */
 static int read_vocab(const sq_container *c, sq_wordpiece_spec *spec, sq_err *err)
 {
+    if (check_tensor(c, SQ_ROW_TOK_VOCAB, spec->type == SQ_TOK_UNIGRAM, spec->vocab_size, err) != 0)
+        return -1;
     const sq_container_tensor *v = sq_container_find(c, "tokenizer.vocab");
-    if (!v || v->dtype != SQ_CDT_U8 || v->ndim != 1 || v->size == 0)
-        return sq_err_set(err, "%s: missing or malformed tensor \"tokenizer.vocab\"", c->path);
     const char *p = v->data, *end = p + v->size;
     if (end[-1] != '\0')
         return sq_err_set(err, "%s: \"tokenizer.vocab\" does not end with a NUL byte", c->path);
@@ -61,9 +74,9 @@ static int unigram_spec(const sq_container *c, const yt_node *t, sq_wordpiece_sp
     spec->model_max_length = (int32_t)mml;
     if (read_vocab(c, spec, err) != 0)
         return -1;
+    if (check_tensor(c, SQ_ROW_TOK_SCORES, true, vs, err) != 0)
+        return -1;
     const sq_container_tensor *sc = sq_container_find(c, "tokenizer.scores");
-    if (!sc || sc->dtype != SQ_CDT_F64 || sc->ndim != 1 || sc->dims[0] != (uint64_t)vs)
-        return sq_err_set(err, "%s: missing or malformed tensor \"tokenizer.scores\"", c->path);
     spec->scores = malloc((size_t)vs * sizeof *spec->scores);
     if (!spec->scores)
         return sq_err_set(err, "out of memory");

@@ -17,6 +17,8 @@
 #include "container.h"
 #include "pack.h"
 #include "qweight.h"
+#include "sqm_model.h"
+#include "sqm_schema.h"
 #include "strbuf.h"
 
 enum { H = 32, FFN = 64, VOCAB = 24, POS = 16, TYPES = 2, HEADS = 2 };
@@ -221,6 +223,21 @@ static void metadata(sq_strbuf *m, int layers, const char *const *types, const c
                           k == 0 || k == 2 ? "true" : "false");
 }
 
+static int check_schema(const char *path, sq_err *err)
+{
+    sq_container c;
+    sq_sqm_schema_ctx ctx;
+    sq_sqm_info info;
+    if (sq_container_open(path, SQ_KIND_SQM, &c, err) != 0)
+        return -1;
+    int rc = sq_sqm_read_meta(&c, &ctx, &info, err) == 0 &&
+                     sq_sqm_check_schema(&c, &ctx, SQ_SQM_STRICT, err) == 0
+                 ? 0
+                 : -1;
+    sq_container_close(&c);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     const char *out = NULL, *perturb = NULL, *drop = NULL, *act_zero = NULL;
@@ -301,6 +318,10 @@ int main(int argc, char **argv)
         sq_container_writer_set_zstd(w, 3);
     if (rc == 0)
         rc = sq_container_writer_write(w, out, &err);
+    /* An unforged file is what the schema (libquant/sqm_schema.c) describes,
+     * every tensor accounted for. */
+    if (rc == 0 && !drop && !(act_zero && qt != SQ_QT_S8))
+        rc = check_schema(out, &err);
     if (rc != 0)
         fprintf(stderr, "make_test_sqm: %s\n", w ? err.msg : "out of memory");
     sq_container_writer_free(w);

@@ -1,0 +1,424 @@
+/* The .sqm schema tables (formats/SQM.md sections 2.2-2.4 and 3.2-3.3: keep
+ * them in agreement) and the one structural check of a model file. */
+#include "sqm_schema.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qweight.h"
+#include "quant_embed.h"
+
+/* ---- the tensor table (SQM.md 3.2, 3.3; rows in the writer's order, 3.1) ---- */
+
+#define M SQ_SCOPE_MODEL
+#define LY SQ_SCOPE_LAYER
+#define LN SQ_SCOPE_LINEAR
+#define NEVER SQ_WHEN_ALWAYS /* refuse_when: no refusal */
+const sq_sqm_tensor_rule sq_sqm_tensor_rules[] = {
+    {"tokenizer.vocab", M, SQ_DTR_U8, SQ_SHR_BYTES, SQ_WHEN_ALWAYS, false, NEVER, NULL,
+     "token strings in id order, each followed by one NUL byte (4.1)"},
+    {"tokenizer.scores", M, SQ_DTR_F64, SQ_SHR_TOK_VOCAB, SQ_WHEN_UNIGRAM, false, NEVER, NULL,
+     "piece log-probabilities, finite"},
+    {"embeddings.word", M, SQ_DTR_WORD, SQ_SHR_WORD, SQ_WHEN_ALWAYS, false, NEVER, NULL,
+     "word embeddings per embeddings_type: fp32 / int8 / int4-g128 (4.2)"},
+    {"embeddings.word.scale", M, SQ_DTR_F32, SQ_SHR_WORD_SCALE, SQ_WHEN_EMB_QUANT, false, NEVER,
+     NULL, "per-row / per-row-and-group scale of the quantized word embeddings"},
+    {"embeddings.position", M, SQ_DTR_F32, SQ_SHR_P_E, SQ_WHEN_ALWAYS, false, NEVER, NULL,
+     "row p for position p (learned or sinusoidal)"},
+    {"embeddings.token_type", M, SQ_DTR_F32, SQ_SHR_T_E, SQ_WHEN_TYPE_VOCAB, false, NEVER, NULL,
+     "token-type table; row 0 is the one used (6.1)"},
+    {"embeddings.ln.gamma", M, SQ_DTR_F32, SQ_SHR_E, SQ_WHEN_EMB_LN, false, NEVER,
+     "embeddings.ln.beta", "embedding LayerNorm scale"},
+    {"embeddings.ln.beta", M, SQ_DTR_F32, SQ_SHR_E, SQ_WHEN_EMB_LN, false, NEVER,
+     "embeddings.ln.gamma", "embedding LayerNorm shift"},
+    {"head.weight", M, SQ_DTR_F32, SQ_SHR_H_H, SQ_WHEN_HEAD, false, NEVER, "head.bias",
+     "pooling head W[out][in]"},
+    {"head.bias", M, SQ_DTR_F32, SQ_SHR_H, SQ_WHEN_HEAD, false, NEVER, "head.weight",
+     "pooling head bias"},
+    {"layer.%d.ln_attn.gamma", LY, SQ_DTR_F32, SQ_SHR_LN_ATTN, SQ_WHEN_ALWAYS, false, NEVER, NULL,
+     "attention LayerNorm (post-LN: after attention; pre-LN: before it)"},
+    {"layer.%d.ln_attn.beta", LY, SQ_DTR_F32, SQ_SHR_LN_ATTN, SQ_WHEN_ALWAYS, false, NEVER, NULL,
+     "attention LayerNorm shift"},
+    {"layer.%d.ln_ffn.gamma", LY, SQ_DTR_F32, SQ_SHR_H, SQ_WHEN_ALWAYS, false, NEVER, NULL,
+     "FFN LayerNorm (post-LN: after the FFN; pre-LN: before it)"},
+    {"layer.%d.ln_ffn.beta", LY, SQ_DTR_F32, SQ_SHR_H, SQ_WHEN_ALWAYS, false, NEVER, NULL,
+     "FFN LayerNorm shift"},
+    {"layer.%d.%s.weight", LN, SQ_DTR_LINEAR, SQ_SHR_N_K, SQ_WHEN_LINEAR, false, NEVER, NULL,
+     "W [N, K]: f32 row-major, or packed panels (4.3, 4.4)"},
+    {"layer.%d.%s.scale", LN, SQ_DTR_F32, SQ_SHR_SCALE, SQ_WHEN_PACKED, false, NEVER, NULL,
+     "weight scale per output channel / per channel and group"},
+    {"layer.%d.%s.wsum", LN, SQ_DTR_I32, SQ_SHR_WSUM, SQ_WHEN_PACKED, false, NEVER, NULL,
+     "sum of the quantized weights per channel / channel and group (4.5)"},
+    {"layer.%d.%s.bias", LN, SQ_DTR_F32, SQ_SHR_N, SQ_WHEN_LINEAR, false, NEVER, NULL, "b"},
+    {"layer.%d.%s.smooth", LN, SQ_DTR_F32, SQ_SHR_K, SQ_WHEN_PACKED, true, NEVER, NULL,
+     "SmoothQuant factors s_j; absent: all 1"},
+    {"layer.%d.%s.act_scale", LN, SQ_DTR_F32, SQ_SHR_ONE, SQ_WHEN_PACKED, false, NEVER, NULL,
+     "static activation step"},
+    {"layer.%d.%s.act_zero", LN, SQ_DTR_I32, SQ_SHR_ONE, SQ_WHEN_ACT_ZERO, true, SQ_WHEN_PACKED,
+     NULL, "activation zero point; absent: 0; int8 only (refused on int4)"},
+};
+const size_t sq_sqm_n_tensor_rules = sizeof sq_sqm_tensor_rules / sizeof *sq_sqm_tensor_rules;
+_Static_assert(sizeof sq_sqm_tensor_rules / sizeof *sq_sqm_tensor_rules == SQ_ROW_COUNT,
+               "enum sq_sqm_row names every row");
+
+void sq_sqm_tensor_name(char *buf, size_t n, enum sq_sqm_row row, int l, sq_linear_kind k)
+{
+    const sq_sqm_tensor_rule *r = &sq_sqm_tensor_rules[row];
+    if (r->scope == SQ_SCOPE_LINEAR)
+        snprintf(buf, n, r->name, l, sq_linear_kind_name(k));
+    else if (r->scope == SQ_SCOPE_LAYER)
+        snprintf(buf, n, r->name, l);
+    else
+        snprintf(buf, n, "%s", r->name);
+}
+#undef M
+#undef LY
+#undef LN
+#undef NEVER
+
+/* ---- the metadata table (SQM.md 2.2-2.4) ---- */
+
+#define L SQ_MR_LOADER
+#define T SQ_MR_TOKENIZER
+#define P SQ_MR_NONE
+const sq_sqm_meta_rule sq_sqm_meta_rules[] = {
+    {"format", NULL, SQ_MT_STRING, true, NULL, "squint-model", L},
+    {"format_version", NULL, SQ_MT_INT, true, NULL, "1", L},
+    {"tool", NULL, SQ_MT_STRING, false, NULL, "\"squint VERSION\"", P},
+    {"architecture", NULL, SQ_MT_STRING, false, NULL, "bert | t2t", P},
+    {"config", NULL, SQ_MT_MAPPING, true, NULL, "section 2.3", L},
+    {"config.vocab_size", NULL, SQ_MT_INT, true, NULL, "1 .. 4194304", L},
+    {"config.hidden", NULL, SQ_MT_INT, true, NULL, "1 .. 16384, even", L},
+    {"config.layers", NULL, SQ_MT_INT, true, NULL, "1 .. 256", L},
+    {"config.heads", NULL, SQ_MT_INT, true, NULL, "1 .. 16384, divides hidden and embed_dim", L},
+    {"config.ffn", NULL, SQ_MT_INT, true, NULL, "1 .. 65536", L},
+    {"config.max_positions", NULL, SQ_MT_INT, true, NULL, "2 .. 65536", L},
+    {"config.type_vocab", NULL, SQ_MT_INT, true, NULL, "0 .. 1024", L},
+    {"config.pad_token_id", NULL, SQ_MT_INT, true, NULL, "0 .. vocab_size - 1", L},
+    {"config.layer_norm_eps", NULL, SQ_MT_NUMBER, true, NULL, "[1e-30, 1e-2]", L},
+    {"config.embed_dim", NULL, SQ_MT_INT, false, "hidden", "1 .. hidden, even, divisible by heads",
+     L},
+    {"config.norm", NULL, SQ_MT_STRING, false, "post", "post | pre", L},
+    {"config.activation", NULL, SQ_MT_STRING, false, "gelu", "gelu | relu", L},
+    {"config.positions", NULL, SQ_MT_STRING, false, "learned", "learned | sinusoidal", L},
+    {"config.embedding_layernorm", NULL, SQ_MT_BOOL, false, "true", "true | false", L},
+    {"config.pooling_head", NULL, SQ_MT_STRING, false, "none", "none | tanh", L},
+    {"pooling", NULL, SQ_MT_STRING, true, NULL, "cls | mean", L},
+    {"normalize", NULL, SQ_MT_BOOL, true, NULL, "true | false", L},
+    {"max_seq", NULL, SQ_MT_INT, true, NULL, "3 .. config.max_positions", L},
+    {"embeddings_type", NULL, SQ_MT_STRING, true, NULL, "fp32 | int8 | int4-g128", L},
+    {"activation_guard", NULL, SQ_MT_STRING, false, "clip", "row | clip", L},
+    {"tokenizer", NULL, SQ_MT_MAPPING, true, NULL, "section 2.4", T},
+    {"tokenizer.type", NULL, SQ_MT_STRING, true, NULL, "wordpiece | unigram", T},
+    {"tokenizer.vocab_size", "wordpiece", SQ_MT_INT, true, NULL, "1 .. 4194304", T},
+    {"tokenizer.lowercase", "wordpiece", SQ_MT_BOOL, false, "false", NULL, T},
+    {"tokenizer.strip_accents", "wordpiece", SQ_MT_BOOL_OR_NULL, false, "null",
+     "null: follow lowercase", T},
+    {"tokenizer.clean_text", "wordpiece", SQ_MT_BOOL, false, "false", NULL, T},
+    {"tokenizer.handle_chinese_chars", "wordpiece", SQ_MT_BOOL, false, "false", NULL, T},
+    {"tokenizer.continuing_subword_prefix", "wordpiece", SQ_MT_STRING, false, "##",
+     "at most 64 bytes", T},
+    {"tokenizer.max_input_chars_per_word", "wordpiece", SQ_MT_INT, false, "100", "1 .. 1048576",
+     T},
+    {"tokenizer.unk_id", "wordpiece", SQ_MT_ID, true, NULL, "0 .. vocab_size - 1", T},
+    {"tokenizer.cls_id", "wordpiece", SQ_MT_ID, false, "-1", "-1 .. vocab_size - 1", T},
+    {"tokenizer.sep_id", "wordpiece", SQ_MT_ID, false, "-1", "-1 .. vocab_size - 1", T},
+    {"tokenizer.pad_id", "wordpiece", SQ_MT_ID, false, "-1", "-1 .. vocab_size - 1", T},
+    {"tokenizer.mask_id", "wordpiece", SQ_MT_ID, false, "-1", "-1 .. vocab_size - 1", T},
+    {"tokenizer.model_max_length", "wordpiece", SQ_MT_INT, false, "0", "0 .. 2^30", T},
+    {"tokenizer.added_tokens", "wordpiece", SQ_MT_INT_LIST, false, "[]",
+     "ids 0 .. vocab_size - 1", T},
+    {"tokenizer.vocab_size", "unigram", SQ_MT_INT, true, NULL, "1 .. 4194304, > 6", T},
+    {"tokenizer.unk_id", "unigram", SQ_MT_INT, true, NULL, "0", T},
+    {"tokenizer.model_max_length", "unigram", SQ_MT_INT, false, "0", "0 .. 2^30", T},
+    {"source", NULL, SQ_MT_MAPPING, false, NULL, "path, digest", P},
+    {"calibration", NULL, SQ_MT_MAPPING, false, NULL, "section 2.5", P},
+    {"recipe", NULL, SQ_MT_STRING, false, NULL, "canonical recipe text", P},
+    {"linears", NULL, SQ_MT_MAPPING, false, NULL, "section 2.5 (verify checks it)", P},
+};
+const size_t sq_sqm_n_meta_rules = sizeof sq_sqm_meta_rules / sizeof *sq_sqm_meta_rules;
+#undef L
+#undef T
+#undef P
+
+/* ---- expectations ---- */
+
+int sq_sqm_linear_qtype(unsigned cdtype)
+{
+    if (cdtype == SQ_CDT_F32)
+        return SQ_QT_F32;
+    int qi = sq_qtype_from_cdtype(cdtype);
+    const sq_qtype_traits *t = qi >= 0 ? sq_qtype_get((sq_qtype)qi) : NULL;
+    return t && t->executable ? qi : -1;
+}
+
+static bool when_holds(sq_sqm_when w, const sq_sqm_schema_ctx *ctx, sq_qtype lin_qt)
+{
+    const sq_qtype_traits *t = sq_qtype_get(lin_qt);
+    switch (w) {
+    case SQ_WHEN_ALWAYS: return true;
+    case SQ_WHEN_UNIGRAM: return ctx->unigram;
+    case SQ_WHEN_EMB_QUANT: return ctx->emb_qt != SQ_QT_F32;
+    case SQ_WHEN_TYPE_VOCAB: return ctx->cfg.type_vocab > 0;
+    case SQ_WHEN_EMB_LN: return ctx->cfg.emb_ln;
+    case SQ_WHEN_HEAD: return ctx->cfg.head != SQ_HEAD_NONE;
+    case SQ_WHEN_LINEAR: return true; /* the caller knows the linear exists */
+    case SQ_WHEN_PACKED: return lin_qt != SQ_QT_F32;
+    case SQ_WHEN_ACT_ZERO: return lin_qt != SQ_QT_F32 && t && t->act_zero;
+    }
+    return false;
+}
+
+static void set_dims(sq_sqm_expect *ex, int ndim, uint64_t d0, uint64_t d1)
+{
+    ex->ndim = ndim;
+    ex->dims[0] = d0;
+    ex->dims[1] = ndim > 1 ? d1 : 0;
+}
+
+static unsigned word_cdtype(sq_qtype qt)
+{
+    return qt == SQ_QT_F32 ? SQ_CDT_F32 : qt == SQ_QT_S8 ? SQ_CDT_I8 : SQ_CDT_U8;
+}
+
+int sq_sqm_expect_tensor(const sq_sqm_tensor_rule *r, const sq_sqm_schema_ctx *ctx, int l,
+                         sq_linear_kind k, sq_qtype lin_qt, sq_sqm_expect *ex, sq_err *err)
+{
+    const sq_bert_config *c = &ctx->cfg;
+    const uint64_t V = (uint64_t)c->vocab_size, H = (uint64_t)c->hidden,
+                   E = (uint64_t)c->embed_dim;
+    int N = 0, K = 0;
+    memset(ex, 0, sizeof *ex);
+    if (r->scope == SQ_SCOPE_LINEAR) {
+        if (!sq_linear_shape(c, l, k, &N, &K))
+            return 0;
+        snprintf(ex->name, sizeof ex->name, r->name, l, sq_linear_kind_name(k));
+    } else if (r->scope == SQ_SCOPE_LAYER) {
+        snprintf(ex->name, sizeof ex->name, r->name, l);
+    } else {
+        snprintf(ex->name, sizeof ex->name, "%s", r->name);
+    }
+    ex->applies = when_holds(r->when, ctx, lin_qt);
+    ex->optional = r->optional;
+    switch (r->dtype) {
+    case SQ_DTR_F32: ex->dtype = SQ_CDT_F32; break;
+    case SQ_DTR_F64: ex->dtype = SQ_CDT_F64; break;
+    case SQ_DTR_I32: ex->dtype = SQ_CDT_I32; break;
+    case SQ_DTR_U8: ex->dtype = SQ_CDT_U8; break;
+    case SQ_DTR_WORD: ex->dtype = word_cdtype(ctx->emb_qt); break;
+    case SQ_DTR_LINEAR:
+        ex->dtype = lin_qt == SQ_QT_F32 ? SQ_CDT_F32 : sq_qtype_get(lin_qt)->cdtype;
+        break;
+    }
+    /* A packed linear's N_pad and groups, from its qtype's traits. */
+    sq_qweight qs = {0};
+    int G = 1, block = 0;
+    if (r->scope == SQ_SCOPE_LINEAR && lin_qt != SQ_QT_F32 &&
+        (r->shape == SQ_SHR_SCALE || r->shape == SQ_SHR_WSUM)) {
+        char wname[96];
+        sq_sqm_tensor_name(wname, sizeof wname, SQ_ROW_LIN_WEIGHT, l, k);
+        if (sq_qweight_shape(&qs, lin_qt, N, K, err) != 0) {
+            char why[sizeof err->msg];
+            snprintf(why, sizeof why, "%s", err->msg);
+            return sq_err_set_at(err, wname, "tensor \"%s\": %s", wname, why);
+        }
+        G = sq_qweight_groups(&qs);
+        block = sq_qtype_get(lin_qt)->block;
+    }
+    switch (r->shape) {
+    case SQ_SHR_BYTES: ex->any_len = true, set_dims(ex, 1, 0, 0); break;
+    case SQ_SHR_TOK_VOCAB:
+        ex->any_len = ctx->tok_vocab_size < 1;
+        set_dims(ex, 1, ex->any_len ? 0 : (uint64_t)ctx->tok_vocab_size, 0);
+        break;
+    case SQ_SHR_WORD: set_dims(ex, 2, V, ctx->emb_qt == SQ_QT_S4G128 ? E / 2 : E); break;
+    case SQ_SHR_WORD_SCALE:
+        if (ctx->emb_qt == SQ_QT_S4G128)
+            set_dims(ex, 2, V, (uint64_t)sq_embed_s4_groups((int)E));
+        else
+            set_dims(ex, 1, V, 0);
+        break;
+    case SQ_SHR_P_E: set_dims(ex, 2, (uint64_t)c->max_pos, E); break;
+    case SQ_SHR_T_E: set_dims(ex, 2, (uint64_t)c->type_vocab, E); break;
+    case SQ_SHR_E: set_dims(ex, 1, E, 0); break;
+    case SQ_SHR_H_H: set_dims(ex, 2, H, H); break;
+    case SQ_SHR_H: set_dims(ex, 1, H, 0); break;
+    case SQ_SHR_LN_ATTN: set_dims(ex, 1, (uint64_t)sq_ln_attn_dim(c, l), 0); break;
+    case SQ_SHR_N_K: set_dims(ex, 2, (uint64_t)N, (uint64_t)K); break;
+    case SQ_SHR_N: set_dims(ex, 1, (uint64_t)N, 0); break;
+    case SQ_SHR_K: set_dims(ex, 1, (uint64_t)K, 0); break;
+    case SQ_SHR_SCALE: set_dims(ex, block ? 2 : 1, (uint64_t)N, (uint64_t)G); break;
+    case SQ_SHR_WSUM: set_dims(ex, block ? 2 : 1, (uint64_t)qs.n_pad, (uint64_t)G); break;
+    case SQ_SHR_ONE: set_dims(ex, 1, 1, 0); break;
+    }
+    return 1;
+}
+
+/* ---- names ---- */
+
+const sq_sqm_tensor_rule *sq_sqm_rule_of(const char *name, const sq_sqm_schema_ctx *ctx, int *l,
+                                         sq_linear_kind *k)
+{
+    *l = -1;
+    *k = SQ_LIN_KINDS;
+    int layer = -1;
+    const char *rest = NULL;
+    if (strncmp(name, "layer.", 6) == 0 && name[6] >= '0' && name[6] <= '9') {
+        char *end;
+        long v = strtol(name + 6, &end, 10);
+        if (*end == '.' && (!ctx || v < ctx->cfg.layers) && (end - (name + 6)) < 6 &&
+            (name[6] != '0' || end == name + 7)) {
+            layer = (int)v;
+            rest = end + 1;
+        }
+    }
+    for (size_t i = 0; i < sq_sqm_n_tensor_rules; i++) {
+        const sq_sqm_tensor_rule *r = &sq_sqm_tensor_rules[i];
+        if (r->scope == SQ_SCOPE_MODEL) {
+            if (strcmp(name, r->name) == 0)
+                return r;
+            continue;
+        }
+        if (!rest)
+            continue;
+        if (r->scope == SQ_SCOPE_LAYER) {
+            if (strcmp(rest, r->name + strlen("layer.%d.")) == 0) {
+                *l = layer;
+                return r;
+            }
+            continue;
+        }
+        const char *suffix = r->name + strlen("layer.%d.%s"); /* ".scale" */
+        for (int kk = 0; kk < SQ_LIN_KINDS; kk++) {
+            const char *kn = sq_linear_kind_name((sq_linear_kind)kk);
+            size_t n = strlen(kn);
+            int N, K;
+            if (strncmp(rest, kn, n) == 0 && strcmp(rest + n, suffix) == 0 &&
+                (!ctx || sq_linear_shape(&ctx->cfg, layer, (sq_linear_kind)kk, &N, &K))) {
+                *l = layer;
+                *k = (sq_linear_kind)kk;
+                return r;
+            }
+        }
+    }
+    return NULL;
+}
+
+/* ---- the check ---- */
+
+static void shape_text(int ndim, const uint64_t *dims, bool any_len, char *buf, size_t n)
+{
+    size_t len = (size_t)snprintf(buf, n, "[");
+    for (int i = 0; i < ndim && len < n; i++) {
+        if (any_len)
+            len += (size_t)snprintf(buf + len, n - len, "n > 0");
+        else
+            len += (size_t)snprintf(buf + len, n - len, "%s%llu", i ? ", " : "",
+                                    (unsigned long long)dims[i]);
+    }
+    if (len < n)
+        snprintf(buf + len, n - len, "]");
+}
+
+static bool matches(const sq_container_tensor *t, const sq_sqm_expect *ex)
+{
+    if (t->dtype != ex->dtype || t->ndim != ex->ndim)
+        return false;
+    if (ex->any_len)
+        return t->dims[0] > 0;
+    for (int i = 0; i < ex->ndim; i++)
+        if (t->dims[i] != ex->dims[i])
+            return false;
+    return true;
+}
+
+static int check_row(const sq_container *c, const sq_sqm_tensor_rule *r,
+                     const sq_sqm_schema_ctx *ctx, int l, sq_linear_kind k, sq_qtype lin_qt,
+                     bool *seen, sq_err *err)
+{
+    sq_sqm_expect ex;
+    int rc = sq_sqm_expect_tensor(r, ctx, l, k, lin_qt, &ex, err);
+    if (rc < 0) {
+        sq_err_prefix(err, "%s", c->path);
+        return -1;
+    }
+    if (rc == 0)
+        return 0;
+    const sq_container_tensor *t = sq_container_find(c, ex.name);
+    if (!ex.applies) {
+        if (t && r->refuse_when != SQ_WHEN_ALWAYS && when_holds(r->refuse_when, ctx, lin_qt))
+            return sq_err_set_at(err, ex.name,
+                                 "%s: tensor \"%s\": the linear is %s, which has no activation "
+                                 "zero point (int8 only)",
+                                 c->path, ex.name, sq_qtype_get(lin_qt)->name);
+        if (t && r->pair && !sq_container_find(c, r->pair))
+            return sq_err_set_at(err, r->pair, "%s: missing tensor \"%s\" (\"%s\" exists)",
+                                 c->path, r->pair, ex.name);
+        return 0; /* not read: ignored */
+    }
+    if (!t) {
+        if (ex.optional)
+            return 0;
+        return sq_err_set_at(err, ex.name, "%s: missing tensor \"%s\"", c->path, ex.name);
+    }
+    if (seen)
+        seen[t - c->tensors] = true;
+    if (r->dtype == SQ_DTR_LINEAR ? sq_sqm_linear_qtype(t->dtype) >= 0 && matches(t, &ex)
+                                  : matches(t, &ex))
+        return 0;
+    char got[160], want[96];
+    shape_text(t->ndim, t->dims, false, got, sizeof got);
+    shape_text(ex.ndim, ex.dims, ex.any_len, want, sizeof want);
+    return sq_err_set_at(err, ex.name, "%s: tensor \"%s\" is %s %s, expected %s %s", c->path,
+                         ex.name, sq_cdtype_name(t->dtype), got,
+                         r->dtype == SQ_DTR_LINEAR && sq_sqm_linear_qtype(t->dtype) < 0
+                             ? "f32, s8-panel or s4g128-panel"
+                             : sq_cdtype_name(ex.dtype),
+                         want);
+}
+
+int sq_sqm_check_schema(const sq_container *c, const sq_sqm_schema_ctx *ctx, unsigned flags,
+                        sq_err *err)
+{
+    bool *seen = NULL;
+    if ((flags & SQ_SQM_STRICT) && !(seen = calloc(c->n_tensors + 1, sizeof *seen)))
+        return sq_err_set(err, "out of memory");
+    int rc = 0;
+    /* Model-wide rows, then layer by layer: the layer's rows, then each linear's. */
+    for (size_t i = 0; rc == 0 && i < sq_sqm_n_tensor_rules; i++)
+        if (sq_sqm_tensor_rules[i].scope == SQ_SCOPE_MODEL)
+            rc = check_row(c, &sq_sqm_tensor_rules[i], ctx, 0, SQ_LIN_KINDS, SQ_QT_F32, seen, err);
+    for (int l = 0; rc == 0 && l < ctx->cfg.layers; l++) {
+        for (size_t i = 0; rc == 0 && i < sq_sqm_n_tensor_rules; i++)
+            if (sq_sqm_tensor_rules[i].scope == SQ_SCOPE_LAYER)
+                rc = check_row(c, &sq_sqm_tensor_rules[i], ctx, l, SQ_LIN_KINDS, SQ_QT_F32, seen,
+                               err);
+        for (int k = 0; rc == 0 && k < SQ_LIN_KINDS; k++) {
+            /* The weight decides the linear's type; an invalid one fails on
+             * the weight row, before any companion is looked at. */
+            char wname[96];
+            sq_sqm_tensor_name(wname, sizeof wname, SQ_ROW_LIN_WEIGHT, l, (sq_linear_kind)k);
+            const sq_container_tensor *w = sq_container_find(c, wname);
+            int qt = w ? sq_sqm_linear_qtype(w->dtype) : SQ_QT_F32;
+            for (size_t i = 0; rc == 0 && i < sq_sqm_n_tensor_rules; i++)
+                if (sq_sqm_tensor_rules[i].scope == SQ_SCOPE_LINEAR)
+                    rc = check_row(c, &sq_sqm_tensor_rules[i], ctx, l, (sq_linear_kind)k,
+                                   qt >= 0 ? (sq_qtype)qt : SQ_QT_F32, seen, err);
+        }
+    }
+    for (size_t i = 0; rc == 0 && seen && i < c->n_tensors; i++)
+        if (!seen[i])
+            rc = sq_err_set_at(err, c->tensors[i].name,
+                               "%s: tensor \"%s\" is not part of this model's schema "
+                               "(formats/SQM.md section 3)",
+                               c->path, c->tensors[i].name);
+    free(seen);
+    return rc;
+}
+
+int sq_sqm_check_row(const sq_container *c, const sq_sqm_schema_ctx *ctx, enum sq_sqm_row row,
+                     sq_err *err)
+{
+    return check_row(c, &sq_sqm_tensor_rules[row], ctx, 0, SQ_LIN_KINDS, SQ_QT_F32, NULL, err);
+}
