@@ -2,6 +2,7 @@
 
 #include <immintrin.h>
 #include <math.h>
+#include <stdint.h>
 
 /* One row: v = LayerNorm(v) * gamma + beta, written to out (may be v). */
 static void layernorm_row(const float *v, float *out, int cols, const float *gamma,
@@ -58,12 +59,58 @@ void sq_relu_inplace(float *x, int64_t n)
         x[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
-/* ---- AVX2 + FMA versions of exp and erf ----
+/* ---- exp and erf: squint's definitions, in AVX2 + FMA and scalar ----
  * exp: x = n ln2 + r, |r| <= ln2/2, e^r by its degree-7 Taylor polynomial
  * (relative error < 1e-8 before rounding), scaled by 2^n through the exponent
  * bits. erf: Abramowitz & Stegun 7.1.26, absolute error <= 1.5e-7, which
  * moves GELU by < 1e-7 |x|: far inside the 1e-4 parity budget. */
 #define AVX2_FN __attribute__((target("avx2,fma")))
+
+/* The same two functions in scalar code, operation for operation (fmaf is
+ * the fused multiply-add of the vector code, exactly rounded also where
+ * the CPU has no FMA): squint's GELU and softmax give the same bits on
+ * every CPU, at every position of a batch. */
+static inline float exp_f32(float x)
+{
+    if (x < -87.3f)
+        return 0.0f; /* below the float range: exactly 0 */
+    x = x > -87.3f ? x : -87.3f; /* vmaxps, vminps: NaN becomes the bound as there */
+    x = x < 88.7f ? x : 88.7f;
+    float n = nearbyintf(x * 1.44269504088896341f);
+    float r = fmaf(-n, 0.693145751953125f, x);
+    r = fmaf(-n, 1.42860682030941723212e-6f, r);
+    float p = 1.0f / 5040;
+    p = fmaf(p, r, 1.0f / 720);
+    p = fmaf(p, r, 1.0f / 120);
+    p = fmaf(p, r, 1.0f / 24);
+    p = fmaf(p, r, 1.0f / 6);
+    p = fmaf(p, r, 0.5f);
+    p = fmaf(p, r, 1.0f);
+    p = fmaf(p, r, 1.0f);
+    union { uint32_t u; float f; } e = {.u = (uint32_t)((int32_t)n + 127) << 23};
+    return p * e.f;
+}
+
+static inline float erf_f32(float x)
+{
+    float a = fabsf(x);
+    float t = 1.0f / fmaf(0.3275911f, a, 1.0f);
+    float p = 1.061405429f;
+    p = fmaf(p, t, -1.453152027f);
+    p = fmaf(p, t, 1.421413741f);
+    p = fmaf(p, t, -0.284496736f);
+    p = fmaf(p, t, 0.254829592f);
+    p = p * t;
+    float ex = exp_f32((0.0f - a) * a);
+    return copysignf(fmaf(-p, ex, 1.0f), x);
+}
+
+static inline float gelu_f32(float v)
+{
+    float e = erf_f32(v * (float)M_SQRT1_2);
+    float h = 0.5f * v;
+    return fmaf(h, e, h);
+}
 
 AVX2_FN static inline __m256 exp_avx2(__m256 x)
 {
@@ -130,7 +177,7 @@ static void gelu_avx2(float *x, int64_t n)
         gelu_avx2_block(x, i0, i1);
     }
     for (int64_t i = nv; i < n; i++)
-        x[i] = 0.5f * x[i] * (1.0f + erff(x[i] * (float)M_SQRT1_2));
+        x[i] = gelu_f32(x[i]);
 }
 
 AVX2_FN static void softmax_avx2(float *x, int cols)
@@ -149,7 +196,7 @@ AVX2_FN static void softmax_avx2(float *x, int cols)
     _mm256_storeu_ps(lanes, vs);
     float s = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
     for (; c < cols; c++) {
-        x[c] = expf(x[c] - m);
+        x[c] = exp_f32(x[c] - m);
         s += x[c];
     }
     float inv = 1.0f / s;
@@ -169,21 +216,31 @@ void sq_gelu_inplace_scalar(float *x, int64_t n)
 {
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < n; i++)
-        x[i] = 0.5f * x[i] * (1.0f + erff(x[i] * (float)M_SQRT1_2));
+        x[i] = gelu_f32(x[i]);
 }
 
+/* The vector version's order: 8 running sums over the whole blocks of 8,
+ * added pairwise, then the tail one by one. */
 void sq_softmax_row_scalar(float *x, int cols)
 {
     float m = x[0];
     for (int c = 1; c < cols; c++)
         m = x[c] > m ? x[c] : m;
-    float s = 0;
-    for (int c = 0; c < cols; c++) {
-        x[c] = expf(x[c] - m);
+    float lanes[8] = {0};
+    int c = 0;
+    for (; c + 8 <= cols; c += 8)
+        for (int j = 0; j < 8; j++) {
+            x[c + j] = exp_f32(x[c + j] - m);
+            lanes[j] += x[c + j];
+        }
+    float s = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
+              ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+    for (; c < cols; c++) {
+        x[c] = exp_f32(x[c] - m);
         s += x[c];
     }
     float inv = 1.0f / s;
-    for (int c = 0; c < cols; c++)
+    for (c = 0; c < cols; c++)
         x[c] *= inv;
 }
 

@@ -15,12 +15,15 @@ void sq_layernorm_to(const float *x, float *y, int rows, int cols, const float *
 /* x[i] += a[i], and x[i] = max(x[i], 0). */
 void sq_add_inplace(float *x, const float *a, int64_t n);
 void sq_relu_inplace(float *x, int64_t n);
-/* Exact (erf) GELU: 0.5 x (1 + erf(x / sqrt 2)), in place. Uses AVX2+FMA
- * when the CPU has it (erf within 1.5e-7 absolute), libm's erff otherwise. */
+/* erf GELU, 0.5 x (1 + erf(x / sqrt 2)), in place, with erf by Abramowitz &
+ * Stegun 7.1.26 (absolute error <= 1.5e-7) in a fixed float operation order
+ * (formats/SQM.md 6.7): AVX2+FMA when the CPU has it, the same operations
+ * in scalar code otherwise, the same bits either way. */
 void sq_gelu_inplace(float *x, int64_t n);
-/* Row-wise softmax over `cols` values, in place (AVX2 exp when available). */
+/* Row-wise softmax over `cols` values, in place; exp as in ops.c, the sum
+ * in 8 lanes then the tail (SQM.md 6.5). Same bits on every CPU. */
 void sq_softmax_row(float *x, int cols);
-/* The libm versions, always available (tests compare against them). */
+/* The scalar versions, always available (tests compare them bit for bit). */
 void sq_gelu_inplace_scalar(float *x, int64_t n);
 void sq_softmax_row_scalar(float *x, int cols);
 
