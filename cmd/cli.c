@@ -56,9 +56,16 @@ void cli_progress_update(void *vp, int64_t done, int64_t total)
     if (!p->enabled)
         return;
     double now = cli_now();
-    if (done < total && now - p->last_draw < 0.1)
+    if ((total < 0 || done < total) && now - p->last_draw < 0.1)
         return;
     p->last_draw = now;
+    if (total < 0) { /* a stream: the total is not known */
+        double el = now - p->t0;
+        fprintf(stderr, "\r%s %lld  %.1f seq/s   ", p->label, (long long)done,
+                el > 0 ? done / el : 0.0);
+        fflush(stderr);
+        return;
+    }
     double el = now - p->t0, rate = el > 0 ? done / el : 0;
     double eta = rate > 0 ? (total - done) / rate : 0;
     int width = 30, fill = total > 0 ? (int)(width * done / total) : 0;

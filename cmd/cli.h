@@ -42,7 +42,7 @@ typedef struct cli_progress {
 } cli_progress;
 
 void cli_progress_init(cli_progress *p, const char *label);
-void cli_progress_update(void *p, int64_t done, int64_t total); /* sq_embed_opts-compatible */
+void cli_progress_update(void *p, int64_t done, int64_t total); /* sq_embed_opts-compatible; total < 0: unknown */
 void cli_progress_finish(cli_progress *p);
 double cli_now(void);
 

@@ -7,7 +7,7 @@
 #include "cli.h"
 #include "embed_output.h"
 #include "embedder.h"
-#include "text_input.h"
+#include "text_stream.h"
 #include "threads.h"
 
 static const char *const help =
@@ -22,7 +22,8 @@ static const char *const help =
     "options:\n"
     "  --input FILE          texts: one per line, or JSONL (see --field); '-' = stdin\n"
     "  --field PATH          JSONL field holding the text (dotted path; default 'text' for .jsonl)\n"
-    "  --output FILE         .jsonl, .npy or .f32 (default: JSONL on stdout)\n"
+    "  --id-field PATH       JSONL field (string or integer) copied to each output line as \"id\"\n"
+    "  --output FILE         .jsonl, .npy or .f32 (default: JSONL on stdout; '-' takes jsonl or f32)\n"
     "  --format F            jsonl, npy or f32, overriding the --output extension\n"
     "  --batch N             sequences per forward pass (default 32)\n"
     "  --max-seq N           truncate to N tokens, special tokens included (default: model limit)\n"
@@ -32,15 +33,20 @@ static const char *const help =
     "  --no-normalize        do not normalize\n"
     "  --tokens-output FILE  also write the token ids fed to the encoder (JSONL)\n"
     "  --hidden-output FILE  also write the last hidden state rows (.npy [tokens, hidden])\n"
+    "  --chunk N             texts read ahead and embedded together (default 4096): memory\n"
+    "                        follows the chunk, not the input\n"
     "  --quiet               no progress line\n"
     "\n"
-    "Inputs are sorted by length into batches; outputs keep the input order.\n"
+    "Input is read as a stream: each chunk is sorted by length into batches and written, in\n"
+    "input order, as soon as it is done (a pipe fed line by line gets each answer at once).\n"
+    "Empty input gives empty output and exit 0. int8/int4 results do not depend on the\n"
+    "chunking; fp32 ones may differ in the last bit with the texts that share a batch.\n"
     "example:\n"
     "  squint embed bge-small/ --input texts.txt --output emb.npy\n";
 
 int cmd_embed(int argc, char **argv)
 {
-    enum { O_FIELD = 256, O_MAXSEQ, O_POOL, O_NORM, O_NONORM, O_TOK, O_HID, O_QUIET, O_FORMAT };
+    enum { O_FIELD = 256, O_MAXSEQ, O_POOL, O_NORM, O_NONORM, O_TOK, O_HID, O_QUIET, O_FORMAT, O_ID, O_CHUNK };
     static const struct option opts[] = {
         {"input", required_argument, 0, 'i'},   {"output", required_argument, 0, 'o'},
         {"field", required_argument, 0, O_FIELD}, {"batch", required_argument, 0, 'b'},
@@ -48,9 +54,11 @@ int cmd_embed(int argc, char **argv)
         {"pooling", required_argument, 0, O_POOL}, {"normalize", no_argument, 0, O_NORM},
         {"no-normalize", no_argument, 0, O_NONORM}, {"tokens-output", required_argument, 0, O_TOK},
         {"hidden-output", required_argument, 0, O_HID}, {"quiet", no_argument, 0, O_QUIET}, {"format", required_argument, 0, O_FORMAT},
+        {"id-field", required_argument, 0, O_ID}, {"chunk", required_argument, 0, O_CHUNK},
         {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
     const char *input = NULL, *output = "-", *format = NULL, *field = NULL, *tok_out = NULL, *hid_out = NULL;
-    long batch = 32, max_seq = 0, threads = 0;
+    const char *id_field = NULL;
+    long batch = 32, max_seq = 0, threads = 0, chunk_size = 4096;
     int norm = -1, quiet = 0;
     const char *pool_s = NULL;
     optind = 1;
@@ -79,6 +87,11 @@ int cmd_embed(int argc, char **argv)
         case O_HID: hid_out = optarg; break;
         case O_QUIET: quiet = 1; break;
         case O_FORMAT: format = optarg; break;
+        case O_ID: id_field = optarg; break;
+        case O_CHUNK:
+            if (!cli_parse_int(optarg, 1, 1 << 20, &chunk_size))
+                return cli_usage_error("embed", "--chunk must be an integer in [1, 1048576]");
+            break;
         case 'h': fputs(help, stdout); return SQ_EXIT_OK;
         default: return cli_usage_error("embed", "invalid option");
         }
@@ -93,21 +106,23 @@ int cmd_embed(int argc, char **argv)
 
     sq_threads_init((int)threads);
     sq_err err = {0};
-    sq_texts texts;
-    if (sq_texts_read(input, field, &texts, &err) != 0)
+    sq_text_stream in;
+    if (sq_text_stream_open(input, field, id_field, &in, &err) != 0)
         return cli_fail("embed", &err);
     sq_embed_model m;
     if (sq_embed_model_open(argv[optind], &m, &err) != 0) {
-        sq_texts_free(&texts);
+        sq_text_stream_close(&in);
         return cli_fail("embed", &err);
     }
+    int rc = SQ_EXIT_OK;
     if (max_seq > m.enc.cfg.max_pos) {
         fprintf(stderr, "squint embed: error: --max-seq %ld exceeds the model's %d positions\n",
                 max_seq, m.enc.cfg.max_pos);
         sq_embed_model_close(&m);
-        sq_texts_free(&texts);
+        sq_text_stream_close(&in);
         return SQ_EXIT_BADINPUT;
     }
+    const int H = m.enc.cfg.hidden;
     cli_progress prog;
     cli_progress_init(&prog, "embed");
     if (quiet)
@@ -119,23 +134,49 @@ int cmd_embed(int argc, char **argv)
         .normalize = norm >= 0 ? norm == 1 : m.pool.normalize,
         .keep_tokens = tok_out != NULL,
         .keep_hidden = hid_out != NULL,
-        .progress = cli_progress_update,
-        .progress_ctx = &prog,
     };
-    sq_embed_result res;
-    int rc = SQ_EXIT_OK;
-    if (sq_embed_texts(&m, (const char *const *)texts.text, texts.len, texts.n, &o, &res, &err) != 0) {
-        cli_progress_finish(&prog);
-        rc = cli_fail("embed", &err);
-    } else {
-        cli_progress_finish(&prog);
-        if ((tok_out && write_tokens_jsonl(tok_out, &res, &err) != 0) ||
-            (hid_out && write_hidden_npy(hid_out, &res, &err) != 0) ||
-            write_embeddings(output, format, &res, &err) != 0)
-            rc = cli_fail("embed", &err);
+    /* Read a chunk, embed it, write it, in input order: memory follows the
+     * chunk, and each chunk reaches the output as soon as it is done. */
+    embed_writer out = {0}, tok = {0}, hid = {0};
+    sq_text_chunk chunk = {0};
+    sq_embed_result res = {0};
+    if (embed_writer_open(&out, output, format, H, &err) != 0 ||
+        (tok_out && embed_writer_open(&tok, tok_out, "jsonl", 0, &err) != 0) ||
+        (hid_out && embed_writer_open(&hid, hid_out, "npy", H, &err) != 0))
+        goto fail;
+    for (;;) {
+        int64_t n = sq_text_stream_next(&in, chunk_size, &chunk, &err);
+        if (n < 0)
+            goto fail;
+        if (n == 0)
+            break;
+        int64_t first = out.rows;
+        if (sq_embed_texts(&m, (const char *const *)chunk.text, chunk.len, n, &o, &res, &err) != 0)
+            goto fail;
+        if (embed_writer_rows(&out, res.emb, n, first, chunk.id_json, &err) != 0 ||
+            (tok_out && embed_writer_tokens(&tok, res.offsets, res.ids, n, first, chunk.id_json,
+                                            &err) != 0) ||
+            (hid_out && embed_writer_rows(&hid, res.hidden, res.offsets[n], 0, NULL, &err) != 0))
+            goto fail;
         sq_embed_result_free(&res);
+        cli_progress_update(&prog, out.rows, -1);
     }
+    cli_progress_finish(&prog);
+    /* Side files first: the embeddings are the result, committed last. */
+    if ((tok_out && embed_writer_finish(&tok, &err) != 0) ||
+        (hid_out && embed_writer_finish(&hid, &err) != 0) || embed_writer_finish(&out, &err) != 0)
+        goto fail;
+    goto done;
+fail:
+    cli_progress_finish(&prog);
+    rc = cli_fail("embed", &err);
+    embed_writer_abort(&out);
+    embed_writer_abort(&tok);
+    embed_writer_abort(&hid);
+done:
+    sq_embed_result_free(&res);
+    sq_text_chunk_free(&chunk);
     sq_embed_model_close(&m);
-    sq_texts_free(&texts);
+    sq_text_stream_close(&in);
     return rc;
 }

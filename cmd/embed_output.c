@@ -109,3 +109,146 @@ int write_hidden_npy(const char *path, const sq_embed_result *r, sq_err *err)
 {
     return write_atomic(path, emit_hidden, r, err);
 }
+
+/* ---- streaming ---- */
+
+static int resolve_format(const char *path, const char *format, embed_format *f, sq_err *err)
+{
+    if (format) {
+        if (strcmp(format, "jsonl") == 0)
+            *f = EMBED_JSONL;
+        else if (strcmp(format, "npy") == 0)
+            *f = EMBED_NPY;
+        else if (strcmp(format, "f32") == 0)
+            *f = EMBED_F32;
+        else
+            return sq_err_set(err, "unknown --format '%s' (jsonl, npy or f32)", format);
+        return 0;
+    }
+    if (strcmp(path, "-") == 0 || ends_with(path, ".jsonl") || ends_with(path, ".json"))
+        *f = EMBED_JSONL;
+    else if (ends_with(path, ".npy"))
+        *f = EMBED_NPY;
+    else if (ends_with(path, ".f32"))
+        *f = EMBED_F32;
+    else
+        return sq_err_set(err, "%s: unknown output format (use .jsonl, .npy or .f32, or --format)",
+                          path);
+    return 0;
+}
+
+static int npy_header(embed_writer *w)
+{
+    int64_t shape[2] = {w->rows, w->dim};
+    return sq_npy_write_header_f32(w->fp, shape, 2);
+}
+
+int embed_writer_open(embed_writer *w, const char *path, const char *format, int dim, sq_err *err)
+{
+    memset(w, 0, sizeof *w);
+    w->dim = dim;
+    if (!path || !*path)
+        return sq_err_set(err, "the output path is empty");
+    if (resolve_format(path, format, &w->fmt, err) != 0)
+        return -1;
+    if (strcmp(path, "-") == 0) {
+        if (w->fmt == EMBED_NPY)
+            return sq_err_set(err, "standard output: .npy output needs a regular file (its header "
+                                   "holds the row count); use --format jsonl or f32 on a pipe");
+        w->to_stdout = true;
+        w->fp = stdout;
+        return 0;
+    }
+    if (sq_atomic_open(&w->af, path, err) != 0)
+        return -1;
+    w->fp = w->af.fp;
+    if (w->fmt == EMBED_NPY && !w->af.tmp_path) {
+        sq_atomic_abort(&w->af);
+        return sq_err_set(err, "%s: .npy output needs a regular file (its header holds the row "
+                               "count); use --format jsonl or f32 on a pipe or device",
+                          path);
+    }
+    if (w->fmt == EMBED_NPY && npy_header(w) != 0) {
+        sq_atomic_abort(&w->af);
+        return sq_err_set(err, "%s: write failed", path);
+    }
+    return 0;
+}
+
+int embed_writer_rows(embed_writer *w, const float *rows, int64_t n, int64_t first,
+                      char *const *id_json, sq_err *err)
+{
+    FILE *fp = w->fp;
+    if (w->fmt == EMBED_JSONL) {
+        for (int64_t i = 0; i < n; i++) {
+            fprintf(fp, "{\"index\":%lld,", (long long)(first + i));
+            if (id_json)
+                fprintf(fp, "\"id\":%s,", id_json[i]);
+            fputs("\"embedding\":[", fp);
+            const float *e = rows + (size_t)i * w->dim;
+            for (int c = 0; c < w->dim; c++)
+                fprintf(fp, c ? ",%.9g" : "%.9g", (double)e[c]);
+            fputs("]}\n", fp);
+        }
+    } else {
+        size_t k = (size_t)n * (size_t)w->dim;
+        if (fwrite(rows, sizeof(float), k, fp) != k)
+            return sq_err_set(err, "%s: write failed", w->to_stdout ? "standard output" : w->af.path);
+    }
+    w->rows += n;
+    /* A pipe gets each chunk as soon as it is done. */
+    if ((w->to_stdout && fflush(fp) != 0) || ferror(fp))
+        return sq_err_set(err, "%s: write failed", w->to_stdout ? "standard output" : w->af.path);
+    return 0;
+}
+
+int embed_writer_tokens(embed_writer *w, const int64_t *offsets, const int32_t *ids, int64_t n,
+                        int64_t first, char *const *id_json, sq_err *err)
+{
+    FILE *fp = w->fp;
+    for (int64_t i = 0; i < n; i++) {
+        fprintf(fp, "{\"index\":%lld,", (long long)(first + i));
+        if (id_json)
+            fprintf(fp, "\"id\":%s,", id_json[i]);
+        fputs("\"ids\":[", fp);
+        for (int64_t t = offsets[i]; t < offsets[i + 1]; t++)
+            fprintf(fp, t > offsets[i] ? ",%d" : "%d", ids[t]);
+        fputs("]}\n", fp);
+    }
+    w->rows += n;
+    if ((w->to_stdout && fflush(fp) != 0) || ferror(fp))
+        return sq_err_set(err, "%s: write failed", w->to_stdout ? "standard output" : w->af.path);
+    return 0;
+}
+
+int embed_writer_finish(embed_writer *w, sq_err *err)
+{
+    if (w->to_stdout) {
+        int rc = fflush(stdout) != 0 || ferror(stdout)
+                     ? sq_err_set(err, "standard output: write failed")
+                     : 0;
+        memset(w, 0, sizeof *w);
+        return rc;
+    }
+    if (w->fmt == EMBED_NPY) {
+        /* The header of the real row count has the length of the first
+         * one (128 bytes for any count below 10^50). */
+        long end = ftell(w->fp);
+        if (fseek(w->fp, 0, SEEK_SET) != 0 || npy_header(w) != 0 || ftell(w->fp) != 128 ||
+            fseek(w->fp, end, SEEK_SET) != 0) {
+            sq_err_set(err, "%s: cannot write the .npy header", w->af.path);
+            sq_atomic_abort(&w->af);
+            return -1;
+        }
+    }
+    int rc = sq_atomic_commit(&w->af, err);
+    memset(w, 0, sizeof *w);
+    return rc;
+}
+
+void embed_writer_abort(embed_writer *w)
+{
+    if (!w->to_stdout && w->af.fp)
+        sq_atomic_abort(&w->af);
+    memset(w, 0, sizeof *w);
+}

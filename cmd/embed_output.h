@@ -4,11 +4,43 @@
 #ifndef SQ_EMBED_OUTPUT_H
 #define SQ_EMBED_OUTPUT_H
 
+#include <stdbool.h>
+#include <stdio.h>
+
 #include "embedder.h"
+#include "fileio.h"
 
 /* format: "jsonl", "npy", "f32", or NULL to choose by the file extension. */
 int write_embeddings(const char *path, const char *format, const sq_embed_result *r, sq_err *err);
 int write_tokens_jsonl(const char *path, const sq_embed_result *r, sq_err *err);
 int write_hidden_npy(const char *path, const sq_embed_result *r, sq_err *err);
+
+/* ---- streaming (squint embed): rows are written as chunks finish ----
+ * JSONL and .f32 stream; .npy is written with a row count of 0 and its
+ * header patched at the end (the header is 128 bytes either way), so it
+ * needs a regular file: on standard output or a pipe it is refused. The
+ * file is atomic as ever: nothing at the path until embed_writer_finish. */
+typedef enum { EMBED_JSONL, EMBED_NPY, EMBED_F32 } embed_format;
+
+typedef struct embed_writer {
+    embed_format fmt;
+    bool to_stdout;
+    sq_atomic_file af;
+    FILE *fp;
+    int dim;        /* row width (npy: columns) */
+    int64_t rows;   /* rows written */
+} embed_writer;
+
+/* Choose the format (format, else the extension; "-": JSONL) and open. */
+int embed_writer_open(embed_writer *w, const char *path, const char *format, int dim, sq_err *err);
+/* Write n rows of w->dim floats, indices first.., each with id_json[i] when
+ * id_json is not NULL (JSONL only; the other formats carry no ids). */
+int embed_writer_rows(embed_writer *w, const float *rows, int64_t n, int64_t first,
+                      char *const *id_json, sq_err *err);
+/* Token ids of n texts as JSONL ({"ids":[...]}, plus "index" and "id"). */
+int embed_writer_tokens(embed_writer *w, const int64_t *offsets, const int32_t *ids, int64_t n,
+                        int64_t first, char *const *id_json, sq_err *err);
+int embed_writer_finish(embed_writer *w, sq_err *err);
+void embed_writer_abort(embed_writer *w);
 
 #endif

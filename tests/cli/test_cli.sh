@@ -92,7 +92,13 @@ expect_error "no weights" "no model.safetensors" "$W/o.npy" -- "$SQ" embed "$W/b
 bad; rm "$W/bad/tokenizer.json" "$W/bad/vocab.txt"
 expect_error "no tokenizer" "$W/bad" "$W/o.npy" -- "$SQ" embed "$W/bad" --input "$W/in.txt" --output "$W/o.npy"
 : > "$W/empty.txt"
-expect_error "empty input file" "no inputs" "$W/o.npy" -- "$SQ" embed "$W/m" --input "$W/empty.txt" --output "$W/o.npy"
+# Empty input is not an error (an empty partition of a pipeline): empty
+# output, exit 0; an .npy of shape (0, dim).
+"$SQ" embed "$W/m" --input "$W/empty.txt" --output "$W/o.npy" --quiet &&
+  /usr/bin/python3 -c "import numpy as np,sys; a=np.load(sys.argv[1]); sys.exit(0 if a.shape==(0,32) and a.dtype==np.float32 else 1)" "$W/o.npy" &&
+  pass "empty input: exit 0, .npy of shape (0, 32)" || fail "empty input"
+rm -f "$W/o.npy"
+out=$("$SQ" embed "$W/m" --input "$W/empty.txt" --quiet) && [[ -z $out ]] && pass "empty input: empty JSONL" || fail "empty input JSONL"
 expect_error "missing input file" "$W/nope.txt" "$W/o.npy" -- "$SQ" embed "$W/m" --input "$W/nope.txt" --output "$W/o.npy"
 expect_error "missing model" "$W/nomodel" "$W/o.npy" -- "$SQ" embed "$W/nomodel" --input "$W/in.txt" --output "$W/o.npy"
 expect_error "unknown output format" "unknown output format" "$W/o.xyz" -- "$SQ" embed "$W/m" --input "$W/in.txt" --output "$W/o.xyz"
@@ -102,7 +108,7 @@ expect_error "full disk" "/dev/full" "" -- "$SQ" embed "$W/m" --input "$W/in.txt
 expect_error "--max-seq over model positions" "exceeds" "" -- "$SQ" embed "$W/m" --input "$W/in.txt" --max-seq 1000
 # Existing output file is untouched by a failing run.
 echo keep > "$W/keep.npy"
-"$SQ" embed "$W/m" --input "$W/empty.txt" --output "$W/keep.npy" 2>/dev/null
+"$SQ" embed "$W/m" --input "$W/nope.txt" --output "$W/keep.npy" 2>/dev/null
 [[ $(cat "$W/keep.npy") == keep ]] && pass "failed run leaves existing output untouched" || fail "existing output clobbered"
 
 # --- sharded checkpoints (model.safetensors.index.json) ---
