@@ -27,7 +27,9 @@ for sig in INT TERM HUP; do
   T=$W/tmp-$sig
   mkdir -p "$T"
   rm -f "$W/marker"
-  TMPDIR=$T SQ_TEST_FSYNC_MARKER=$W/marker LD_PRELOAD=$SHIM \
+  # env --default-signal: a signal ignored by whoever started the test
+  # (nohup ignores SIGHUP) would stay ignored by squint, as it should.
+  TMPDIR=$T SQ_TEST_FSYNC_MARKER=$W/marker LD_PRELOAD=$SHIM env --default-signal=HUP,INT,TERM \
     "$SQ" quantize "$W/m.tar.gz" --calib "$W/m.sqc" -o "$W/out.sqm" >/dev/null 2>&1 &
   pid=$!
   for _ in $(seq 1 600); do [[ -e $W/marker ]] && break; kill -0 $pid 2>/dev/null || break; sleep 0.1; done
