@@ -10,7 +10,7 @@ static int record_provenance(sq_embed_model *m, const char *model_arg, const sq_
                              const sq_corpus_samples *smp, sq_calib_stats *st, sq_err *err)
 {
     sq_model_digest md;
-    if (sq_model_digest_dir(m->ckpt.dir, &md, err) != 0)
+    if (sq_model_digest_dir(m->model_dir, &md, err) != 0)
         return -1;
     st->model_digest = md.combined;
     st->model_files = md.files; /* take ownership */

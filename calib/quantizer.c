@@ -522,7 +522,7 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
     rep->n_linears = NL;
 
     /* 0. The statistics must be of this very model. */
-    if (sq_model_digest_dir(m->ckpt.dir, &md, err) != 0)
+    if (sq_model_digest_dir(m->model_dir, &md, err) != 0)
         goto out;
     if (md.combined != st->model_digest || memcmp(&st->cfg, c, sizeof *c) != 0) {
         sq_err_set(err, "%s: statistics are of a different model (model digest %016" PRIx64

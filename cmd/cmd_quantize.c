@@ -185,7 +185,7 @@ int cmd_quantize(int argc, char **argv)
         /* A plan needs no statistics: fake the identity check away. */
         st.cfg = m.enc.cfg;
         sq_model_digest md;
-        if (sq_model_digest_dir(m.ckpt.dir, &md, &err) != 0)
+        if (sq_model_digest_dir(m.model_dir, &md, &err) != 0)
             goto fail;
         st.model_digest = md.combined;
         sq_model_digest_free(&md);

@@ -63,6 +63,28 @@ int sq_bert_config_load(const char *path, sq_bert_config *cfg, sq_err *err)
         sq_err_set(err, "%s: is_decoder is true; only encoders are supported", path);
         goto out;
     }
+    /* A checkpoint with a task head (a cross-encoder scoring query/document
+     * pairs, a classifier) would be embedded silently without its head. */
+    json_t *arch = json_object_get(root, "architectures");
+    if (arch && json_is_array(arch)) {
+        static const char *const heads[] = {"ForSequenceClassification", "ForTokenClassification",
+                                            "ForQuestionAnswering", "ForMultipleChoice",
+                                            "ForNextSentencePrediction"};
+        size_t ai;
+        json_t *av;
+        json_array_foreach(arch, ai, av)
+        {
+            const char *a = json_string_value(av);
+            for (size_t h = 0; a && h < sizeof heads / sizeof heads[0]; h++)
+                if (strstr(a, heads[h])) {
+                    sq_err_set(err, "%s: architectures lists %s: a checkpoint with a task head "
+                                    "(a cross-encoder or classifier), which squint cannot run "
+                                    "yet; it embeds bi-encoders (BertModel) only",
+                               path, a);
+                    goto out;
+                }
+        }
+    }
     if (sq_json_str(root, "hidden_act", true, &act, path, err) != 0)
         goto out;
     if (act && strcmp(act, "gelu") != 0) {
@@ -197,17 +219,45 @@ out:
     return rc;
 }
 
+/* max_seq_length of <dir>/<sub>/sentence_bert_config.json, when the file
+ * exists (sentence-transformers truncates there, below the model's own
+ * limit; e.g. all-MiniLM-L6-v2 says 256 of 512 positions). */
+static int read_sentence_bert_config(const char *dir, const char *sub, sq_pooling_config *pc,
+                                     sq_err *err)
+{
+    char *mdir = sq_path_join(dir, sub);
+    char *path = mdir ? sq_path_join(mdir, "sentence_bert_config.json") : NULL;
+    free(mdir);
+    if (!path)
+        return sq_err_set(err, "out of memory");
+    int rc = 0;
+    if (sq_file_exists(path)) {
+        json_t *root = sq_json_load_object(path, err);
+        int64_t v = 0;
+        json_t *msl = root ? json_object_get(root, "max_seq_length") : NULL;
+        if (!root)
+            rc = -1;
+        else if (msl && !json_is_null(msl) &&
+                 sq_json_int(root, "max_seq_length", 3, 65536, false, 0, &v, path, err) != 0)
+            rc = -1;
+        else
+            pc->max_seq_length = (int)v;
+        json_decref(root);
+    }
+    free(path);
+    return rc;
+}
+
 int sq_pooling_config_load_dir(const char *dir, sq_pooling_config *pc, sq_err *err)
 {
+    memset(pc, 0, sizeof *pc);
     pc->pooling = SQ_POOL_CLS;
-    pc->normalize = false;
-    pc->from_sentence_transformers = false;
     char *path = sq_path_join(dir, "modules.json");
     if (!path)
         return sq_err_set(err, "out of memory");
     if (!sq_file_exists(path)) {
         free(path);
-        return 0;
+        return read_sentence_bert_config(dir, "", pc, err);
     }
     char *buf = NULL;
     size_t len;
@@ -226,7 +276,7 @@ int sq_pooling_config_load_dir(const char *dir, sq_pooling_config *pc, sq_err *e
         sq_err_set(err, "%s: expected a JSON array of modules", path);
         goto out;
     }
-    bool have_pool = false;
+    bool have_pool = false, have_transformer = false;
     size_t i;
     json_t *m;
     json_array_foreach(root, i, m)
@@ -256,9 +306,25 @@ int sq_pooling_config_load_dir(const char *dir, sq_pooling_config *pc, sq_err *e
             have_pool = true;
         } else if (strcmp(last, "Normalize") == 0) {
             pc->normalize = true;
-        } else if (strcmp(last, "Transformer") != 0) {
-            sq_err_set(err, "%s: module type \"%s\" is not supported (Transformer, Pooling, Normalize)",
-                       path, type);
+        } else if (strcmp(last, "Transformer") == 0) {
+            if (have_transformer) {
+                sq_err_set(err, "%s: more than one Transformer module", path);
+                goto out;
+            }
+            if (sub && !safe_rel_path(sub)) {
+                sq_err_set(err, "%s: Transformer module path \"%s\" leaves the model directory",
+                           path, sub);
+                goto out;
+            }
+            snprintf(pc->transformer_path, sizeof pc->transformer_path, "%s", sub ? sub : "");
+            if (read_sentence_bert_config(dir, pc->transformer_path, pc, err) != 0)
+                goto out;
+            have_transformer = true;
+        } else {
+            sq_err_set(err, "%s: module %zu, type \"%s\", is not supported: squint runs "
+                            "Transformer, Pooling and Normalize modules (a Dense or other "
+                            "module would be silently skipped)",
+                       path, i, type);
             goto out;
         }
     }

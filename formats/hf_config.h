@@ -62,11 +62,20 @@ typedef struct sq_pooling_config {
     sq_pooling pooling;
     bool normalize;
     bool from_sentence_transformers; /* false: no modules.json, defaults used */
+    /* sentence-transformers' truncation (sentence_bert_config.json
+     * max_seq_length, tokens including [CLS]/[SEP]); 0: none given. */
+    int max_seq_length;
+    /* The Transformer module's folder under the checkpoint ("" = the root):
+     * where config.json, the weights and the tokenizer are. */
+    char transformer_path[257];
 } sq_pooling_config;
 
 int sq_bert_config_load(const char *path, sq_bert_config *cfg, sq_err *err);
-/* Reads modules.json and the pooling module's config.json under dir. Without
- * modules.json: CLS pooling, no normalization. */
+/* Reads modules.json (module types; any module squint cannot run is refused
+ * by name), the Pooling module's config.json and the Transformer module's
+ * sentence_bert_config.json (max_seq_length) under dir. Without modules.json:
+ * CLS pooling, no normalization, and sentence_bert_config.json at the root
+ * if there is one. */
 int sq_pooling_config_load_dir(const char *dir, sq_pooling_config *pc, sq_err *err);
 
 const char *sq_pooling_name(sq_pooling p);

@@ -83,24 +83,36 @@ static int open_checkpoint(const char *arg, sq_embed_model *m, sq_err *err)
             !(m->tok = sq_tokenizer_new(&m->tok_spec, err)))
             return -1;
         m->max_seq = m->enc.cfg.max_pos;
-        return 0;
+        m->model_dir = strdup(dir);
+        return m->model_dir ? 0 : sq_err_set(err, "out of memory");
     }
-    if (sq_bert_load_dir(dir, &m->enc, err) != 0)
+    /* modules.json first: it says where the Transformer module lives and
+     * how sentence-transformers truncates. */
+    if (sq_pooling_config_load_dir(dir, &m->pool, err) != 0)
         return -1;
-    if (sq_wordpiece_spec_load_dir(dir, &m->tok_spec, err) != 0)
+    m->model_dir = m->pool.transformer_path[0] ? sq_path_join(dir, m->pool.transformer_path)
+                                               : strdup(dir);
+    if (!m->model_dir)
+        return sq_err_set(err, "out of memory");
+    const char *mdir = m->model_dir;
+    if (sq_bert_load_dir(mdir, &m->enc, err) != 0)
+        return -1;
+    if (sq_wordpiece_spec_load_dir(mdir, &m->tok_spec, err) != 0)
         return -1;
     m->tok = sq_tokenizer_new(&m->tok_spec, err);
     if (!m->tok)
         return -1;
     if (sq_tokenizer_vocab_size(m->tok) > m->enc.cfg.vocab_size)
         return sq_err_set(err, "%s: the tokenizer has %d tokens but the model's vocab_size is %d",
-                          dir, sq_tokenizer_vocab_size(m->tok), m->enc.cfg.vocab_size);
-    if (sq_pooling_config_load_dir(dir, &m->pool, err) != 0)
-        return -1;
+                          mdir, sq_tokenizer_vocab_size(m->tok), m->enc.cfg.vocab_size);
+    /* The default truncation: the smallest of the model's positions, the
+     * tokenizer's model_max_length and sentence-transformers' max_seq_length. */
     int limit = m->tok_spec.model_max_length;
     m->max_seq = m->enc.cfg.max_pos;
     if (limit > 1 && limit < m->max_seq)
         m->max_seq = limit;
+    if (m->pool.max_seq_length >= 3 && m->pool.max_seq_length < m->max_seq)
+        m->max_seq = m->pool.max_seq_length;
     return 0;
 }
 
@@ -129,5 +141,6 @@ void sq_embed_model_close(sq_embed_model *m)
         sq_container_close(&m->sqm);
     else
         sq_checkpoint_close(&m->ckpt);
+    free(m->model_dir);
     memset(m, 0, sizeof *m);
 }

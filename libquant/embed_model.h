@@ -16,6 +16,8 @@
 typedef struct sq_embed_model {
     bool is_sqm;
     sq_checkpoint_dir ckpt;   /* checkpoints */
+    char *model_dir;          /* checkpoints: where config.json and the weights are (the
+                                 sentence-transformers Transformer module's folder) */
     sq_container sqm;         /* .sqm files: kept open (the weights live in it) */
     sq_encoder enc;
     sq_tokenizer *tok;
