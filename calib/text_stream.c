@@ -196,3 +196,19 @@ int64_t sq_text_stream_next(sq_text_stream *s, int64_t max, sq_text_chunk *c, sq
     s->count += c->n;
     return c->n;
 }
+
+int sq_text_chunk_prefix(sq_text_chunk *c, const char *prefix)
+{
+    size_t p = strlen(prefix);
+    for (int64_t i = 0; i < c->n; i++) {
+        char *t = malloc(p + c->len[i] + 1);
+        if (!t)
+            return -1;
+        memcpy(t, prefix, p);
+        memcpy(t + p, c->text[i], c->len[i] + 1);
+        free(c->text[i]);
+        c->text[i] = t;
+        c->len[i] += p;
+    }
+    return 0;
+}

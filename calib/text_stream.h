@@ -44,6 +44,8 @@ void sq_text_stream_close(sq_text_stream *s);
  * input) or -1 with err as "name:LINE: problem". */
 int64_t sq_text_stream_next(sq_text_stream *s, int64_t max, sq_text_chunk *c, sq_err *err);
 void sq_text_chunk_clear(sq_text_chunk *c);
+/* Put prefix before every text of c (a prompt); 0 or -1 out of memory. */
+int sq_text_chunk_prefix(sq_text_chunk *c, const char *prefix);
 void sq_text_chunk_free(sq_text_chunk *c);
 
 #endif

@@ -23,6 +23,9 @@ static const char *const help =
     "  --input FILE          texts: one per line, or JSONL (see --field); '-' = stdin\n"
     "  --field PATH          JSONL field holding the text (dotted path; default 'text' for .jsonl)\n"
     "  --id-field PATH       JSONL field (string or integer) copied to each output line as \"id\"\n"
+    "  --prefix TEXT         put TEXT before every input (bge's query instruction, e5's \"query: \")\n"
+    "  --prompt NAME         the prefix named NAME in the checkpoint's\n"
+    "                        config_sentence_transformers.json \"prompts\" (e.g. query)\n"
     "  --output FILE         .jsonl, .npy or .f32 (default: JSONL on stdout; '-' takes jsonl or f32)\n"
     "  --format F            jsonl, npy or f32, overriding the --output extension\n"
     "  --batch N             sequences per forward pass (default 32)\n"
@@ -46,7 +49,7 @@ static const char *const help =
 
 int cmd_embed(int argc, char **argv)
 {
-    enum { O_FIELD = 256, O_MAXSEQ, O_POOL, O_NORM, O_NONORM, O_TOK, O_HID, O_QUIET, O_FORMAT, O_ID, O_CHUNK };
+    enum { O_FIELD = 256, O_MAXSEQ, O_POOL, O_NORM, O_NONORM, O_TOK, O_HID, O_QUIET, O_FORMAT, O_ID, O_CHUNK, O_PROMPT, O_PREFIX };
     static const struct option opts[] = {
         {"input", required_argument, 0, 'i'},   {"output", required_argument, 0, 'o'},
         {"field", required_argument, 0, O_FIELD}, {"batch", required_argument, 0, 'b'},
@@ -55,9 +58,10 @@ int cmd_embed(int argc, char **argv)
         {"no-normalize", no_argument, 0, O_NONORM}, {"tokens-output", required_argument, 0, O_TOK},
         {"hidden-output", required_argument, 0, O_HID}, {"quiet", no_argument, 0, O_QUIET}, {"format", required_argument, 0, O_FORMAT},
         {"id-field", required_argument, 0, O_ID}, {"chunk", required_argument, 0, O_CHUNK},
+        {"prompt", required_argument, 0, O_PROMPT}, {"prefix", required_argument, 0, O_PREFIX},
         {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
     const char *input = NULL, *output = "-", *format = NULL, *field = NULL, *tok_out = NULL, *hid_out = NULL;
-    const char *id_field = NULL;
+    const char *id_field = NULL, *prompt = NULL, *prefix = NULL;
     long batch = 32, max_seq = 0, threads = 0, chunk_size = 4096;
     int norm = -1, quiet = 0;
     const char *pool_s = NULL;
@@ -88,6 +92,8 @@ int cmd_embed(int argc, char **argv)
         case O_QUIET: quiet = 1; break;
         case O_FORMAT: format = optarg; break;
         case O_ID: id_field = optarg; break;
+        case O_PROMPT: prompt = optarg; break;
+        case O_PREFIX: prefix = optarg; break;
         case O_CHUNK:
             if (!cli_parse_int(optarg, 1, 1 << 20, &chunk_size))
                 return cli_usage_error("embed", "--chunk must be an integer in [1, 1048576]");
@@ -122,6 +128,24 @@ int cmd_embed(int argc, char **argv)
         sq_text_stream_close(&in);
         return SQ_EXIT_BADINPUT;
     }
+    char *prompt_text = NULL;
+    if (prompt || prefix) {
+        if (prompt && prefix) {
+            rc = cli_usage_error("embed", "give --prompt or --prefix, not both");
+            goto early;
+        }
+        if (prompt && (m.is_sqm ? sq_err_set(&err, "%s: a .sqm carries no sentence-transformers "
+                                                   "prompts: give the text with --prefix",
+                                             argv[optind])
+                                : sq_st_prompt_load(m.ckpt.dir, prompt, &prompt_text, &err)) != 0) {
+            rc = cli_fail("embed", &err);
+            goto early;
+        }
+        if (!prompt_text && !(prompt_text = strdup(prefix))) {
+            rc = cli_fail("embed", &err);
+            goto early;
+        }
+    }
     const int H = m.enc.cfg.hidden;
     cli_progress prog;
     cli_progress_init(&prog, "embed");
@@ -151,6 +175,10 @@ int cmd_embed(int argc, char **argv)
         if (n == 0)
             break;
         int64_t first = out.rows;
+        if (prompt_text && sq_text_chunk_prefix(&chunk, prompt_text) != 0) {
+            sq_err_set(&err, "out of memory");
+            goto fail;
+        }
         if (sq_embed_texts(&m, (const char *const *)chunk.text, chunk.len, n, &o, &res, &err) != 0)
             goto fail;
         if (embed_writer_rows(&out, res.emb, n, first, chunk.id_json, &err) != 0 ||
@@ -176,6 +204,8 @@ fail:
 done:
     sq_embed_result_free(&res);
     sq_text_chunk_free(&chunk);
+early:
+    free(prompt_text);
     sq_embed_model_close(&m);
     sq_text_stream_close(&in);
     return rc;

@@ -336,3 +336,49 @@ out:
     free(path);
     return rc;
 }
+
+int sq_st_prompt_load(const char *dir, const char *name, char **out, sq_err *err)
+{
+    *out = NULL;
+    char *path = sq_path_join(dir, "config_sentence_transformers.json");
+    if (!path)
+        return sq_err_set(err, "out of memory");
+    int rc = -1;
+    json_t *root = NULL;
+    if (!sq_file_exists(path)) {
+        sq_err_set(err, "%s: no config_sentence_transformers.json: --prompt %s names nothing "
+                        "(give the text with --prefix)",
+                   dir, name);
+        goto out;
+    }
+    if (!(root = sq_json_load_object(path, err)))
+        goto out;
+    json_t *prompts = json_object_get(root, "prompts");
+    json_t *v = json_is_object(prompts) ? json_object_get(prompts, name) : NULL;
+    if (!json_is_string(v)) {
+        char names[512] = "";
+        size_t k = 0;
+        const char *key;
+        json_t *val;
+        if (json_is_object(prompts))
+            json_object_foreach(prompts, key, val)
+            {
+                int w = snprintf(names + k, sizeof names - k, "%s%s", k ? ", " : "", key);
+                if (w < 0 || (size_t)w >= sizeof names - k)
+                    break;
+                k += (size_t)w;
+            }
+        sq_err_set(err, "%s: no prompt named \"%s\" (prompts: %s)", path, name,
+                   k ? names : "none");
+        goto out;
+    }
+    if (!(*out = strdup(json_string_value(v)))) {
+        sq_err_set(err, "out of memory");
+        goto out;
+    }
+    rc = 0;
+out:
+    json_decref(root);
+    free(path);
+    return rc;
+}

@@ -78,6 +78,11 @@ int sq_bert_config_load(const char *path, sq_bert_config *cfg, sq_err *err);
  * if there is one. */
 int sq_pooling_config_load_dir(const char *dir, sq_pooling_config *pc, sq_err *err);
 
+/* The prompt `name` of <dir>/config_sentence_transformers.json ("prompts":
+ * {"query": "Represent this sentence ...: "}) into *out (malloc'd). A
+ * missing file or name is an error listing the names there are. */
+int sq_st_prompt_load(const char *dir, const char *name, char **out, sq_err *err);
+
 const char *sq_pooling_name(sq_pooling p);
 int sq_pooling_parse(const char *s, sq_pooling *out);
 

@@ -57,4 +57,19 @@ json.dump(c, open(sys.argv[1], "w"))
 PY
 expect_error "cross-encoder refused" "BertForSequenceClassification" "" -- "$SQ" embed "$W/ce" --input "$W/in.txt"
 expect_error "cross-encoder not quantized" "cross-encoder" "$W/ce.sqm" -- "$SQ" quantize "$W/ce" -o "$W/ce.sqm"
+
+# 5. Prompts: --prefix TEXT, or --prompt NAME from config_sentence_transformers.json.
+printf 'query: what is a cat\nquery: short one\n' >"$W/prefixed.txt"
+printf 'what is a cat\nshort one\n' >"$W/plain.txt"
+"$SQ" embed "$W/m" --input "$W/prefixed.txt" --output "$W/p0.npy" --quiet
+"$SQ" embed "$W/m" --input "$W/plain.txt" --prefix "query: " --output "$W/p1.npy" --quiet
+cmp -s "$W/p0.npy" "$W/p1.npy" && pass "--prefix = the text written in front" || fail "--prefix"
+printf '{"prompts": {"query": "query: ", "document": ""}, "default_prompt_name": null}\n' \
+  >"$W/m/config_sentence_transformers.json"
+"$SQ" embed "$W/m" --input "$W/plain.txt" --prompt query --output "$W/p2.npy" --quiet
+cmp -s "$W/p0.npy" "$W/p2.npy" && pass "--prompt query from config_sentence_transformers.json" || fail "--prompt"
+expect_error "unknown prompt names the ones there are" "prompts: query, document" "" -- \
+  "$SQ" embed "$W/m" --input "$W/plain.txt" --prompt passage
+"$SQ" quantize "$W/m" -o "$W/m.sqm" >/dev/null 2>&1
+expect_error "--prompt on a .sqm" "give the text with --prefix" "" -- "$SQ" embed "$W/m.sqm" --input "$W/plain.txt" --prompt query
 finish
