@@ -1,0 +1,140 @@
+"""squint: int8/int4 text embeddings on CPUs, from Python.
+
+A thin ctypes binding over libsquint (include/squint.h): no compiled
+extension, no pip; NumPy arrays out.
+
+    import squint
+    m = squint.Model("model.sqm")                 # or an fp32 checkpoint directory
+    emb = m.embed(["a sentence", "another one"])  # numpy float32 [2, m.dim]
+
+The library is found through $SQUINT_LIB (a path to libsquint.so*), else
+the build tree next to this package (../build/libsquint/), else the system
+loader (an installed libsquint.so.0). One Model may be shared by threads:
+embed() releases the GIL while libsquint computes (ctypes does), and the
+library's model is read-only.
+"""
+
+import ctypes
+import os
+
+import numpy as np
+
+__all__ = ["Model", "SquintError", "library_version"]
+
+
+class _Error(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_int), ("message", ctypes.c_char * 1024)]
+
+
+class _Options(ctypes.Structure):
+    _fields_ = [("threads", ctypes.c_int), ("max_seq", ctypes.c_int), ("batch", ctypes.c_int),
+                ("normalize", ctypes.c_int), ("pooling", ctypes.c_int)]
+
+
+class SquintError(RuntimeError):
+    """A libsquint failure: .status is the squint_status name ("model", "input", ...)."""
+
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
+
+
+def _find_library():
+    env = os.environ.get("SQUINT_LIB")
+    if env:
+        return env
+    here = os.path.dirname(os.path.abspath(__file__))
+    for cand in (os.path.join(here, "..", "..", "build", "libsquint", "libsquint.so"),):
+        if os.path.exists(cand):
+            return cand
+    return "libsquint.so.0"
+
+
+_lib = ctypes.CDLL(_find_library())
+_lib.squint_version.restype = ctypes.c_char_p
+_lib.squint_status_name.restype = ctypes.c_char_p
+_lib.squint_status_name.argtypes = [ctypes.c_int]
+_lib.squint_model_open.restype = ctypes.c_void_p
+_lib.squint_model_open.argtypes = [ctypes.c_char_p, ctypes.POINTER(_Error)]
+_lib.squint_model_close.argtypes = [ctypes.c_void_p]
+for _f in ("squint_model_dim", "squint_model_max_seq", "squint_model_is_quantized"):
+    getattr(_lib, _f).restype = ctypes.c_int
+    getattr(_lib, _f).argtypes = [ctypes.c_void_p]
+_lib.squint_embed_options_init.argtypes = [ctypes.POINTER(_Options)]
+_lib.squint_embed.restype = ctypes.c_int
+_lib.squint_embed.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_char_p),
+                              ctypes.POINTER(ctypes.c_size_t), ctypes.c_size_t,
+                              ctypes.POINTER(_Options), ctypes.POINTER(ctypes.c_float),
+                              ctypes.POINTER(_Error)]
+
+_POOLING = {None: 0, "cls": 1, "mean": 2}
+
+
+def library_version():
+    """The libsquint version string, e.g. "0.1.0"."""
+    return _lib.squint_version().decode()
+
+
+def _raise(err):
+    name = _lib.squint_status_name(err.code).decode()
+    raise SquintError(name, err.message.decode("utf-8", "replace"))
+
+
+class Model:
+    """An open .sqm (int8/int4) or fp32 checkpoint. Close it, or use `with`."""
+
+    def __init__(self, path):
+        err = _Error()
+        self._h = _lib.squint_model_open(os.fsencode(path), ctypes.byref(err))
+        if not self._h:
+            _raise(err)
+        self.path = path
+        self.dim = _lib.squint_model_dim(self._h)
+        self.max_seq = _lib.squint_model_max_seq(self._h)
+        self.quantized = bool(_lib.squint_model_is_quantized(self._h))
+
+    def embed(self, texts, threads=0, max_seq=0, batch=0, normalize=None, pooling=None):
+        """Embeddings of texts (a str or a sequence of str) as float32 [n, dim];
+        the options are squint_embed_options' (0 / None: the model's)."""
+        if self._h is None:
+            raise ValueError("the model is closed")
+        if isinstance(texts, str):
+            texts = [texts]
+        data = [t.encode("utf-8") for t in texts]
+        n = len(data)
+        out = np.empty((n, self.dim), dtype=np.float32)
+        if n == 0:
+            return out
+        opts = _Options()
+        _lib.squint_embed_options_init(ctypes.byref(opts))
+        opts.threads, opts.max_seq, opts.batch = threads, max_seq, batch
+        opts.normalize = -1 if normalize is None else int(bool(normalize))
+        if pooling not in _POOLING:
+            raise ValueError("pooling must be None, 'cls' or 'mean'")
+        opts.pooling = _POOLING[pooling]
+        arr = (ctypes.c_char_p * n)(*data)
+        lens = (ctypes.c_size_t * n)(*[len(d) for d in data])
+        err = _Error()
+        rc = _lib.squint_embed(self._h, arr, lens, n, ctypes.byref(opts),
+                               out.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+                               ctypes.byref(err))
+        if rc != 0:
+            _raise(err)
+        return out
+
+    def close(self):
+        if self._h:
+            _lib.squint_model_close(self._h)
+            self._h = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass

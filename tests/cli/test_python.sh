@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The Python binding (python/squint, ctypes over libsquint, NumPy out):
+# embeddings equal `squint embed`'s bytes (int8 .sqm and fp32 checkpoint),
+# errors raise SquintError with the status, 4 Python threads share a model.
+# usage: test_python.sh SQUINT GEN_FIXTURE LIBSQUINT_SO SOURCE_DIR
+set -uo pipefail
+SQ=$1 GEN=$2 LIB=$3 SRC=$4
+W=$(mktemp -d /tmp/squint-py-XXXXXX)
+trap 'rm -rf "$W"' EXIT
+/usr/bin/python3 -c "import numpy" 2>/dev/null || { echo "SKIPPED: no python3-numpy"; exit 77; }
+"$GEN" "$W/m" --shape tiny --seed 11 --outliers 2 >/dev/null || exit 1
+"$SQ" quantize "$W/m" -o "$W/m.sqm" >/dev/null 2>&1 || { echo "quantize failed"; exit 1; }
+printf 'first sentence\nsecond, rather different one\n\nünïcödé text\n' >"$W/in.txt"
+"$SQ" embed "$W/m.sqm" --input "$W/in.txt" --output "$W/q.npy" --quiet
+"$SQ" embed "$W/m" --input "$W/in.txt" --output "$W/f.npy" --quiet
+SQUINT_LIB=$LIB PYTHONPATH=$SRC/python /usr/bin/python3 - "$W" <<'PY'
+import sys, threading
+import numpy as np
+import squint
+W = sys.argv[1]
+fails = 0
+def check(ok, what):
+    global fails
+    print(("ok   - " if ok else "FAIL - ") + what)
+    fails += 0 if ok else 1
+texts = open(W + "/in.txt", encoding="utf-8").read().split("\n")[:-1]
+with squint.Model(W + "/m.sqm") as m:
+    e = m.embed(texts)
+    check(e.dtype == np.float32 and e.shape == (4, m.dim) and m.quantized, "int8 .sqm: float32 [4, %d]" % m.dim)
+    check(np.array_equal(e, np.load(W + "/q.npy")), "= squint embed, bit for bit (int8)")
+    res = [None] * 4
+    def work(i):
+        res[i] = m.embed(texts * 10, threads=1 + i % 2)
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    [t.start() for t in ts]
+    [t.join() for t in ts]
+    check(all(np.array_equal(r, np.tile(e, (10, 1))) for r in res), "4 threads on one model, same bytes")
+    check(m.embed([]).shape == (0, m.dim), "no texts: an empty [0, dim] array")
+    try:
+        m.embed(["x"], max_seq=100000)
+        check(False, "max_seq out of range raises")
+    except squint.SquintError as ex:
+        check(ex.status == "argument" and "max_seq" in str(ex), "max_seq out of range: SquintError(argument)")
+with squint.Model(W + "/m") as f:
+    check(np.array_equal(f.embed(texts), np.load(W + "/f.npy")) and not f.quantized, "fp32 checkpoint = squint embed")
+try:
+    squint.Model(W + "/nope.sqm")
+    check(False, "missing model raises")
+except squint.SquintError as ex:
+    check(ex.status == "model" and "nope.sqm" in str(ex), "missing model: SquintError(model) naming it")
+check(squint.library_version().count(".") == 2, "library version " + squint.library_version())
+print("%d failure(s)" % fails)
+sys.exit(1 if fails else 0)
+PY
