@@ -146,7 +146,7 @@ PY
 # (AddressSanitizer reserves terabytes of address space for its shadow: an
 # instrumented build runs these without the limit; the plain build keeps it.)
 limit_kb=409600
-ldd "$SQ" 2>/dev/null | grep -q libasan && limit_kb=unlimited
+[[ $(ldd "$SQ" 2>/dev/null) == *libasan* ]] && limit_kb=unlimited
 zrun() { # NAME NEEDLE FILE
   local out rc
   out=$( (ulimit -v $limit_kb; "$SQ" verify "$3") 2>&1)
