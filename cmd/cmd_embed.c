@@ -36,7 +36,7 @@ static const char *const help =
     "  --no-normalize        do not normalize\n"
     "  --tokens-output FILE  also write the token ids fed to the encoder (JSONL)\n"
     "  --hidden-output FILE  also write the last hidden state rows (.npy [tokens, hidden])\n"
-    "  --chunk N             texts read ahead and embedded together (default 4096): memory\n"
+    "  --chunk N             texts read ahead and embedded together (default 1024): memory\n"
     "                        follows the chunk, not the input\n"
     "  --quiet               no progress line\n"
     "\n"
@@ -62,7 +62,7 @@ int cmd_embed(int argc, char **argv)
         {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
     const char *input = NULL, *output = "-", *format = NULL, *field = NULL, *tok_out = NULL, *hid_out = NULL;
     const char *id_field = NULL, *prompt = NULL, *prefix = NULL;
-    long batch = 32, max_seq = 0, threads = 0, chunk_size = 4096;
+    long batch = 32, max_seq = 0, threads = 0, chunk_size = 1024;
     int norm = -1, quiet = 0;
     const char *pool_s = NULL;
     optind = 1;
