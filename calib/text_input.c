@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "fileio.h"
+#include "json_util.h"
 #include "line_source.h"
 #include "utf8.h"
 
@@ -33,24 +34,6 @@ static int push(sq_texts *t, int64_t *cap, const char *s, size_t n)
     t->len[t->n] = n;
     t->n++;
     return 0;
-}
-
-/* Follow a dotted path ("a.b.c") through nested objects. */
-static json_t *get_path(json_t *obj, const char *path)
-{
-    char key[256];
-    const char *s = path;
-    while (obj && *s) {
-        const char *dot = strchr(s, '.');
-        size_t n = dot ? (size_t)(dot - s) : strlen(s);
-        if (n == 0 || n >= sizeof key)
-            return NULL;
-        memcpy(key, s, n);
-        key[n] = '\0';
-        obj = json_is_object(obj) ? json_object_get(obj, key) : NULL;
-        s += n + (dot ? 1 : 0);
-    }
-    return obj;
 }
 
 static int read_all(const char *path, char **buf, size_t *len, sq_err *err)
@@ -132,7 +115,7 @@ int sq_texts_read(const char *path, const char *field, sq_texts *out, sq_err *er
                 sq_err_set(err, "%s:%lld: invalid JSON: %s", name, (long long)lineno, je.text);
                 goto out;
             }
-            json_t *v = get_path(obj, field);
+            json_t *v = sq_json_get_path(obj, field);
             if (!json_is_string(v)) {
                 json_decref(obj);
                 sq_err_set(err, "%s:%lld: field \"%s\" is missing or not a string", name,

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "fileio.h"
+#include "json_util.h"
 
 static ssize_t fd_read(void *ctx, void *buf, size_t n, sq_err *err)
 {
@@ -115,24 +116,6 @@ static int push(sq_text_chunk *c, const char *t, size_t n, char *id, bool with_i
     return 0;
 }
 
-/* Follow a dotted path ("a.b.c") through nested objects. */
-static json_t *get_path(json_t *obj, const char *path)
-{
-    char key[256];
-    const char *p = path;
-    while (obj && *p) {
-        const char *dot = strchr(p, '.');
-        size_t n = dot ? (size_t)(dot - p) : strlen(p);
-        if (n == 0 || n >= sizeof key)
-            return NULL;
-        memcpy(key, p, n);
-        key[n] = '\0';
-        obj = json_is_object(obj) ? json_object_get(obj, key) : NULL;
-        p += n + (dot ? 1 : 0);
-    }
-    return obj;
-}
-
 /* Is a whole line already buffered, or input ready without blocking? */
 static bool line_ready(sq_text_stream *s)
 {
@@ -169,7 +152,7 @@ int64_t sq_text_stream_next(sq_text_stream *s, int64_t max, sq_text_chunk *c, sq
         json_t *obj = json_loadb(line, len, 0, &je);
         if (!obj)
             return sq_err_set(err, "%s:%llu: invalid JSON: %s", s->ls.name, no, je.text);
-        json_t *v = get_path(obj, s->field);
+        json_t *v = sq_json_get_path(obj, s->field);
         if (!json_is_string(v)) {
             json_decref(obj);
             return sq_err_set(err, "%s:%llu: field \"%s\" is missing or not a string", s->ls.name,
@@ -177,7 +160,7 @@ int64_t sq_text_stream_next(sq_text_stream *s, int64_t max, sq_text_chunk *c, sq
         }
         char *id = NULL;
         if (with_ids) {
-            json_t *iv = get_path(obj, s->id_field);
+            json_t *iv = sq_json_get_path(obj, s->id_field);
             if (!json_is_string(iv) && !json_is_integer(iv)) {
                 json_decref(obj);
                 return sq_err_set(err, "%s:%llu: id field \"%s\" is missing or not a string or "

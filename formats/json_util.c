@@ -120,3 +120,17 @@ int sq_json_bool(const json_t *obj, const char *key, bool has_default, bool def,
     *out = json_is_true(v);
     return 0;
 }
+
+json_t *sq_json_get_path(json_t *obj, const char *path)
+{
+    const char *s = path;
+    while (obj && *s) {
+        const char *dot = strchr(s, '.');
+        size_t n = dot ? (size_t)(dot - s) : strlen(s);
+        if (n == 0 || n >= 256)
+            return NULL;
+        obj = json_is_object(obj) ? json_object_getn(obj, s, n) : NULL;
+        s += n + (dot ? 1 : 0);
+    }
+    return obj;
+}

@@ -26,6 +26,9 @@ int sq_json_real(const json_t *obj, const char *key, bool has_default, double de
 /* String member; returns borrowed pointer or NULL when missing and optional. */
 int sq_json_str(const json_t *obj, const char *key, bool optional, const char **out,
                 const char *what, sq_err *err);
+/* The member at a dotted path ("a.b.c") through nested objects, or NULL
+ * when a step is missing, not an object, empty or 256 bytes or longer. */
+json_t *sq_json_get_path(json_t *obj, const char *path);
 /* Boolean member. */
 int sq_json_bool(const json_t *obj, const char *key, bool has_default, bool def, bool *out,
                  const char *what, sq_err *err);
