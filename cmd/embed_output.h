@@ -1,6 +1,6 @@
-/* Writing embedding results: .jsonl, raw .f32 or .npy (chosen by the file
- * extension), token ids as JSONL, hidden states as .npy. Files are written
- * atomically; "-" is standard output (JSONL). */
+/* Writing embeddings: .jsonl, raw .f32 or .npy (chosen by the file
+ * extension or a format), token ids as JSONL, hidden states as .npy. Files
+ * are written atomically; "-" is standard output (JSONL or f32). */
 #ifndef SQ_EMBED_OUTPUT_H
 #define SQ_EMBED_OUTPUT_H
 
@@ -10,10 +10,6 @@
 #include "embedder.h"
 #include "fileio.h"
 
-/* format: "jsonl", "npy", "f32", or NULL to choose by the file extension. */
-int write_embeddings(const char *path, const char *format, const sq_embed_result *r, sq_err *err);
-int write_tokens_jsonl(const char *path, const sq_embed_result *r, sq_err *err);
-int write_hidden_npy(const char *path, const sq_embed_result *r, sq_err *err);
 
 /* ---- streaming (squint embed): rows are written as chunks finish ----
  * JSONL and .f32 stream; .npy is written with a row count of 0 and its
@@ -42,5 +38,9 @@ int embed_writer_tokens(embed_writer *w, const int64_t *offsets, const int32_t *
                         int64_t first, char *const *id_json, sq_err *err);
 int embed_writer_finish(embed_writer *w, sq_err *err);
 void embed_writer_abort(embed_writer *w);
+
+/* A whole result at once (embed-run --output): the writer above, one
+ * chunk. format: "jsonl", "npy", "f32", or NULL to choose by extension. */
+int write_embeddings(const char *path, const char *format, const sq_embed_result *r, sq_err *err);
 
 #endif
