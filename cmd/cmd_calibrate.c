@@ -6,6 +6,7 @@
 
 #include "calibrate.h"
 #include "cli.h"
+#include "embedder.h"
 #include "data_dir.h"
 #include "threads.h"
 
@@ -141,14 +142,14 @@ int cmd_calibrate(int argc, char **argv)
             break;
         case O_WINDOW: o.windows = true; break;
         case O_BATCH:
-            if (!cli_parse_int(optarg, 1, 4096, &v)) {
+            if (!cli_parse_int(optarg, 1, SQ_BATCH_MAX, &v)) {
                 rc = cli_usage_error("calibrate", "--batch must be an integer in [1, 4096]");
                 goto done;
             }
             o.batch = (int)v;
             break;
         case 't':
-            if (!cli_parse_int(optarg, 1, 1024, &threads)) {
+            if (!cli_parse_int(optarg, 1, SQ_THREADS_MAX, &threads)) {
                 rc = cli_usage_error("calibrate", "--threads must be an integer in [1, 1024]");
                 goto done;
             }

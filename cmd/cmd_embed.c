@@ -73,7 +73,7 @@ int cmd_embed(int argc, char **argv)
         case 'o': output = optarg; break;
         case O_FIELD: field = optarg; break;
         case 'b':
-            if (!cli_parse_int(optarg, 1, 4096, &batch))
+            if (!cli_parse_int(optarg, 1, SQ_BATCH_MAX, &batch))
                 return cli_usage_error("embed", "--batch must be an integer in [1, 4096]");
             break;
         case O_MAXSEQ:
@@ -81,7 +81,7 @@ int cmd_embed(int argc, char **argv)
                 return cli_usage_error("embed", "--max-seq must be an integer in [3, 65536]");
             break;
         case 't':
-            if (!cli_parse_int(optarg, 1, 1024, &threads))
+            if (!cli_parse_int(optarg, 1, SQ_THREADS_MAX, &threads))
                 return cli_usage_error("embed", "--threads must be an integer in [1, 1024]");
             break;
         case O_POOL: pool_s = optarg; break;

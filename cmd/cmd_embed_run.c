@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "embedder.h"
 #include "cpu_features.h"
 #include "embed_output.h"
 #include "fileio.h"
@@ -221,7 +222,7 @@ static int parse_args(int argc, char **argv, run_args *a, sq_recipe *rec, sq_err
             }
             break;
         case 'b':
-            if (!cli_parse_int(optarg, 1, 4096, &a->batch)) {
+            if (!cli_parse_int(optarg, 1, SQ_BATCH_MAX, &a->batch)) {
                 sq_err_set(err, "--batch must be an integer in [1, 4096]");
                 goto done;
             }
@@ -233,7 +234,7 @@ static int parse_args(int argc, char **argv, run_args *a, sq_recipe *rec, sq_err
             }
             break;
         case 't':
-            if (!cli_parse_int(optarg, 1, 1024, &a->threads)) {
+            if (!cli_parse_int(optarg, 1, SQ_THREADS_MAX, &a->threads)) {
                 sq_err_set(err, "--threads must be an integer in [1, 1024]");
                 goto done;
             }

@@ -8,6 +8,7 @@
 
 #include "calibrate.h"
 #include "cli.h"
+#include "embedder.h"
 #include "data_dir.h"
 #include "quantizer.h"
 #include "threads.h"
@@ -121,7 +122,7 @@ int cmd_quantize(int argc, char **argv)
         case O_DRY: dry = 1; break;
         case O_JSON: json = 1; break;
         case 't':
-            if (!cli_parse_int(optarg, 1, 1024, &threads)) {
+            if (!cli_parse_int(optarg, 1, SQ_THREADS_MAX, &threads)) {
                 rc = cli_usage_error("quantize", "--threads must be an integer in [1, 1024]");
                 goto done;
             }

@@ -28,6 +28,9 @@ int sq_tokenize_texts(const sq_embed_model *m, const char *const *texts, const s
                       int64_t n, int max_seq, bool windows, sq_token_seqs *out, sq_err *err);
 void sq_token_seqs_free(sq_token_seqs *s);
 
+/* The largest batch (sequences per forward pass) squint takes. */
+#define SQ_BATCH_MAX 4096
+
 typedef struct sq_embed_opts {
     int batch;       /* sequences per forward pass */
     int max_seq;     /* truncation length including [CLS]/[SEP] */

@@ -19,7 +19,7 @@ int sq_threads_default(void)
         char *end;
         long v = strtol(env, &end, 10);
         if (end != env && (*end == '\0' || *end == ',') && v > 0)
-            return v > 1024 ? 1024 : (int)v;
+            return v > SQ_THREADS_MAX ? SQ_THREADS_MAX : (int)v;
     }
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof set, &set) == 0) {
@@ -35,8 +35,8 @@ int sq_threads_init(int n)
 {
     if (n <= 0)
         n = sq_threads_default();
-    if (n > 1024)
-        n = 1024;
+    if (n > SQ_THREADS_MAX)
+        n = SQ_THREADS_MAX;
     g_threads = n;
     omp_set_num_threads(n);
     openblas_set_num_threads(1);

@@ -4,6 +4,9 @@
 #ifndef SQ_THREADS_H
 #define SQ_THREADS_H
 
+/* The most worker threads squint runs (the CLI's --threads, libsquint's option). */
+#define SQ_THREADS_MAX 1024
+
 /* Set the number of worker threads (<= 0: sq_threads_default()). Returns the count. */
 int sq_threads_init(int n);
 int sq_threads_count(void);

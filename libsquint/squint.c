@@ -14,6 +14,7 @@
 #include "embed_model.h"
 #include "embedder.h"
 #include "linear.h"
+#include "threads.h"
 #include "squint_version.h"
 #include "utf8.h"
 
@@ -121,10 +122,14 @@ static squint_status resolve_options(const squint_model *h, const squint_embed_o
     if (!in)
         in = &d;
     char msg[160];
-    if (in->threads < 0 || in->threads > 1024)
-        return fail(err, SQUINT_ERR_ARGUMENT, "squint_embed: threads must be in [0, 1024]");
-    if (in->batch < 0 || in->batch > 4096)
-        return fail(err, SQUINT_ERR_ARGUMENT, "squint_embed: batch must be in [0, 4096]");
+    if (in->threads < 0 || in->threads > SQ_THREADS_MAX) {
+        snprintf(msg, sizeof msg, "squint_embed: threads must be in [0, %d]", SQ_THREADS_MAX);
+        return fail(err, SQUINT_ERR_ARGUMENT, msg);
+    }
+    if (in->batch < 0 || in->batch > SQ_BATCH_MAX) {
+        snprintf(msg, sizeof msg, "squint_embed: batch must be in [0, %d]", SQ_BATCH_MAX);
+        return fail(err, SQUINT_ERR_ARGUMENT, msg);
+    }
     if (in->normalize < -1 || in->normalize > 1)
         return fail(err, SQUINT_ERR_ARGUMENT, "squint_embed: normalize must be -1, 0 or 1");
     if (in->max_seq != 0 && (in->max_seq < 3 || in->max_seq > h->m.enc.cfg.max_pos)) {
