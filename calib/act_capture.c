@@ -13,8 +13,9 @@ int sq_act_capture_init(sq_act_capture *c, const sq_bert_config *cfg, int max_ro
     c->n_rows = calloc((size_t)n, sizeof *c->n_rows);
     c->cols = calloc((size_t)n, sizeof *c->cols);
     c->smooth = calloc((size_t)n, sizeof *c->smooth);
+    c->skip = calloc((size_t)n, sizeof *c->skip);
     c->stats = calloc((size_t)n, sizeof *c->stats);
-    if (!c->rows || !c->n_rows || !c->cols || !c->smooth || !c->stats) {
+    if (!c->rows || !c->n_rows || !c->cols || !c->smooth || !c->skip || !c->stats) {
         sq_act_capture_free(c);
         return sq_err_set(err, "out of memory");
     }
@@ -43,6 +44,7 @@ void sq_act_capture_free(sq_act_capture *c)
     free(c->n_rows);
     free(c->cols);
     free(c->smooth);
+    free(c->skip);
     free(c->stats);
     memset(c, 0, sizeof *c);
 }
@@ -70,9 +72,10 @@ static void on_input(void *ctx, int layer, sq_linear_kind kind, const float *x, 
         return;
     }
     const float *s = c->smooth[i];
+    const uint8_t *skip = c->skip[i];
     for (int r = 0; r < rows; r++)
         for (int j = 0; j < cols; j++)
-            y[(size_t)r * cols + j] = x[(size_t)r * cols + j] / s[j];
+            y[(size_t)r * cols + j] = skip && skip[j] ? 0.0f : x[(size_t)r * cols + j] / s[j];
     if (sq_act_stats_observe(&c->stats[i], y, rows, cols, &e) != 0) {
         c->failed = true;
         c->first_err = e;

@@ -19,6 +19,11 @@ typedef struct sq_act_capture {
     /* Smoothed statistics: when smooth[i] is non-NULL (K floats), stats[i]
      * accumulates x_j / smooth[i][j]. */
     const float **smooth;
+    /* With smooth[i]: skip[i] (K bytes, or NULL) marks the outlier channels
+     * (sq_linear.outlier_idx), which the static range does not cover; they
+     * are observed as 0 (a zero does not move a clip or a one-sided
+     * input's minimum: act_range clamps it to <= 0 anyway). */
+    const uint8_t **skip;
     sq_act_stats *stats;
     bool failed;
     sq_err first_err;

@@ -13,6 +13,7 @@
 #include "config_yaml.h"
 #include "container.h"
 #include "file_hash.h"
+#include "outlier_select.h"
 #include "pack.h"
 #include "qlinear_eval.h"
 #include "qlinear_ref.h"
@@ -43,6 +44,14 @@ typedef struct plan_linear {
     float act_scale; /* the int8 step: amax / 127, or (amax - lo) / 254 with a zero point */
     int act_zero;    /* its zero point (sq_ref_round_s8_zp), 0 = symmetric */
     sq_qweight qw;   /* quantized and packed (when not fp32) */
+    /* outlier channels (recipe outliers, outlier_select.h): n_outl indices,
+     * ascending; their columns of W diag(s) [n_outl][N] (filled in step 5);
+     * the calibrated channel maxima with them set to 0, and a K-byte mask */
+    int n_outl;
+    int32_t *outl_idx;
+    float *outl_w;
+    float *xmax_m;
+    uint8_t *skip;
 } plan_linear;
 
 static sq_scale_params recipe_scale(const sq_recipe *r)
@@ -75,22 +84,26 @@ static void logf_(const sq_quantize_opts *o, const char *fmt, ...)
  * x W^T + b in fp32. */
 static int quantized_error(const float *x, int rows, const float *w_ref, const float *bias, int N,
                            int K, const float *s, float act_scale, int act_zero,
-                           const sq_qweight *qw, double *out, sq_err *err)
+                           const plan_linear *p, const sq_qweight *qw, double *out, sq_err *err)
 {
     float *ref = malloc((size_t)rows * N * sizeof *ref);
     if (!ref)
         return sq_err_set(err, "out of memory");
     sq_fp32_linear(x, rows, K, w_ref, N, bias, ref);
-    int rc = sq_qlinear_error(x, rows, qw, bias, s, act_scale, act_zero, ref, out, err);
+    int rc = sq_qlinear_error(x, rows, qw, bias, s, act_scale, act_zero, p ? p->n_outl : 0,
+                              p ? p->outl_idx : NULL, p ? p->outl_w : NULL, ref, out, err);
     free(ref);
     return rc;
 }
 
 /* Quantize W (times diag(scale_s) when given) to qt. The int4 importance of
- * input j is the calibration sum of x_j^2 / imp_s_j^2 (the smoothed input). */
+ * input j is the calibration sum of x_j^2 / imp_s_j^2 (the smoothed input).
+ * With p (n_outl > 0): the outlier columns of W diag(scale_s) go to
+ * p->outl_w [n_outl][N] and are zeroed before quantizing, so no outlier
+ * sets a row's weight scale. */
 static int quantize_linear(const sq_linear *lin, const float *scale_s, const float *imp_s,
-                           const sq_act_stats *xs, sq_qtype qt, bool int4_search, sq_qweight *qw,
-                           sq_err *err)
+                           const sq_act_stats *xs, sq_qtype qt, bool int4_search,
+                           plan_linear *p, sq_qweight *qw, sq_err *err)
 {
     const int K = lin->in, N = lin->out;
     float *w = malloc((size_t)N * K * sizeof *w), *imp = malloc((size_t)K * sizeof *imp);
@@ -104,10 +117,60 @@ static int quantize_linear(const sq_linear *lin, const float *scale_s, const flo
         imp[j] = (float)(xs->ch_sumsq[j] / (imp_s ? (double)imp_s[j] * imp_s[j] : 1.0));
     if (scale_s)
         sq_smooth_scale_weights(w, N, K, scale_s);
+    if (p && p->n_outl > 0) {
+        free(p->outl_w);
+        if (!(p->outl_w = malloc((size_t)p->n_outl * N * sizeof *p->outl_w))) {
+            free(w);
+            free(imp);
+            return sq_err_set(err, "out of memory");
+        }
+        for (int o = 0; o < p->n_outl; o++) {
+            const int j = p->outl_idx[o];
+            for (int n = 0; n < N; n++) {
+                p->outl_w[(size_t)o * N + n] = w[(size_t)n * K + j];
+                w[(size_t)n * K + j] = 0.0f;
+            }
+            imp[j] = 0.0f;
+        }
+    }
     sq_quant_opts qo = {.importance = imp, .int4_search = int4_search};
     int rc = sq_quantize_weights(w, N, K, qt, &qo, qw, err);
     free(w);
     free(imp);
+    return rc;
+}
+
+/* SmoothQuant's alpha search (smoothquant.h) on the channels that stay in
+ * the integer GEMM: with outlier channels, on copies of the sample rows and
+ * of W whose outlier columns are 0 (the fp32 side path is exact whatever
+ * alpha is). */
+static int search_alpha(const float *x, int rows, const sq_linear *lin, const plan_linear *p,
+                        const float *xmax, const float *wmax, const sq_smooth_search *search,
+                        float *alpha, sq_err *err)
+{
+    const int K = lin->in, N = lin->out;
+    if (p->n_outl == 0)
+        return sq_smooth_search_alpha(x, rows, K, lin->w, N, lin->b, xmax, wmax, search, alpha,
+                                      NULL, NULL, err);
+    float *xz = malloc(((size_t)rows * K + 1) * sizeof *xz), *wz = malloc((size_t)N * K * sizeof *wz);
+    if (!xz || !wz) {
+        free(xz);
+        free(wz);
+        return sq_err_set(err, "out of memory");
+    }
+    memcpy(xz, x, (size_t)rows * K * sizeof *xz);
+    memcpy(wz, lin->w, (size_t)N * K * sizeof *wz);
+    for (int o = 0; o < p->n_outl; o++) {
+        const int j = p->outl_idx[o];
+        for (int r = 0; r < rows; r++)
+            xz[(size_t)r * K + j] = 0.0f;
+        for (int n = 0; n < N; n++)
+            wz[(size_t)n * K + j] = 0.0f;
+    }
+    int rc = sq_smooth_search_alpha(xz, rows, K, wz, N, lin->b, xmax, wmax, search, alpha, NULL,
+                                    NULL, err);
+    free(xz);
+    free(wz);
     return rc;
 }
 
@@ -209,6 +272,8 @@ static char *build_metadata(const sq_embed_model *m, const sq_calib_stats *st, u
                          lr->act_zero, lr->err);
         if (lr->smooth)
             sq_sb_printf(&sb, ", err_nosmooth: %.6g", lr->err_nosmooth);
+        if (lr->n_outliers > 0)
+            sq_sb_printf(&sb, ", outliers: %d", lr->n_outliers);
         sq_sb_printf(&sb, "}\n");
     }
     if (sb.failed) {
@@ -409,6 +474,13 @@ static int write_sqm(const sq_embed_model *m, const plan_linear *pl, const char 
                 *az = p->act_zero;
                 ADD_REF(NAME("layer.%d.%s.act_zero", l, kn), SQ_CDT_I32, 1, &one, az, 4);
             }
+            if (p->n_outl > 0) {
+                uint64_t no = (uint64_t)p->n_outl, dow[2] = {no, N};
+                ADD_REF(NAME("layer.%d.%s.outlier_index", l, kn), SQ_CDT_I32, 1, &no, p->outl_idx,
+                        no * 4);
+                ADD_REF(NAME("layer.%d.%s.outlier_weight", l, kn), SQ_CDT_F32, 2, dow, p->outl_w,
+                        no * N * 4);
+            }
 #undef NAME
         }
     }
@@ -488,6 +560,10 @@ static void free_plan(plan_linear *pl, int n, float **w_orig)
 {
     for (int i = 0; pl && i < n; i++) {
         free(pl[i].s);
+        free(pl[i].outl_idx);
+        free(pl[i].outl_w);
+        free(pl[i].xmax_m);
+        free(pl[i].skip);
         sq_qweight_free(&pl[i].qw);
         if (w_orig)
             free(w_orig[i]);
@@ -571,6 +647,40 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
     const sq_scale_params sp = recipe_scale(r);
     const bool int4_search = o->int4_search || r->int4_scale_search;
 
+    /* 1b. Outlier channels of each packed linear (outlier_select.h), from
+     * the calibrated channel maxima and the weights as the checkpoint has
+     * them; SmoothQuant and the static range then see the other channels. */
+    bool any_outl = false;
+    for (int i = 0; r->outl_enabled && i < NL; i++) {
+        plan_linear *p = &pl[i];
+        if (p->absent || p->res.qtype == SQ_QT_F32)
+            continue;
+        const sq_linear *lin = &m->enc.layers[i / SQ_LIN_KINDS].lin[i % SQ_LIN_KINDS];
+        const sq_act_stats *xs = sq_calib_stats_at(st, i / SQ_LIN_KINDS, (sq_linear_kind)(i % SQ_LIN_KINDS));
+        const int K = lin->in;
+        if (!(p->outl_idx = malloc((size_t)r->outl_max * sizeof *p->outl_idx)) ||
+            (p->n_outl = sq_select_outliers(xs->ch_max_abs, lin->w, lin->out, K, r->outl_ratio,
+                                            r->outl_max, p->outl_idx)) < 0) {
+            sq_err_set(err, "out of memory");
+            goto out;
+        }
+        if (p->n_outl == 0)
+            continue;
+        p->xmax_m = malloc((size_t)K * sizeof *p->xmax_m);
+        p->skip = calloc((size_t)K, 1);
+        if (!p->xmax_m || !p->skip) {
+            sq_err_set(err, "out of memory");
+            goto out;
+        }
+        memcpy(p->xmax_m, xs->ch_max_abs, (size_t)K * sizeof *p->xmax_m);
+        for (int t = 0; t < p->n_outl; t++) {
+            p->xmax_m[p->outl_idx[t]] = 0.0f; /* s_j = 1: the fp32 side path needs no smoothing */
+            p->skip[p->outl_idx[t]] = 1;
+        }
+        rep->linears[i].n_outliers = p->n_outl;
+        any_outl = true;
+    }
+
     /* 2. Real activation rows of every linear input (a few sequences). */
     if (any_quant) {
         if (sq_act_capture_init(&cap, c, o->capture_rows, err) != 0)
@@ -608,17 +718,17 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
                 goto out;
             }
             sq_smooth_weight_absmax(lin->w, N, K, wmax);
+            const float *xmax = p->xmax_m ? p->xmax_m : xs->ch_max_abs;
             float alpha = (float)p->res.alpha.value;
             search.qtype = p->res.qtype; /* tune for the type the linear ships as */
             if (p->res.alpha.is_auto &&
-                sq_smooth_search_alpha(cap.rows[i], cap.n_rows[i], K, lin->w, N, lin->b,
-                                       xs->ch_max_abs, wmax, &search, &alpha, NULL, NULL,
-                                       err) != 0) {
+                search_alpha(cap.rows[i], cap.n_rows[i], lin, p, xmax, wmax, &search, &alpha,
+                             err) != 0) {
                 free(wmax);
                 sq_err_prefix(err, "%s", rep->linears[i].name);
                 goto out;
             }
-            sq_smooth_factors(xs->ch_max_abs, wmax, K, alpha, p->s);
+            sq_smooth_factors(xmax, wmax, K, alpha, p->s);
             free(wmax);
             p->alpha = alpha;
             rep->linears[i].alpha = alpha;
@@ -653,20 +763,24 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
     /* 4. Activation clip ranges. Smoothed inputs need the histogram of x / s:
      * replay the calibration with the smoothing applied (not for minmax,
      * whose range follows exactly from the per-channel maxima). */
-    bool pass_b = any_smooth && sp.method != SQ_CALIB_MINMAX;
+    bool pass_b = (any_smooth || any_outl) && sp.method != SQ_CALIB_MINMAX;
+    const int kmax = c->ffn > c->hidden ? c->ffn : c->hidden;
+    if (!(ones = malloc((size_t)kmax * sizeof *ones))) {
+        sq_err_set(err, "out of memory");
+        goto out;
+    }
+    for (int j = 0; j < kmax; j++)
+        ones[j] = 1.0f;
     if (pass_b) {
         if (sq_act_capture_init(&cap2, c, 0, err) != 0)
             goto out;
-        ones = malloc((size_t)(c->ffn > c->hidden ? c->ffn : c->hidden) * sizeof *ones);
-        if (!ones) {
-            sq_err_set(err, "out of memory");
-            goto out;
-        }
-        for (int j = 0; j < (c->ffn > c->hidden ? c->ffn : c->hidden); j++)
-            ones[j] = 1.0f;
-        for (int i = 0; i < NL; i++)
+        for (int i = 0; i < NL; i++) {
             if (pl[i].s) /* folded inputs arrive already divided by s */
                 cap2.smooth[i] = pl[i].folded ? ones : pl[i].s;
+            else if (pl[i].n_outl > 0)
+                cap2.smooth[i] = ones;
+            cap2.skip[i] = pl[i].skip;
+        }
         sq_observer obs2 = sq_act_capture_observer(&cap2);
         logf_(o, "replaying calibration samples for the smoothed activation ranges ...");
         if (sq_calib_replay(m, st, o->bundled_corpus, o->corpus, o->n_corpus, o->batch, &obs2, 0,
@@ -682,18 +796,22 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
         /* The input's minimum as the int8 step sees it: x itself, or x / s
          * (the smoothed replay); without that replay only a non-negative
          * x is known to stay non-negative under x / s (s > 0). */
+        /* Smoothed or with outlier channels: not the input the .sqc saw. */
+        const bool remapped = p->s || p->n_outl > 0;
         bool lo_known = xs->rows > 0;
         float lo = xs->min;
-        if (p->s && pass_b)
+        if (remapped && pass_b)
             lo = cap2.stats[i].min, lo_known = cap2.stats[i].rows > 0;
-        else if (p->s)
+        else if (remapped)
             lo_known = lo_known && lo >= 0.0f;
         bool use_zero = r->zero_point && sq_qtype_get(p->res.qtype)->act_zero;
-        if (p->s && !pass_b) { /* minmax: the range follows from the channel maxima */
-            p->act_amax = safe_amax(sq_smooth_act_absmax(xs->ch_max_abs, p->s, xs->channels));
+        if (remapped && !pass_b) { /* minmax: the range follows from the channel maxima */
+            p->act_amax = safe_amax(sq_smooth_act_absmax(p->xmax_m ? p->xmax_m : xs->ch_max_abs,
+                                                         p->s ? p->s : ones,
+                                                         xs->channels));
             act_range(p->act_amax, use_zero, lo_known, lo, &p->act_scale, &p->act_zero);
-        } else if (select_act(p->s ? &cap2.stats[i].hist : &xs->hist, &sp, use_zero, lo_known, lo,
-                              &p->act_amax, &p->act_scale, &p->act_zero, err) != 0) {
+        } else if (select_act(remapped ? &cap2.stats[i].hist : &xs->hist, &sp, use_zero, lo_known,
+                              lo, &p->act_amax, &p->act_scale, &p->act_zero, err) != 0) {
             goto out;
         }
         rep->linears[i].act_amax = p->act_amax;
@@ -712,26 +830,26 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
         const sq_act_stats *xs = sq_calib_stats_at(st, l, k);
         if (p->res.qtype != SQ_QT_F32) {
             if (quantize_linear(lin, p->folded ? NULL : p->s, p->s, xs, p->res.qtype, int4_search,
-                                &p->qw, err) != 0) {
+                                p, &p->qw, err) != 0) {
                 sq_err_prefix(err, "%s", lr->name);
                 goto out;
             }
             const float *wref = p->folded ? w_orig[i] : lin->w;
             if (quantized_error(cap.rows[i], cap.n_rows[i], wref, lin->b, lin->out, lin->in, p->s,
-                                p->act_scale, p->act_zero, &p->qw, &lr->err, err) != 0)
+                                p->act_scale, p->act_zero, p, &p->qw, &lr->err, err) != 0)
                 goto out;
             if (p->s) { /* the same linear without SmoothQuant, for the report */
                 sq_linear plain = {.in = lin->in, .out = lin->out, .w = (float *)wref, .b = lin->b};
                 sq_qweight qn = {0};
                 float amax_n = 0, scale_n = 1;
                 int zero_n = 0;
-                bool ok = quantize_linear(&plain, NULL, NULL, xs, p->res.qtype, int4_search, &qn,
-                                          err) == 0 &&
+                bool ok = quantize_linear(&plain, NULL, NULL, xs, p->res.qtype, int4_search, NULL,
+                                          &qn, err) == 0 &&
                           select_act(&xs->hist, &sp,
                                      r->zero_point && sq_qtype_get(p->res.qtype)->act_zero,
                                      xs->rows > 0, xs->min, &amax_n, &scale_n, &zero_n, err) == 0;
                 ok = ok && quantized_error(cap.rows[i], cap.n_rows[i], wref, lin->b, lin->out,
-                                           lin->in, NULL, scale_n, zero_n, &qn,
+                                           lin->in, NULL, scale_n, zero_n, NULL, &qn,
                                            &lr->err_nosmooth, err) == 0;
                 sq_qweight_free(&qn);
                 if (!ok)
@@ -742,14 +860,20 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
         if (lr->qtype == SQ_QT_F32)
             logf_(o, "%-18s [%5d x %5d] %-9s %9" PRIu64 " bytes (kept)", lr->name, lr->n, lr->k,
                   "fp32", lr->bytes_fp32);
-        else if (lr->smooth)
-            logf_(o, "%-18s [%5d x %5d] %-9s %9" PRIu64 " -> %8" PRIu64 " bytes  alpha %.2f  err %.4f (no smoothing %.4f)",
-                  lr->name, lr->n, lr->k, sq_qtype_get(lr->qtype)->name, lr->bytes_fp32,
-                  lr->bytes_packed, (double)lr->alpha, lr->err, lr->err_nosmooth);
-        else
-            logf_(o, "%-18s [%5d x %5d] %-9s %9" PRIu64 " -> %8" PRIu64 " bytes  err %.4f", lr->name,
-                  lr->n, lr->k, sq_qtype_get(lr->qtype)->name, lr->bytes_fp32, lr->bytes_packed,
-                  lr->err);
+        else {
+            char extra[64] = "";
+            if (lr->n_outliers > 0)
+                snprintf(extra, sizeof extra, "  %d outlier channel%s in fp32", lr->n_outliers,
+                         lr->n_outliers == 1 ? "" : "s");
+            if (lr->smooth)
+                logf_(o, "%-18s [%5d x %5d] %-9s %9" PRIu64 " -> %8" PRIu64 " bytes  alpha %.2f  err %.4f (plain %.4f)%s",
+                      lr->name, lr->n, lr->k, sq_qtype_get(lr->qtype)->name, lr->bytes_fp32,
+                      lr->bytes_packed, (double)lr->alpha, lr->err, lr->err_nosmooth, extra);
+            else
+                logf_(o, "%-18s [%5d x %5d] %-9s %9" PRIu64 " -> %8" PRIu64 " bytes  err %.4f%s",
+                      lr->name, lr->n, lr->k, sq_qtype_get(lr->qtype)->name, lr->bytes_fp32,
+                      lr->bytes_packed, lr->err, extra);
+        }
     }
 
     /* 6. Write. */

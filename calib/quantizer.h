@@ -44,7 +44,8 @@ typedef struct sq_linear_report {
     float act_amax;
     int act_zero;        /* int8 activation zero point (0: symmetric) */
     double err;          /* relative output error of the quantized linear (NaN for fp32) */
-    double err_nosmooth; /* the same with SmoothQuant off (NaN when not smoothed) */
+    double err_nosmooth; /* the same with SmoothQuant and outliers off (NaN when not smoothed) */
+    int n_outliers;      /* input channels computed in fp32 beside the GEMM (recipe outliers) */
     uint64_t bytes_fp32, bytes_packed;
 } sq_linear_report;
 

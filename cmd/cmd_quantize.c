@@ -70,6 +70,7 @@ static void print_json(const sq_quantize_report *rep, const char *out, bool dry)
             json_object_set_new(o, "act_amax", json_real(l->act_amax));
             json_object_set_new(o, "err", num_or_null(l->err));
             json_object_set_new(o, "err_nosmooth", num_or_null(l->err_nosmooth));
+            json_object_set_new(o, "outlier_channels", json_integer(l->n_outliers));
         }
         json_array_append_new(arr, o);
     }

@@ -174,6 +174,17 @@ static json_t *linears_table(const sq_container *c, const yt_node *linears)
         }
         sq_sqm_tensor_name(tn, sizeof tn, SQ_ROW_LIN_SMOOTH, l, k);
         json_object_set_new(row, "smooth_tensor", json_boolean(sq_container_find(c, tn)));
+        /* Outlier channels computed in fp32 (SQM.md 6.4): the count and which. */
+        sq_sqm_tensor_name(tn, sizeof tn, SQ_ROW_LIN_OUTLIER_INDEX, l, k);
+        const sq_container_tensor *oi = sq_container_find(c, tn);
+        json_t *outl = json_array();
+        if (oi && oi->dtype == SQ_CDT_I32 && oi->ndim == 1 && oi->size == oi->dims[0] * 4)
+            for (uint64_t o = 0; o < oi->dims[0]; o++) {
+                int32_t v;
+                memcpy(&v, (const char *)oi->data + o * 4, 4);
+                json_array_append_new(outl, json_integer(v));
+            }
+        json_object_set_new(row, "outlier_channels", outl);
         const yt_node *e = linear_entry(linears, name);
         /* Metadata key -> report key ("err" is what quantize wrote before
          * SQM.md named it err_fp). */
@@ -351,8 +362,9 @@ static void print_text(const json_t *r)
 
     const json_t *lin = json_object_get(r, "linears");
     if (json_array_size(lin)) {
-        printf("\n%-22s %-9s %-12s %10s %4s %9s %6s %5s %8s %8s\n", "linear", "type", "shape",
-               "act_scale", "zero", "act_amax", "smooth", "alpha", "err", "err_nosm");
+        printf("\n%-22s %-9s %-12s %10s %4s %9s %6s %5s %8s %8s %5s\n", "linear", "type",
+               "shape", "act_scale", "zero", "act_amax", "smooth", "alpha", "err", "err_nosm",
+               "fp32ch");
         for (size_t i = 0; i < json_array_size(lin); i++) {
             const json_t *l = json_array_get(lin, i), *s = json_object_get(l, "shape");
             char shape[48];
@@ -373,6 +385,11 @@ static void print_text(const json_t *r)
             print_num(json_object_get(l, "alpha"), "%.3g", 5);
             print_num(json_object_get(l, "err_fp"), "%.3g", 8);
             print_num(json_object_get(l, "err_nosmooth"), "%.3g", 8);
+            size_t no = json_array_size(json_object_get(l, "outlier_channels"));
+            if (no)
+                printf(" %5zu", no);
+            else
+                printf(" %5s", "-");
             printf("\n");
         }
     }

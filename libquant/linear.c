@@ -81,10 +81,46 @@ int sq_linear_prepare_quant(sq_linear *l, const float *s, float act_scale, int a
     /* The same float operations as the reference (qlinear_ref.h). */
     for (int j = 0; j < l->in; j++)
         l->act_mult[j] = 1.0f / ((s ? s[j] : 1.0f) * act_scale);
+    for (int o = 0; o < l->n_outliers; o++)
+        l->act_mult[l->outlier_idx[o]] = 0.0f;
     if (sq_qtype_get(l->qtype)->acc == SQ_ACC_S32) /* the scales go in the epilogue */
         for (int n = 0; n < l->out; n++)
             l->out_scale[n] = act_scale * l->qw.scale[n];
     return 0;
+}
+
+/* The outlier channels' exact part (sq_linear.outlier_w): per row,
+ * side[n] = ((x_0 w_0n + x_1 w_1n) + ...) in channel order, each product
+ * rounded to float before its add, then y += side. Rows are independent. */
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define KEEP_ROUNDED(v) __asm__("" : "+x"(v)) /* no FMA contraction across it */
+#else
+#define KEEP_ROUNDED(v) ((void)0)
+#endif
+static void outlier_add(const sq_linear *l, const float *x, int rows, float *y)
+{
+    enum { CHUNK = 256 };
+    const int N = l->out;
+#pragma omp parallel for schedule(static)
+    for (int r = 0; r < rows; r++) {
+        const float *xr = x + (size_t)r * l->in;
+        float *yr = y + (size_t)r * N;
+        for (int n0 = 0; n0 < N; n0 += CHUNK) {
+            const int nn = N - n0 < CHUNK ? N - n0 : CHUNK;
+            float side[CHUNK];
+            for (int o = 0; o < l->n_outliers; o++) {
+                const float xo = xr[l->outlier_idx[o]];
+                const float *w = l->outlier_w + (size_t)o * N + n0;
+                for (int n = 0; n < nn; n++) {
+                    float p = xo * w[n];
+                    KEEP_ROUNDED(p);
+                    side[n] = o ? side[n] + p : p;
+                }
+            }
+            for (int n = 0; n < nn; n++)
+                yr[n0 + n] += side[n];
+        }
+    }
 }
 
 static void quant_forward(const sq_linear *l, const float *x, int rows, float *y,
@@ -108,6 +144,8 @@ static void quant_forward(const sq_linear *l, const float *x, int rows, float *y
                            .act_scale = l->act_scale, .bias = l->b, .y = y,
                            .ldy = (size_t)l->out, .row_scale = guarded ? sc->row_scale : NULL};
     sq_qtype_get(l->qtype)->gemm(isa, sc->qa, rows, (size_t)kp, &l->qw, &ep, sc->acc);
+    if (l->n_outliers > 0)
+        outlier_add(l, x, rows, y);
 }
 
 void sq_linear_forward(const sq_linear *l, const float *x, int rows, float *y,

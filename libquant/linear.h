@@ -35,6 +35,15 @@ typedef struct sq_linear {
      * is quantized with its own step instead (sq_gemm_quantize_acts_guard).
      * Set from the .sqm's activation_guard. */
     bool guard;
+    /* Outlier input channels (LLM.int8-style decomposition, SQM.md 6.4):
+     * n_outliers channels outlier_idx[] (strictly increasing, < in) bypass
+     * the integer GEMM (their act_mult is 0, so they neither clip nor set a
+     * guarded row's step) and add their exact product afterwards:
+     *   y[r][n] += sum over o, in order, of x[r][idx[o]] * outlier_w[o][n]
+     * (outlier_w [n_outliers][out]: column idx[o] of W diag(s)). Borrowed. */
+    int n_outliers;
+    const int32_t *outlier_idx;
+    const float *outlier_w;
     bool borrowed;   /* w and b point into memory owned elsewhere */
 } sq_linear;
 
@@ -51,7 +60,7 @@ typedef struct sq_linear_scratch {
 } sq_linear_scratch;
 
 /* Prepare a quantized linear: act_mult from the SmoothQuant factors s (NULL:
- * none) and act_scale, out_scale from the weight scales, and for a nonzero
+ * none) and act_scale (0 for the outlier channels, set before the call), out_scale from the weight scales, and for a nonzero
  * act_zero (int8 only; the caller checks its range) the accumulator offsets
  * from the weight sums. */
 int sq_linear_prepare_quant(sq_linear *l, const float *s, float act_scale, int act_zero);

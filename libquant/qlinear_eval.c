@@ -9,13 +9,15 @@
 #include "quant_weights.h"
 
 int sq_qlinear_error(const float *x, int rows, const sq_qweight *qw, const float *bias,
-                     const float *s, float act_scale, int act_zero, const float *ref,
-                     double *rel_err, sq_err *err)
+                     const float *s, float act_scale, int act_zero, int n_outliers,
+                     const int32_t *idx, const float *ow, const float *ref, double *rel_err,
+                     sq_err *err)
 {
     const int N = qw->n, K = qw->k;
     /* A borrowed view of qw and bias: sq_linear_free releases only what
      * sq_linear_prepare_quant allocated. */
-    sq_linear l = {.in = K, .out = N, .qtype = qw->qtype, .qw = *qw, .borrowed = true};
+    sq_linear l = {.in = K, .out = N, .qtype = qw->qtype, .qw = *qw, .borrowed = true,
+                   .n_outliers = n_outliers, .outlier_idx = idx, .outlier_w = ow};
     l.qw.borrowed = 1;
     float *zeros = bias ? NULL : calloc((size_t)N, sizeof *zeros);
     l.b = bias ? (float *)(uintptr_t)bias : zeros;
@@ -55,7 +57,8 @@ int sq_qlinear_error_fp32(const float *x, int rows, int k, const float *w, int n
     int rc = sq_quantize_weights(ws, n, k, qt, NULL, &qw, err);
     free(ws);
     if (rc == 0)
-        rc = sq_qlinear_error(x, rows, &qw, bias, s, act_scale, 0, ref, rel_err, err);
+        rc = sq_qlinear_error(x, rows, &qw, bias, s, act_scale, 0, 0, NULL, NULL, ref, rel_err,
+                              err);
     sq_qweight_free(&qw);
     return rc;
 }

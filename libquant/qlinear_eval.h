@@ -6,16 +6,21 @@
 #ifndef SQ_QLINEAR_EVAL_H
 #define SQ_QLINEAR_EVAL_H
 
+#include <stdint.h>
+
 #include "qweight.h"
 #include "sq_error.h"
 
 /* Relative error (sq_rel_error) of the runtime linear with packed weights
  * qw (the weights already times diag(s)), bias [qw->n] (NULL: 0), SmoothQuant
- * factors s [qw->k] (NULL: none), act_scale and act_zero, on x [rows][qw->k],
- * against ref [rows][qw->n] (the fp32 output). Returns 0, or -1 with err. */
+ * factors s [qw->k] (NULL: none), act_scale and act_zero, n_outliers outlier
+ * channels idx with their fp32 columns ow [n_outliers][qw->n] (sq_linear),
+ * on x [rows][qw->k], against ref [rows][qw->n] (the fp32 output). Returns
+ * 0, or -1 with err. */
 int sq_qlinear_error(const float *x, int rows, const sq_qweight *qw, const float *bias,
-                     const float *s, float act_scale, int act_zero, const float *ref,
-                     double *rel_err, sq_err *err);
+                     const float *s, float act_scale, int act_zero, int n_outliers,
+                     const int32_t *idx, const float *ow, const float *ref, double *rel_err,
+                     sq_err *err);
 
 /* The same for fp32 weights w [n][k]: w diag(s) quantized to qt (default
  * options, quant_weights.h) first. */

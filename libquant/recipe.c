@@ -17,6 +17,8 @@
 #define RECIPE_MAX_BYTES ((size_t)1 << 20) /* a recipe is a page of text */
 #define DEFAULT_PERCENTILE 99.99           /* calib's SQ_DEFAULT_PERCENTILE */
 #define DEFAULT_ALPHA 0.5
+#define DEFAULT_OUTLIER_RATIO 8.0
+#define DEFAULT_OUTLIER_MAX 16
 #define DEFAULT_AUTO_STEP 0.05
 #define AUTO_STEP_MIN 0.01
 #define AUTO_STEP_MAX 0.5
@@ -117,6 +119,9 @@ static void set_defaults(sq_recipe *r)
     /* The LayerNorm outputs carry BERT's outlier channels (DESIGN.md). */
     r->sq_inputs[SQ_LIN_QKV] = true;
     r->sq_inputs[SQ_LIN_FFN_UP] = true;
+    r->outl_enabled = true;
+    r->outl_ratio = DEFAULT_OUTLIER_RATIO;
+    r->outl_max = DEFAULT_OUTLIER_MAX;
     r->weight_type = SQ_QT_S8;
     r->int4_scale_search = true;
     r->gates.topk_k = SQ_GATE_TOPK_DEFAULT;
@@ -372,6 +377,16 @@ static int parse_weights(const yt_node *m, sq_recipe *r, sq_err *err)
     return get_bool(m, "int4_scale_search", &r->int4_scale_search, NULL, err);
 }
 
+static int parse_outliers(const yt_node *m, sq_recipe *r, sq_err *err)
+{
+    static const char *const keys[] = {"enabled", "ratio", "max_channels", NULL};
+    if (check_keys(m, "outliers", keys, err) != 0 ||
+        get_bool(m, "enabled", &r->outl_enabled, NULL, err) != 0 ||
+        get_int(m, "max_channels", 1, SQ_RECIPE_MAX_OUTLIERS, &r->outl_max, err) != 0)
+        return -1;
+    return yt_get_double(m, "ratio", 2.0, 1000.0, &r->outl_ratio, err) < 0 ? -1 : 0;
+}
+
 /* Compile a "re:" pattern; matching is anchored at both ends (see
  * sq_recipe_override_matches), so the pattern is compiled as written. */
 static int compile_match(const yt_node *n, sq_recipe_override *o, sq_err *err)
@@ -552,8 +567,8 @@ static int parse_gates(const yt_node *m, sq_recipe *r, sq_err *err)
 
 static int parse_root(const yt_node *root, sq_recipe *r, sq_err *err)
 {
-    static const char *const keys[] = {"version", "name",    "model", "observer", "smoothquant",
-                                       "weights", "overrides", "gates", NULL};
+    static const char *const keys[] = {"version",  "name",    "model",     "observer", "smoothquant",
+                                       "outliers", "weights", "overrides", "gates",    NULL};
     if (yt_expect(root, YT_MAPPING, "recipe", err) != 0 ||
         check_keys(root, "the recipe", keys, err) != 0)
         return -1;
@@ -582,6 +597,9 @@ static int parse_root(const yt_node *root, sq_recipe *r, sq_err *err)
         return -1;
     if (get_section(root, "smoothquant", &sec, err) != 0 ||
         (sec && parse_smoothquant(sec, r, err) != 0))
+        return -1;
+    if (get_section(root, "outliers", &sec, err) != 0 ||
+        (sec && parse_outliers(sec, r, err) != 0))
         return -1;
     if (get_section(root, "weights", &sec, err) != 0 || (sec && parse_weights(sec, r, err) != 0))
         return -1;
@@ -676,6 +694,9 @@ bool sq_recipe_equal(const sq_recipe *a, const sq_recipe *b)
     if (a->sq_enabled != b->sq_enabled || !alpha_equal(a->sq_alpha, b->sq_alpha) ||
         a->sq_auto_step != b->sq_auto_step ||
         memcmp(a->sq_inputs, b->sq_inputs, sizeof a->sq_inputs) != 0)
+        return false;
+    if (a->outl_enabled != b->outl_enabled || a->outl_ratio != b->outl_ratio ||
+        a->outl_max != b->outl_max)
         return false;
     if (a->weight_type != b->weight_type || a->int4_scale_search != b->int4_scale_search)
         return false;
@@ -778,6 +799,10 @@ static bool write_yaml(sq_strbuf *sb, const sq_recipe *r)
             sep = ", ";
         }
     sq_sb_printf(sb, "]\n");
+
+    sq_sb_printf(sb, "outliers:\n  enabled: %s\n  ratio: ", bool_name(r->outl_enabled));
+    put_number(sb, r->outl_ratio);
+    sq_sb_printf(sb, "\n  max_channels: %d\n", r->outl_max);
 
     sq_sb_printf(sb, "weights:\n  type: %s\n  int4_scale_search: %s\n",
                  sq_qtype_get(r->weight_type)->name, bool_name(r->int4_scale_search));

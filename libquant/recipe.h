@@ -91,6 +91,8 @@ typedef struct sq_recipe_override {
     int line, col;   /* of the item in the source; 0 when not from a file */
 } sq_recipe_override;
 
+#define SQ_RECIPE_MAX_OUTLIERS 256
+
 /* A parsed recipe. It owns its strings and compiled regexes: release with
  * sq_recipe_free, and do not copy it by value (the copy would share them). */
 typedef struct sq_recipe {
@@ -122,6 +124,14 @@ typedef struct sq_recipe {
     sq_alpha sq_alpha;
     double sq_auto_step;           /* grid step of the alpha search, [0.01, 0.5] */
     bool sq_inputs[SQ_LIN_KINDS];  /* which linear kinds have their input smoothed */
+
+    /* outliers: input channels kept out of the integer GEMM and computed in
+     * fp32 beside it (sq_linear.outlier_idx): a channel whose calibrated
+     * max|x_j|, or whose weight column's max|W_nj|, exceeds outl_ratio times
+     * the median over the linear's channels; the largest outl_max per linear */
+    bool outl_enabled;
+    double outl_ratio;   /* [2, 1000] */
+    int outl_max;        /* 1 .. SQ_RECIPE_MAX_OUTLIERS */
 
     /* weights */
     sq_qtype weight_type;

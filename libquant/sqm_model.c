@@ -184,12 +184,40 @@ static int load_linear(const sq_container *c, int l, sq_linear_kind k, const sq_
                                  why_z);
         zero = *z;
     }
+    /* Optional outlier channels (SQM.md 6.4): strictly increasing indices
+     * < K, one finite fp32 row of N per index. */
+    const sq_container_tensor *oi = sq_container_find(c, NAME("outlier_index"));
+    if (oi) { /* the schema made outlier_weight [n, N] exist beside it */
+        const int32_t *idx = oi->data;
+        const uint64_t no = oi->dims[0];
+        if (no > (uint64_t)K)
+            return sq_err_set_at(err, name, "%s: tensor \"%s\" has %llu entries, more than the "
+                                 "linear's %d inputs", c->path, name, (unsigned long long)no, K);
+        for (uint64_t o = 0; o < no; o++)
+            if (idx[o] < 0 || idx[o] >= K || (o > 0 && idx[o] <= idx[o - 1]))
+                return sq_err_set_at(err, name, "%s: tensor \"%s\": entry %llu is %d, not an "
+                                     "input channel in 0 .. %d above the previous entry",
+                                     c->path, name, (unsigned long long)o, (int)idx[o], K - 1);
+        const sq_container_tensor *ow = sq_container_find(c, NAME("outlier_weight"));
+        if (ow->dims[0] != no)
+            return sq_err_set_at(err, name, "%s: tensor \"%s\" has %llu rows, \"%s.outlier_index\" "
+                                 "%llu entries", c->path, name, (unsigned long long)ow->dims[0],
+                                 pre, (unsigned long long)no);
+        if (!(lin->outlier_w = need_finite(c, name, false, err)))
+            return -1;
+        lin->outlier_idx = idx;
+        lin->n_outliers = (int)no;
+    }
     if (sq_linear_prepare_quant(lin, s, *as, zero) != 0)
         return sq_err_set(err, "out of memory");
     /* What the runtime derives from the scales must be usable too: an
      * act_scale of 1e-45 or a smooth of 1e-38 gives an infinite multiplier
      * (every code saturates), act_scale * scale can overflow. */
-    for (int j = 0; j < K; j++)
+    for (int j = 0, o = 0; j < K; j++) {
+        if (o < lin->n_outliers && lin->outlier_idx[o] == j) { /* multiplier 0 by design */
+            o++;
+            continue;
+        }
         if (!(isfinite(lin->act_mult[j]) && lin->act_mult[j] > 0))
             return sq_err_set_at(err, NAME(s ? "smooth" : "act_scale"),
                                  "%s: tensor \"%s\": input %d's quantization multiplier "
@@ -197,6 +225,7 @@ static int load_linear(const sq_container *c, int l, sq_linear_kind k, const sq_
                                  "act_scale %g)",
                                  c->path, name, j, (double)lin->act_mult[j],
                                  s ? (double)s[j] : 1.0, (double)*as);
+    }
     if (tr->acc == SQ_ACC_S32)
         for (int n = 0; n < N; n++)
             if (!(isfinite(lin->out_scale[n]) && lin->out_scale[n] > 0))

@@ -57,6 +57,12 @@ const sq_sqm_tensor_rule sq_sqm_tensor_rules[] = {
      "static activation step"},
     {"layer.%d.%s.act_zero", LN, SQ_DTR_I32, SQ_SHR_ONE, SQ_WHEN_ACT_ZERO, true, SQ_WHEN_PACKED,
      NULL, "activation zero point; absent: 0; int8 only (refused on int4)"},
+    {"layer.%d.%s.outlier_index", LN, SQ_DTR_I32, SQ_SHR_OUTLIERS, SQ_WHEN_PACKED, true, NEVER,
+     "layer.%d.%s.outlier_weight",
+     "input channels computed in fp32 beside the integer GEMM, strictly increasing (6.4); "
+     "absent: none"},
+    {"layer.%d.%s.outlier_weight", LN, SQ_DTR_F32, SQ_SHR_OUTLIERS_N, SQ_WHEN_PACKED, true, NEVER,
+     "layer.%d.%s.outlier_index", "row o: column outlier_index[o] of W diag(s), finite"},
 };
 const size_t sq_sqm_n_tensor_rules = sizeof sq_sqm_tensor_rules / sizeof *sq_sqm_tensor_rules;
 _Static_assert(sizeof sq_sqm_tensor_rules / sizeof *sq_sqm_tensor_rules == SQ_ROW_COUNT,
@@ -251,6 +257,8 @@ int sq_sqm_expect_tensor(const sq_sqm_tensor_rule *r, const sq_sqm_schema_ctx *c
     case SQ_SHR_SCALE: set_dims(ex, block ? 2 : 1, (uint64_t)N, (uint64_t)G); break;
     case SQ_SHR_WSUM: set_dims(ex, block ? 2 : 1, (uint64_t)qs.n_pad, (uint64_t)G); break;
     case SQ_SHR_ONE: set_dims(ex, 1, 1, 0); break;
+    case SQ_SHR_OUTLIERS: ex->any_len = true, set_dims(ex, 1, 0, 0); break;
+    case SQ_SHR_OUTLIERS_N: ex->any_rows = true, set_dims(ex, 2, 0, (uint64_t)N); break;
     }
     return 1;
 }
@@ -307,11 +315,12 @@ const sq_sqm_tensor_rule *sq_sqm_rule_of(const char *name, const sq_sqm_schema_c
 
 /* ---- the check ---- */
 
-static void shape_text(int ndim, const uint64_t *dims, bool any_len, char *buf, size_t n)
+static void shape_text(int ndim, const uint64_t *dims, bool any_len, bool any_rows, char *buf,
+                       size_t n)
 {
     size_t len = (size_t)snprintf(buf, n, "[");
     for (int i = 0; i < ndim && len < n; i++) {
-        if (any_len)
+        if (any_len || (any_rows && i == 0))
             len += (size_t)snprintf(buf + len, n - len, "n > 0");
         else
             len += (size_t)snprintf(buf + len, n - len, "%s%llu", i ? ", " : "",
@@ -327,6 +336,8 @@ static bool matches(const sq_container_tensor *t, const sq_sqm_expect *ex)
         return false;
     if (ex->any_len)
         return t->dims[0] > 0;
+    if (ex->any_rows)
+        return t->dims[0] > 0 && t->dims[1] == ex->dims[1];
     for (int i = 0; i < ex->ndim; i++)
         if (t->dims[i] != ex->dims[i])
             return false;
@@ -346,18 +357,26 @@ static int check_row(const sq_container *c, const sq_sqm_tensor_rule *r,
     if (rc == 0)
         return 0;
     const sq_container_tensor *t = sq_container_find(c, ex.name);
+    char pair[96] = "";
+    if (r->pair && r->scope == SQ_SCOPE_LINEAR)
+        snprintf(pair, sizeof pair, r->pair, l, sq_linear_kind_name(k));
+    else if (r->pair)
+        snprintf(pair, sizeof pair, "%s", r->pair);
     if (!ex.applies) {
         if (t && r->refuse_when != SQ_WHEN_ALWAYS && when_holds(r->refuse_when, ctx, lin_qt))
             return sq_err_set_at(err, ex.name,
                                  "%s: tensor \"%s\": the linear is %s, which has no activation "
                                  "zero point (int8 only)",
                                  c->path, ex.name, sq_qtype_get(lin_qt)->name);
-        if (t && r->pair && !sq_container_find(c, r->pair))
-            return sq_err_set_at(err, r->pair, "%s: missing tensor \"%s\" (\"%s\" exists)",
-                                 c->path, r->pair, ex.name);
+        if (t && r->pair && !sq_container_find(c, pair))
+            return sq_err_set_at(err, pair, "%s: missing tensor \"%s\" (\"%s\" exists)",
+                                 c->path, pair, ex.name);
         return 0; /* not read: ignored */
     }
     if (!t) {
+        if (ex.optional && r->pair && sq_container_find(c, pair)) /* optional pairs: both or neither */
+            return sq_err_set_at(err, ex.name, "%s: missing tensor \"%s\" (\"%s\" exists)",
+                                 c->path, ex.name, pair);
         if (ex.optional)
             return 0;
         return sq_err_set_at(err, ex.name, "%s: missing tensor \"%s\"", c->path, ex.name);
@@ -368,8 +387,8 @@ static int check_row(const sq_container *c, const sq_sqm_tensor_rule *r,
                                   : matches(t, &ex))
         return 0;
     char got[160], want[96];
-    shape_text(t->ndim, t->dims, false, got, sizeof got);
-    shape_text(ex.ndim, ex.dims, ex.any_len, want, sizeof want);
+    shape_text(t->ndim, t->dims, false, false, got, sizeof got);
+    shape_text(ex.ndim, ex.dims, ex.any_len, ex.any_rows, want, sizeof want);
     return sq_err_set_at(err, ex.name, "%s: tensor \"%s\" is %s %s, expected %s %s", c->path,
                          ex.name, sq_cdtype_name(t->dtype), got,
                          r->dtype == SQ_DTR_LINEAR && sq_sqm_linear_qtype(t->dtype) < 0

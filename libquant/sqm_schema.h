@@ -71,6 +71,8 @@ typedef enum sq_sqm_shape_rule {
     SQ_SHR_SCALE,      /* block 0: [N]; else [N, G] (2-D even when G = 1) */
     SQ_SHR_WSUM,       /* block 0: [N_pad]; else [N_pad, G] */
     SQ_SHR_ONE,        /* [1] */
+    SQ_SHR_OUTLIERS,   /* [n], 1 <= n <= K (the loader checks n <= K) */
+    SQ_SHR_OUTLIERS_N, /* [n, N], n that of the outlier_index (the loader checks) */
 } sq_sqm_shape_rule;
 
 typedef struct sq_sqm_tensor_rule {
@@ -114,6 +116,8 @@ enum sq_sqm_row {
     SQ_ROW_LIN_SMOOTH,
     SQ_ROW_LIN_ACT_SCALE,
     SQ_ROW_LIN_ACT_ZERO,
+    SQ_ROW_LIN_OUTLIER_INDEX,
+    SQ_ROW_LIN_OUTLIER_WEIGHT,
     SQ_ROW_COUNT
 };
 
@@ -139,7 +143,8 @@ typedef struct sq_sqm_expect {
     int ndim;
     uint64_t dims[2];
     bool any_len;           /* 1-D of any length > 0 (tokenizer.vocab; tokenizer.scores
-                               when tokenizer.vocab_size is unknown) */
+                               when tokenizer.vocab_size is unknown; outlier_index) */
+    bool any_rows;          /* 2-D [n > 0, dims[1]] (outlier_weight) */
 } sq_sqm_expect;
 
 /* The row's tensor for layer l, linear kind k (ignored by narrower scopes),

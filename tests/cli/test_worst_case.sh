@@ -7,9 +7,10 @@
 #      sentences: mean pairwise cosine <= 0.9), hidden rows of different
 #      tokens differ, and its massive units are the top channels of the
 #      upper layers' ffn_down input;
-#   2. built with the guard off (observer.guard: clip, squint's numerics
-#      before the guard) it fails the shipped bge-small recipe's cos_min gate
-#      on 300 STS-B sentences; with the default guard it passes;
+#   2. built as squint did before the fixes (observer.guard: clip and
+#      outliers.enabled: false) it fails the shipped bge-small recipe's
+#      cos_min gate on 300 STS-B sentences; with the defaults (guard row,
+#      outlier channels in fp32) it passes every gate of that recipe;
 #   3. embed-run reports the worst inputs, percentiles, the centred cosine
 #      and per linear the values and rows beyond the calibrated range.
 # usage: test_worst_case.sh SQUINT GEN_FIXTURE   (needs SQUINT_SHARED_DATA)
@@ -71,19 +72,30 @@ PYX
 
 # --- 2. a gate that can fail ---
 "$SQ" calibrate "$W/m" --samples 128 --quiet -o "$W/m.sqc" 2>/dev/null || fail "calibrate"
-sed 's/^  percentile: 99.99$/  percentile: 99.99\n  guard: clip/' "$SRC/recipes/bge-small-en-v1.5.yaml" >"$W/clip.yaml"
-grep -q "guard: clip" "$W/clip.yaml" || fail "could not derive the guard-clip recipe"
+sed -e 's/^  percentile: 99.99$/  percentile: 99.99\n  guard: clip/' \
+    -e '/^outliers:/,/^[a-z]/ s/^  enabled: true/  enabled: false/' "$SRC/recipes/bge-small-en-v1.5.yaml" >"$W/clip.yaml"
+grep -q "guard: clip" "$W/clip.yaml" && grep -q "enabled: false" "$W/clip.yaml" ||
+  fail "could not derive the recipe of squint before the fixes (guard clip, no outlier channels)"
 "$SQ" quantize "$W/m" --calib "$W/m.sqc" --recipe "$SRC/recipes/bge-small-en-v1.5.yaml" -o "$W/row.sqm" 2>/dev/null &&
   "$SQ" quantize "$W/m" --calib "$W/m.sqc" --recipe "$W/clip.yaml" -o "$W/clip.sqm" 2>/dev/null ||
   { fail "quantize"; finish; exit 1; }
 "$SQ" inspect "$W/row.sqm" >"$W/inspect.txt" && grep -q "activations: guard row" "$W/inspect.txt" &&
   pass "inspect shows the guard" || fail "inspect guard"
+"$SQ" inspect "$W/row.sqm" --json >"$W/inspect.json" && $PY - "$W/inspect.json" <<'PYX' &&
+import json, sys
+lin = {l["name"]: l["outlier_channels"] for l in json.load(open(sys.argv[1]))["linears"]}
+# the LayerNorm outlier dims feed layer 0's qkv; the massive units the upper ffn_down
+assert len(lin["layer.0.qkv"]) >= 2 and len(lin["layer.11.ffn_down"]) >= 1, lin
+print("   outlier channels in fp32: layer.0.qkv %s, layer.11.ffn_down %s, %d linears with some"
+      % (lin["layer.0.qkv"], lin["layer.11.ffn_down"], sum(1 for v in lin.values() if v)))
+PYX
+  pass "inspect shows the outlier channels the quantizer kept in fp32" || fail "inspect outlier channels"
 "$SQ" embed-run "$W/clip.sqm" --input "$W/s300.txt" --reference "$W/m" \
   --recipe "$SRC/recipes/bge-small-en-v1.5.yaml" --report "$W/clip.json" --quiet >"$W/clip.txt" 2>"$W/clip.err"
 rc=$?
 cat "$W/clip.txt" | sed 's/^/   clip: /' | head -9
-[[ $rc -eq 1 ]] && grep -q "cos_min" "$W/clip.err" && pass "guard clip fails the shipped recipe's cos_min gate (exit 1)" ||
-  fail "guard clip: exit $rc, want 1 naming cos_min ($(cat "$W/clip.err"))"
+[[ $rc -eq 1 ]] && grep -q "cos_min" "$W/clip.err" && pass "squint before the fixes fails the shipped recipe's cos_min gate (exit 1)" ||
+  fail "guard clip, no outlier channels: exit $rc, want 1 naming cos_min ($(cat "$W/clip.err"))"
 "$SQ" embed-run "$W/row.sqm" --input "$W/s300.txt" --reference "$W/m" \
   --recipe "$SRC/recipes/bge-small-en-v1.5.yaml" --report "$W/row.json" --quiet >"$W/row.txt" 2>"$W/row.err"
 rc=$?

@@ -836,10 +836,28 @@ class Linear:
             if not -127 <= z <= 127:
                 raise Refused("tensor %s.act_zero: %d outside [-127, 127]" % (prefix, z))
         self.z = z
-        # 6.4.1 multipliers, padded with 0 for inputs K .. K_pad-1
+        # 3.3 outlier channels: both tensors or neither
+        has_i = (prefix + ".outlier_index") in model.c.tensors
+        has_w = (prefix + ".outlier_weight") in model.c.tensors
+        if has_i != has_w:
+            raise Refused("tensor %s.outlier_%s missing" % (prefix, "weight" if has_i else "index"))
+        self.oidx = np.zeros(0, dtype=np.int64)
+        if has_i:
+            ti = model.tensor(prefix + ".outlier_index")
+            if ti.dtype != 0x03 or len(ti.dims) != 1 or not 1 <= ti.dims[0] <= K:
+                raise Refused("tensor %s.outlier_index: dtype/shape" % prefix)
+            idx = ti.array().astype(np.int64)
+            if np.any(idx < 0) or np.any(idx >= K) or np.any(np.diff(idx) <= 0):
+                raise Refused("tensor %s.outlier_index: not strictly increasing in [0, K)" % prefix)
+            self.oidx = idx
+            self.U = model.f32(prefix + ".outlier_weight", (len(idx), N))
+        # 6.4.1 multipliers, 0 for the outlier channels
         m = (f32(1) / (s * self.a).astype(f32)).astype(f32)
-        if not (np.all(np.isfinite(m)) and np.all(m > 0)):
+        keep = np.ones(K, dtype=bool)
+        keep[self.oidx] = False
+        if not (np.all(np.isfinite(m[keep])) and np.all(m[keep] > 0)):
             raise Refused("tensor %s: multipliers 1/(smooth*act_scale) not finite" % prefix)
+        m[~keep] = 0
         self.m = m
         if not int4:
             self.o = (self.a * self.scale).astype(f32)
@@ -1110,6 +1128,17 @@ def linear(lin, x, guard, stats=None):
     """6.3 / 6.4: x [L, K] f32 -> [L, N] f32."""
     if lin.kind == "fp32":
         return (dot32(x, lin.W.T) + lin.bias).astype(f32)
+    y = linear_packed(lin, x, guard, stats)
+    if len(lin.oidx):                                  # 6.4.6
+        t = (x[:, lin.oidx[0], None] * lin.U[0][None, :]).astype(f32)
+        for o in range(1, len(lin.oidx)):
+            t = (t + (x[:, lin.oidx[o], None] * lin.U[o][None, :]).astype(f32)).astype(f32)
+        y = (y + t).astype(f32)
+    return y
+
+
+def linear_packed(lin, x, guard, stats):
+    """6.4 steps 1-5."""
     L = x.shape[0]
     K, K_pad, N = lin.K, lin.K_pad, lin.N
     z = lin.z

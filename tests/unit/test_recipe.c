@@ -186,6 +186,10 @@ START_TEST(default_recipe)
                         "  alpha: 0.5\n"
                         "  auto_step: 0.05\n"
                         "  inputs: [qkv, ffn_up]\n"
+                        "outliers:\n"
+                        "  enabled: true\n"
+                        "  ratio: 8\n"
+                        "  max_channels: 16\n"
                         "weights:\n"
                         "  type: int8\n"
                         "  int4_scale_search: true\n"
@@ -454,7 +458,7 @@ static const struct {
      "inputs)"},
     {"version: 1\nweight:\n  type: int8\n",
      "x.yaml:2:1: unknown key 'weight' in the recipe (expected: version, name, model, observer, "
-     "smoothquant, weights, overrides, gates)"},
+     "smoothquant, outliers, weights, overrides, gates)"},
     {"model: {hiden: 384}\n",
      "x.yaml:1:9: unknown key 'hiden' in model (expected: architecture, hidden, layers, heads, "
      "ffn, pooling, normalize)"},
@@ -559,6 +563,11 @@ static const struct {
                            "model, observer, smoothquant, weights, overrides, gates)"},
     {"weights:\n  type: int8\n  type: fp32\n",
      "x.yaml:3:3: duplicate key 'type' (first at line 2, column 3)"},
+    {"outliers: {ratio: 1}\n", "x.yaml:1:19: 'ratio' must be a number in [2, 1000]"},
+    {"outliers: {max_channels: 0}\n",
+     "x.yaml:1:26: 'max_channels' must be an integer in [1, 256]"},
+    {"outliers: {enable: true}\n",
+     "x.yaml:1:12: unknown key 'enable' in outliers (expected: enabled, ratio, max_channels)"},
     {"gates: {cos_mean: 0.9}\ngates: {cos_min: 0.9}\n",
      "x.yaml:2:1: duplicate key 'gates' (first at line 1, column 1)"},
 };

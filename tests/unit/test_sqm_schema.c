@@ -89,6 +89,7 @@ typedef struct model {
     sq_qtype (*lin_qt)(int l, sq_linear_kind k);
     const char *smooth; /* a linear given a smooth tensor */
     const char *zero;   /* an int8 linear given an act_zero tensor */
+    const char *outl;   /* a packed linear given outlier_index / outlier_weight */
 } model;
 
 static sq_qtype qt_bert(int l, sq_linear_kind k)
@@ -110,9 +111,9 @@ static sq_qtype qt_t2t(int l, sq_linear_kind k)
 }
 
 static const model models[] = {
-    {"bert", meta_bert, qt_bert, "layer.0.qkv", "layer.0.ffn_down"},
-    {"bert-f32", meta_bert_f32, qt_f32, NULL, NULL},
-    {"t2t", meta_t2t, qt_t2t, "layer.0.res", "layer.1.ffn_down"},
+    {"bert", meta_bert, qt_bert, "layer.0.qkv", "layer.0.ffn_down", "layer.1.ffn_down"},
+    {"bert-f32", meta_bert_f32, qt_f32, NULL, NULL, NULL},
+    {"t2t", meta_t2t, qt_t2t, "layer.0.res", "layer.1.ffn_down", "layer.0.ffn_down"},
 };
 #define N_MODELS (sizeof models / sizeof *models)
 
@@ -167,6 +168,8 @@ static void add_tensor(sq_container_writer *w, const sq_sqm_expect *ex, const bu
             vlen += (size_t)snprintf(vocab + vlen, sizeof vocab - vlen, "tok%d", i) + 1;
         dims[0] = vlen;
     }
+    if ((ex->any_len || ex->any_rows) && dims[0] == 0)
+        dims[0] = 1; /* outlier_index / outlier_weight: one channel (0) */
     if (o->target && !strcmp(o->target, ex->name)) {
         if (o->how == F_MISSING)
             return;
@@ -241,7 +244,9 @@ static char *build(const model *m, const build_opts *o, const char *file)
                 if (rc == 0 || !ex.applies)
                     continue;
                 if (ex.optional && !is(ex.name, m->smooth, "smooth") &&
-                    !is(ex.name, m->zero, "act_zero"))
+                    !is(ex.name, m->zero, "act_zero") &&
+                    !is(ex.name, m->outl, "outlier_index") &&
+                    !is(ex.name, m->outl, "outlier_weight"))
                     continue; /* optional, not given to this linear */
                 add_tensor(w, &ex, o, (int)ctx.tok_vocab_size);
             }
@@ -310,7 +315,7 @@ START_TEST(forged_rows_fail_naming_the_tensor)
         ck_assert(sq_sqm_read_meta(&c, &ctx, &info, &err) == 0);
         /* the first tensor of each row present in this model */
         const char *first[64] = {NULL};
-        bool optional[64] = {false};
+        bool optional[64] = {false}; /* and alone: an optional pair comes whole */
         for (size_t t = 0; t < c.n_tensors; t++) {
             int l;
             sq_linear_kind k;
@@ -319,7 +324,7 @@ START_TEST(forged_rows_fail_naming_the_tensor)
             size_t ri = (size_t)(r - sq_sqm_tensor_rules);
             if (!first[ri]) {
                 first[ri] = strdup(c.tensors[t].name);
-                optional[ri] = r->optional;
+                optional[ri] = r->optional && !r->pair;
             }
         }
         sq_container_close(&c);
