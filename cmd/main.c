@@ -19,6 +19,7 @@ static const sq_command commands[] = {
     {"embed-run", "run a .sqm and measure it against fp32", cmd_embed_run},
     {"tokenize", "the token ids a checkpoint or .sqm produces for each text", cmd_tokenize},
     {"bench", "throughput and latency of the encoder", cmd_bench},
+    {"serve", "HTTP embedding server (OpenAI /v1/embeddings, /embed, /metrics)", cmd_serve},
 };
 static const int n_commands = sizeof commands / sizeof commands[0];
 

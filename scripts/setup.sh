@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 pkgs=(build-essential pkg-config meson ninja-build libopenblas-dev libyaml-dev libzstd-dev
-      libarchive-dev check libjansson-dev libutf8proc-dev libxxhash-dev python3)
+      libarchive-dev check libjansson-dev libutf8proc-dev libxxhash-dev libmicrohttpd-dev python3)
 if [[ "${1:-}" == "--test" ]]; then
   pkgs+=(python3-torch python3-numpy valgrind zstd)
 fi

@@ -1,0 +1,149 @@
+/* squint serve: options -> serve/server.h. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "fileio.h"
+#include "threads.h"
+#include "embedder.h"
+#ifdef SQ_HAVE_SERVE
+#include "server.h"
+#endif
+
+static const char *const help =
+    "usage: squint serve MODEL [options]\n"
+    "\n"
+    "Serve embeddings over HTTP/1.1. MODEL is a .sqm or a checkpoint, as for `squint embed`.\n"
+    "\n"
+    "endpoints:\n"
+    "  POST /v1/embeddings   OpenAI: {\"input\": \"text\" | [\"text\", ...], \"encoding_format\":\n"
+    "                        \"float\" | \"base64\"} -> {\"data\": [{\"embedding\": ...}], \"usage\"}\n"
+    "  POST /embed           text-embeddings-inference: {\"inputs\": ..., \"normalize\": true}\n"
+    "                        -> [[...], ...]\n"
+    "  GET  /health          {\"status\": \"ok\"} (503 \"draining\" during shutdown)\n"
+    "  GET  /info            the model: name, dim, max_seq, limits\n"
+    "  GET  /metrics         Prometheus text: requests, texts, tokens, queue depth, batch\n"
+    "                        sizes, latency histogram\n"
+    "\n"
+    "options:\n"
+    "  --host ADDR           numeric IPv4 / IPv6 address or localhost (default 127.0.0.1;\n"
+    "                        0.0.0.0 listens on every interface)\n"
+    "  --port N              TCP port (default 8080; 0: any free port, printed)\n"
+    "  --model-name NAME     the \"model\" reported (default: the file name)\n"
+    "  --threads N           encoder threads (default: $OMP_NUM_THREADS, else the CPUs this\n"
+    "                        process may run on)\n"
+    "  --batch N             sequences per forward pass (default 32)\n"
+    "  --max-batch N         texts from concurrent requests coalesced into one encoder call\n"
+    "                        (default 256)\n"
+    "  --batch-wait MS       how long the batcher waits for more texts (default 2)\n"
+    "  --queue N             requests that may wait for the encoder; beyond: 503 with\n"
+    "                        Retry-After (default 64)\n"
+    "  --max-body BYTES      request body limit, 413 beyond (default 8388608)\n"
+    "  --max-inputs N        texts per request, 413 beyond (default 2048)\n"
+    "  --max-tokens N        tokens per request after truncation, 413 beyond (default 262144)\n"
+    "  --timeout S           idle / slow client timeout in seconds (default 30)\n"
+    "  --max-connections N   concurrent connections (default 128)\n"
+    "  --api-key-file FILE   require `Authorization: Bearer KEY` (KEY: the file's first line;\n"
+    "                        or set SQUINT_API_KEY); /health stays open\n"
+    "  --quiet               no access log on stderr\n"
+    "\n"
+    "Texts longer than the model's limit are truncated (as sentence-transformers does). For a\n"
+    ".sqm each embedding is the same bytes `squint embed` gives that text, whatever shares its\n"
+    "batch. SIGTERM or SIGINT: stop accepting, finish the requests in flight, exit 0.\n"
+    "example:\n"
+    "  squint serve bge-small.sqm --port 8080 &\n"
+    "  curl -s localhost:8080/v1/embeddings -d '{\"input\": [\"a query\", \"a document\"]}'\n";
+
+int cmd_serve(int argc, char **argv)
+{
+    enum { O_HOST = 256, O_PORT, O_NAME, O_MAXB, O_WAIT, O_QUEUE, O_BODY, O_INPUTS, O_TOKENS,
+           O_TIMEOUT, O_CONNS, O_KEY, O_QUIET, O_HELP };
+    static const struct option opts[] = {
+        {"host", required_argument, 0, O_HOST},       {"port", required_argument, 0, O_PORT},
+        {"model-name", required_argument, 0, O_NAME}, {"threads", required_argument, 0, 't'},
+        {"batch", required_argument, 0, 'b'},         {"max-batch", required_argument, 0, O_MAXB},
+        {"batch-wait", required_argument, 0, O_WAIT}, {"queue", required_argument, 0, O_QUEUE},
+        {"max-body", required_argument, 0, O_BODY},   {"max-inputs", required_argument, 0, O_INPUTS},
+        {"max-tokens", required_argument, 0, O_TOKENS},
+        {"timeout", required_argument, 0, O_TIMEOUT},
+        {"max-connections", required_argument, 0, O_CONNS},
+        {"api-key-file", required_argument, 0, O_KEY}, {"quiet", no_argument, 0, O_QUIET},
+        {"help", no_argument, 0, O_HELP},             {0, 0, 0, 0}};
+#ifdef SQ_HAVE_SERVE
+    sq_serve_opts o = {.host = "127.0.0.1", .port = 8080, .batch = 32, .max_batch = 256,
+                       .batch_wait_ms = 2, .queue = 64, .max_body = 8u << 20,
+                       .max_inputs = 2048, .max_tokens = 262144, .timeout_s = 30,
+                       .max_connections = 128};
+#endif
+    long threads = 0, v;
+    const char *key_file = NULL;
+    optind = 1;
+    int c;
+#define NUM(name, lo, hi, dst)                                                                     \
+    do {                                                                                           \
+        if (!cli_parse_int(optarg, lo, hi, &v))                                                    \
+            return cli_usage_error("serve", "%s must be an integer in [%ld, %ld]", name,           \
+                                   (long)(lo), (long)(hi));                                        \
+        dst;                                                                                       \
+    } while (0)
+    while ((c = getopt_long(argc, argv, "t:b:", opts, NULL)) != -1) {
+        switch (c) {
+#ifdef SQ_HAVE_SERVE
+        case O_HOST: o.host = optarg; break;
+        case O_PORT: NUM("--port", 0, 65535, o.port = (int)v); break;
+        case O_NAME: o.model_name = optarg; break;
+        case 't': NUM("--threads", 1, SQ_THREADS_MAX, threads = v); break;
+        case 'b': NUM("--batch", 1, SQ_BATCH_MAX, o.batch = (int)v); break;
+        case O_MAXB: NUM("--max-batch", 1, 65536, o.max_batch = (int)v); break;
+        case O_WAIT: NUM("--batch-wait", 0, 10000, o.batch_wait_ms = (int)v); break;
+        case O_QUEUE: NUM("--queue", 1, 1000000, o.queue = (int)v); break;
+        case O_BODY: NUM("--max-body", 1024, 1L << 30, o.max_body = (size_t)v); break;
+        case O_INPUTS: NUM("--max-inputs", 1, 1000000, o.max_inputs = v); break;
+        case O_TOKENS: NUM("--max-tokens", 1, 1L << 30, o.max_tokens = v); break;
+        case O_TIMEOUT: NUM("--timeout", 1, 86400, o.timeout_s = (int)v); break;
+        case O_CONNS: NUM("--max-connections", 1, 10000, o.max_connections = (int)v); break;
+        case O_KEY: key_file = optarg; break;
+        case O_QUIET: o.quiet = true; break;
+#else
+        case O_HOST: case O_PORT: case O_NAME: case 't': case 'b': case O_MAXB: case O_WAIT:
+        case O_QUEUE: case O_BODY: case O_INPUTS: case O_TOKENS: case O_TIMEOUT: case O_CONNS:
+        case O_KEY: case O_QUIET: break;
+#endif
+        case O_HELP: fputs(help, stdout); return SQ_EXIT_OK;
+        default: return cli_usage_error("serve", "invalid option");
+        }
+    }
+#undef NUM
+    if (optind != argc - 1)
+        return cli_usage_error("serve", optind >= argc ? "missing MODEL" : "one MODEL only");
+#ifndef SQ_HAVE_SERVE
+    (void)threads, (void)v, (void)key_file;
+    fprintf(stderr, "squint serve: this squint was built without libmicrohttpd (Debian: "
+                    "libmicrohttpd-dev); rebuild to serve\n");
+    return SQ_EXIT_FAIL;
+#else
+    o.model_path = argv[optind];
+    o.threads = sq_threads_init((int)threads);
+    char *key = NULL;
+    sq_err err = {0};
+    if (key_file) {
+        size_t len;
+        if (sq_read_file(key_file, 4096, &key, &len, &err) != 0)
+            return cli_fail("serve", &err);
+        key[strcspn(key, "\r\n")] = '\0';
+        if (!key[0]) {
+            free(key);
+            sq_err_set(&err, "%s: the first line (the API key) is empty", key_file);
+            return cli_fail("serve", &err);
+        }
+        o.api_key = key;
+    } else if (getenv("SQUINT_API_KEY") && getenv("SQUINT_API_KEY")[0]) {
+        o.api_key = getenv("SQUINT_API_KEY");
+    }
+    int rc = sq_serve_run(&o, &err);
+    free(key);
+    return rc == 0 ? SQ_EXIT_OK : cli_fail("serve", &err);
+#endif
+}

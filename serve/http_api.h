@@ -1,0 +1,55 @@
+/* The request and response bodies of squint serve's embedding endpoints:
+ *   POST /v1/embeddings  OpenAI: {"input": "text" | ["text", ...],
+ *                        "encoding_format": "float" | "base64", "model",
+ *                        "dimensions" (must be the model's), "user"} ->
+ *                        {"object": "list", "data": [{"object": "embedding",
+ *                        "index": i, "embedding": [...] | "base64"}],
+ *                        "model": NAME, "usage": {"prompt_tokens": T,
+ *                        "total_tokens": T}}
+ *   POST /embed          text-embeddings-inference: {"inputs": "text" |
+ *                        ["text", ...], "normalize": true, "truncate": true}
+ *                        -> [[...], ...]
+ * Texts longer than the model's limit are truncated, as sentence-transformers
+ * does (OpenAI refuses them; TEI only with "truncate": true). Floats are
+ * printed with 9 significant digits: they read back as the same float32.
+ * base64 is of the little-endian float32 bytes, as OpenAI's clients decode. */
+#ifndef SQ_SERVE_HTTP_API_H
+#define SQ_SERVE_HTTP_API_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "strbuf.h"
+
+typedef enum sq_api_kind { SQ_API_OPENAI, SQ_API_TEI } sq_api_kind;
+
+typedef struct sq_embed_request {
+    int64_t n;
+    const char **texts; /* borrowed from the parsed JSON (kept in `doc`) */
+    size_t *lens;
+    bool base64;        /* OpenAI encoding_format base64 */
+    int normalize;      /* -1: as the model says; 0 / 1 */
+    void *doc;          /* the parsed body (json_t *) */
+} sq_embed_request;
+
+/* Parse a request body of kind k. dim: the model's width (for OpenAI's
+ * "dimensions"); max_inputs: the most texts a request may carry. Returns 0,
+ * or the HTTP status to answer (400, or 413 for too many inputs) with msg. */
+int sq_api_parse_embed(sq_api_kind k, const char *body, size_t len, int dim, int64_t max_inputs,
+                       sq_embed_request *req, char *msg, size_t msgn);
+void sq_api_request_free(sq_embed_request *req);
+
+/* The response body for n rows of emb [n][dim]; tokens for OpenAI's usage. */
+void sq_api_embed_response(sq_api_kind k, const sq_embed_request *req, const float *emb, int dim,
+                           int64_t tokens, const char *model, sq_strbuf *sb);
+
+/* An error body in the endpoint's style: OpenAI {"error": {"message", "type",
+ * "param", "code"}}, TEI {"error", "error_type"}; other endpoints use the
+ * OpenAI form. */
+void sq_api_error(sq_api_kind k, int status, const char *msg, sq_strbuf *sb);
+
+/* base64 (RFC 4648, padded) of n bytes appended to sb. */
+void sq_api_base64(const unsigned char *p, size_t n, sq_strbuf *sb);
+
+#endif

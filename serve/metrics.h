@@ -1,0 +1,58 @@
+/* The server's counters and histograms, rendered in the Prometheus text
+ * exposition format (version 0.0.4) for GET /metrics. All updates take one
+ * mutex: a few per request, nothing on the hot path of the encoder. */
+#ifndef SQ_SERVE_METRICS_H
+#define SQ_SERVE_METRICS_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "strbuf.h"
+
+/* Endpoints that count requests (the rest are "other"). */
+typedef enum sq_endpoint {
+    SQ_EP_EMBEDDINGS, /* POST /v1/embeddings */
+    SQ_EP_EMBED,      /* POST /embed */
+    SQ_EP_HEALTH,     /* GET /health */
+    SQ_EP_METRICS,    /* GET /metrics */
+    SQ_EP_INFO,       /* GET /info */
+    SQ_EP_OTHER,
+    SQ_EP_COUNT
+} sq_endpoint;
+
+const char *sq_endpoint_label(sq_endpoint e);
+
+enum { SQ_LAT_BUCKETS = 12, SQ_BATCH_BUCKETS = 10, SQ_STATUS_SLOTS = 8 };
+
+typedef struct sq_serve_metrics {
+    pthread_mutex_t mu;
+    /* requests by endpoint and status (the status codes squint answers) */
+    uint64_t requests[SQ_EP_COUNT][SQ_STATUS_SLOTS];
+    uint64_t texts, tokens;            /* embedded */
+    uint64_t rejected_full;            /* 503: the queue was full */
+    /* request latency (embedding endpoints, arrival to response) */
+    uint64_t lat_bucket[SQ_LAT_BUCKETS + 1];
+    double lat_sum;
+    uint64_t lat_count;
+    /* sequences per forward pass */
+    uint64_t batch_bucket[SQ_BATCH_BUCKETS + 1];
+    uint64_t batch_sum, batch_count;
+    double encode_seconds;             /* time in the encoder */
+    int64_t queue_depth;               /* requests waiting for the batcher (gauge) */
+    int64_t in_flight;                 /* requests being handled (gauge) */
+} sq_serve_metrics;
+
+int sq_metrics_init(sq_serve_metrics *m);
+void sq_metrics_destroy(sq_serve_metrics *m);
+void sq_metrics_request(sq_serve_metrics *m, sq_endpoint e, int status);
+void sq_metrics_latency(sq_serve_metrics *m, double seconds);
+void sq_metrics_batch(sq_serve_metrics *m, int64_t sequences, int64_t tokens, double seconds);
+void sq_metrics_texts(sq_serve_metrics *m, int64_t texts);
+void sq_metrics_add_gauge(sq_serve_metrics *m, int64_t *gauge, int64_t delta);
+int64_t sq_metrics_get_gauge(sq_serve_metrics *m, const int64_t *gauge);
+void sq_metrics_rejected(sq_serve_metrics *m);
+
+/* The exposition text into sb (model: the label of squint_model_info). */
+void sq_metrics_render(sq_serve_metrics *m, const char *model, sq_strbuf *sb);
+
+#endif

@@ -1,0 +1,499 @@
+/* squint serve (server.h): libmicrohttpd with a thread per connection; each
+ * request is parsed and tokenized on its connection's thread, embedded by the
+ * batcher, and answered there. */
+#include "server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <omp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "batcher.h"
+#include "embed_model.h"
+#include "http_api.h"
+#include "linear.h"
+#include "metrics.h"
+
+typedef struct server {
+    const sq_serve_opts *o;
+    sq_embed_model model;
+    char name[256];
+    int dim;
+    sq_serve_metrics metrics;
+    sq_batcher batcher;
+    pthread_mutex_t mu;
+    int in_flight;
+    bool draining;
+} server;
+
+/* One request's state across libmicrohttpd's calls. */
+typedef struct conn_req {
+    sq_endpoint ep;
+    char *body;
+    size_t len, cap;
+    bool too_big;
+    double t0;
+    int64_t texts, tokens; /* for the access log */
+} conn_req;
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static bool is_draining(server *s)
+{
+    pthread_mutex_lock(&s->mu);
+    bool d = s->draining;
+    pthread_mutex_unlock(&s->mu);
+    return d;
+}
+
+static sq_endpoint route(const char *url)
+{
+    if (!strcmp(url, "/v1/embeddings") || !strcmp(url, "/embeddings"))
+        return SQ_EP_EMBEDDINGS;
+    if (!strcmp(url, "/embed"))
+        return SQ_EP_EMBED;
+    if (!strcmp(url, "/health"))
+        return SQ_EP_HEALTH;
+    if (!strcmp(url, "/metrics"))
+        return SQ_EP_METRICS;
+    if (!strcmp(url, "/info"))
+        return SQ_EP_INFO;
+    return SQ_EP_OTHER;
+}
+
+/* Queue sb (taken) as the response. extra: "Name: value" pairs, NULL-ended. */
+static enum MHD_Result reply(server *s, struct MHD_Connection *c, conn_req *r, int status,
+                             const char *ctype, sq_strbuf *sb, const char *const *extra)
+{
+    if (sb->failed) {
+        sq_sb_free(sb);
+        sq_sb_printf(sb, "{\"error\":\"out of memory\"}");
+        status = 500;
+    }
+    size_t len = sb->len;
+    char *body = sb->s ? sb->s : strdup("");
+    sb->s = NULL;
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, "Content-Type", ctype);
+    for (int i = 0; extra && extra[i]; i += 2)
+        MHD_add_response_header(resp, extra[i], extra[i + 1]);
+    if (is_draining(s))
+        MHD_add_response_header(resp, "Connection", "close");
+    enum MHD_Result ret = MHD_queue_response(c, (unsigned)status, resp);
+    MHD_destroy_response(resp);
+    sq_metrics_request(&s->metrics, r->ep, status);
+    double dt = now_s() - r->t0;
+    if (r->ep == SQ_EP_EMBEDDINGS || r->ep == SQ_EP_EMBED)
+        sq_metrics_latency(&s->metrics, dt);
+    if (!s->o->quiet) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        char addr[64] = "-";
+        if (ci && ci->client_addr) {
+            const struct sockaddr *sa = ci->client_addr;
+            if (sa->sa_family == AF_INET)
+                inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, addr, sizeof addr);
+            else if (sa->sa_family == AF_INET6)
+                inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, addr,
+                          sizeof addr);
+        }
+        fprintf(stderr, "squint serve: %s %s %d texts %lld tokens %lld %.1f ms\n", addr,
+                sq_endpoint_label(r->ep), status, (long long)r->texts, (long long)r->tokens,
+                1e3 * dt);
+    }
+    return ret;
+}
+
+static enum MHD_Result reply_error(server *s, struct MHD_Connection *c, conn_req *r, int status,
+                                   const char *const *extra, const char *fmt, ...)
+    SQ_PRINTF(6, 7);
+static enum MHD_Result reply_error(server *s, struct MHD_Connection *c, conn_req *r, int status,
+                                   const char *const *extra, const char *fmt, ...)
+{
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    sq_strbuf sb = {0};
+    sq_api_error(r->ep == SQ_EP_EMBED ? SQ_API_TEI : SQ_API_OPENAI, status, msg, &sb);
+    return reply(s, c, r, status, "application/json", &sb, extra);
+}
+
+/* Authorization: Bearer KEY, compared without an early exit on the first
+ * differing byte (the time does not tell how much of a guess was right). */
+static bool authorized(server *s, struct MHD_Connection *c)
+{
+    const char *key = s->o->api_key;
+    if (!key)
+        return true;
+    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+    if (!h || strncasecmp(h, "Bearer ", 7) != 0)
+        return false;
+    h += 7;
+    size_t kl = strlen(key), hl = strlen(h);
+    unsigned char diff = kl != hl;
+    for (size_t i = 0; i < kl; i++)
+        diff |= (unsigned char)key[i] ^ (unsigned char)(i < hl ? h[i] : 0);
+    return diff == 0;
+}
+
+static enum MHD_Result handle_get(server *s, struct MHD_Connection *c, conn_req *r)
+{
+    sq_strbuf sb = {0};
+    if (r->ep == SQ_EP_METRICS) {
+        sq_metrics_render(&s->metrics, s->name, &sb);
+        return reply(s, c, r, 200, "text/plain; version=0.0.4; charset=utf-8", &sb, NULL);
+    }
+    bool draining = is_draining(s);
+    if (r->ep == SQ_EP_HEALTH)
+        sq_sb_printf(&sb, "{\"status\":\"%s\"}", draining ? "draining" : "ok");
+    else
+        sq_sb_printf(&sb,
+                     "{\"model\":\"%s\",\"dim\":%d,\"max_seq\":%d,\"quantized\":%s,"
+                     "\"pooling\":\"%s\",\"normalize\":%s,\"max_inputs\":%lld,"
+                     "\"max_tokens\":%lld,\"max_body\":%zu}",
+                     s->name, s->dim, s->model.max_seq, s->model.is_sqm ? "true" : "false",
+                     sq_pooling_name(s->model.pool.pooling),
+                     s->model.pool.normalize ? "true" : "false", (long long)s->o->max_inputs,
+                     (long long)s->o->max_tokens, s->o->max_body);
+    return reply(s, c, r, draining && r->ep == SQ_EP_HEALTH ? 503 : 200, "application/json", &sb,
+                 NULL);
+}
+
+static enum MHD_Result handle_embed(server *s, struct MHD_Connection *c, conn_req *r)
+{
+    static const char *const retry[] = {"Retry-After", "1", NULL};
+    if (is_draining(s))
+        return reply_error(s, c, r, 503, retry, "the server is shutting down");
+    const sq_api_kind k = r->ep == SQ_EP_EMBED ? SQ_API_TEI : SQ_API_OPENAI;
+    sq_embed_request req;
+    char msg[512];
+    int st = sq_api_parse_embed(k, r->body ? r->body : "", r->len, s->dim, s->o->max_inputs, &req,
+                                msg, sizeof msg);
+    if (st) {
+        sq_api_request_free(&req);
+        return reply_error(s, c, r, st, NULL, "%s", msg);
+    }
+    r->texts = req.n;
+    sq_embed_job job = {0};
+    sq_err err = {0};
+    enum MHD_Result ret;
+    /* Tokenizing is cheap and runs on this connection's thread: one thread,
+     * not an OpenMP team per request. */
+    omp_set_num_threads(1);
+    if (sq_tokenize_texts(&s->model, req.texts, req.lens, req.n, s->model.max_seq, false,
+                          &job.seqs, &err) != 0) {
+        ret = reply_error(s, c, r, 400, NULL, "%s", err.msg);
+        goto out;
+    }
+    r->tokens = job.seqs.offsets[job.seqs.n];
+    if (r->tokens > s->o->max_tokens) {
+        ret = reply_error(s, c, r, 413, NULL,
+                          "%lld tokens in one request (after truncation to %d per text); the "
+                          "limit is %lld (--max-tokens)",
+                          (long long)r->tokens, s->model.max_seq, (long long)s->o->max_tokens);
+        goto out;
+    }
+    job.normalize = req.normalize < 0 ? s->model.pool.normalize : req.normalize == 1;
+    job.emb = malloc((size_t)req.n * s->dim * sizeof(float));
+    if (!job.emb) {
+        ret = reply_error(s, c, r, 500, NULL, "out of memory for %lld embeddings",
+                          (long long)req.n);
+        goto out;
+    }
+    if (sq_batcher_submit(&s->batcher, &job) != 0) {
+        sq_metrics_rejected(&s->metrics);
+        ret = reply_error(s, c, r, 503, retry,
+                          "the queue is full (%d requests waiting, --queue); retry later",
+                          s->o->queue);
+        goto out;
+    }
+    sq_batcher_wait(&s->batcher, &job);
+    if (job.rc != 0) {
+        ret = reply_error(s, c, r, 500, NULL, "%s", job.err.msg);
+        goto out;
+    }
+    sq_metrics_texts(&s->metrics, req.n);
+    sq_strbuf sb = {0};
+    sq_api_embed_response(k, &req, job.emb, s->dim, r->tokens, s->name, &sb);
+    ret = reply(s, c, r, 200, "application/json", &sb, NULL);
+out:
+    free(job.emb);
+    sq_token_seqs_free(&job.seqs);
+    sq_api_request_free(&req);
+    return ret;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version,
+                                  const char *upload, size_t *upload_size, void **ctx)
+{
+    (void)version;
+    server *s = cls;
+    conn_req *r = *ctx;
+    if (!r) { /* headers are in: route, method, auth, declared size */
+        if (!(r = calloc(1, sizeof *r)))
+            return MHD_NO;
+        r->t0 = now_s();
+        r->ep = route(url);
+        *ctx = r;
+        pthread_mutex_lock(&s->mu);
+        s->in_flight++;
+        pthread_mutex_unlock(&s->mu);
+        sq_metrics_add_gauge(&s->metrics, &s->metrics.in_flight, 1);
+        const bool post = r->ep == SQ_EP_EMBEDDINGS || r->ep == SQ_EP_EMBED;
+        if (r->ep == SQ_EP_OTHER)
+            return reply_error(s, c, r, 404, NULL,
+                               "no such endpoint (POST /v1/embeddings, POST /embed, GET /health, "
+                               "GET /info, GET /metrics)");
+        if (post && strcmp(method, "POST") != 0) {
+            static const char *const allow[] = {"Allow", "POST", NULL};
+            return reply_error(s, c, r, 405, allow, "%s takes POST", sq_endpoint_label(r->ep));
+        }
+        if (!post && strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0) {
+            static const char *const allow[] = {"Allow", "GET, HEAD", NULL};
+            return reply_error(s, c, r, 405, allow, "%s takes GET", sq_endpoint_label(r->ep));
+        }
+        if (r->ep != SQ_EP_HEALTH && !authorized(s, c)) {
+            static const char *const www[] = {"WWW-Authenticate", "Bearer", NULL};
+            return reply_error(s, c, r, 401, www,
+                               "missing or wrong API key (Authorization: Bearer KEY)");
+        }
+        if (!post)
+            return handle_get(s, c, r);
+        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+        if (cl) {
+            char *end;
+            errno = 0;
+            unsigned long long v = strtoull(cl, &end, 10);
+            if (errno || *end || v > s->o->max_body)
+                return reply_error(s, c, r, 413, NULL,
+                                   "the body is %s bytes; the limit is %zu (--max-body)", cl,
+                                   s->o->max_body);
+        }
+        return MHD_YES; /* the body follows */
+    }
+    if (*upload_size) { /* a piece of the body */
+        size_t n = *upload_size;
+        *upload_size = 0;
+        if (r->too_big)
+            return MHD_YES;
+        if (r->len + n > s->o->max_body) {
+            r->too_big = true; /* chunked past the limit: read and drop the rest */
+            free(r->body);
+            r->body = NULL;
+            r->len = r->cap = 0;
+            return MHD_YES;
+        }
+        if (r->len + n + 1 > r->cap) {
+            size_t cap = r->cap ? r->cap : 4096;
+            while (cap < r->len + n + 1)
+                cap *= 2;
+            char *b = realloc(r->body, cap);
+            if (!b)
+                return MHD_NO;
+            r->body = b;
+            r->cap = cap;
+        }
+        memcpy(r->body + r->len, upload, n);
+        r->len += n;
+        r->body[r->len] = '\0';
+        return MHD_YES;
+    }
+    if (r->too_big)
+        return reply_error(s, c, r, 413, NULL, "the body is over %zu bytes (--max-body)",
+                           s->o->max_body);
+    return handle_embed(s, c, r);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **ctx,
+                         enum MHD_RequestTerminationCode why)
+{
+    (void)c, (void)why;
+    server *s = cls;
+    conn_req *r = *ctx;
+    if (!r)
+        return;
+    free(r->body);
+    free(r);
+    *ctx = NULL;
+    sq_metrics_add_gauge(&s->metrics, &s->metrics.in_flight, -1);
+    pthread_mutex_lock(&s->mu);
+    s->in_flight--;
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char line[512];
+    vsnprintf(line, sizeof line, fmt, ap);
+    size_t n = strlen(line);
+    while (n && line[n - 1] == '\n')
+        line[--n] = '\0';
+    fprintf(stderr, "squint serve: http: %s\n", line);
+}
+
+/* The listening address: a numeric IPv4 / IPv6 address, or "localhost". */
+static int bind_addr(const char *host, int port, struct sockaddr_storage *ss, bool *v6,
+                     sq_err *err)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = strcmp(host, "localhost") ? AI_NUMERICHOST : 0};
+    struct addrinfo *ai = NULL;
+    int rc = getaddrinfo(host, NULL, &hints, &ai);
+    if (rc != 0 || !ai)
+        return sq_err_set(err, "--host %s: not a numeric IPv4 / IPv6 address or localhost (%s)",
+                          host, gai_strerror(rc));
+    memset(ss, 0, sizeof *ss);
+    memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+    *v6 = ai->ai_family == AF_INET6;
+    if (*v6)
+        ((struct sockaddr_in6 *)ss)->sin6_port = htons((uint16_t)port);
+    else
+        ((struct sockaddr_in *)ss)->sin_port = htons((uint16_t)port);
+    freeaddrinfo(ai);
+    return 0;
+}
+
+static void base_name(const char *path, char *out, size_t n)
+{
+    size_t len = strlen(path);
+    while (len > 1 && path[len - 1] == '/')
+        len--;
+    size_t b = len;
+    while (b > 0 && path[b - 1] != '/')
+        b--;
+    size_t e = len;
+    const char *dot = memchr(path + b, '.', len - b);
+    if (dot && !strncmp(dot, ".sqm", 4) && (size_t)(dot - path) + 4 == len)
+        e = (size_t)(dot - path);
+    snprintf(out, n, "%.*s", (int)(e - b), path + b);
+}
+
+int sq_serve_run(const sq_serve_opts *o, sq_err *err)
+{
+    server *s = calloc(1, sizeof *s);
+    if (!s)
+        return sq_err_set(err, "out of memory");
+    s->o = o;
+    int rc = -1;
+    struct MHD_Daemon *d = NULL;
+    bool model_open = false, metrics_ok = false;
+    pthread_mutex_init(&s->mu, NULL);
+    /* Signals: handled by sigwait below, blocked in every thread started
+     * from here on (they inherit this mask). */
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    if (sq_embed_model_open(o->model_path, &s->model, err) != 0)
+        goto out;
+    model_open = true;
+    sq_isa isa;
+    if (s->model.is_sqm && sq_linear_isa(&isa, err) != 0)
+        goto out;
+    s->dim = s->model.enc.cfg.hidden;
+    if (o->model_name)
+        snprintf(s->name, sizeof s->name, "%s", o->model_name);
+    else
+        base_name(o->model_path, s->name, sizeof s->name);
+    /* The name goes into JSON and metrics labels hand-written: printable
+     * ASCII without quotes or backslashes only. */
+    for (char *p = s->name; *p; p++)
+        if (*p < 0x20 || *p > 0x7e || *p == '"' || *p == '\\')
+            *p = '_';
+    if (sq_metrics_init(&s->metrics) != 0) {
+        sq_err_set(err, "cannot create the metrics lock");
+        goto out;
+    }
+    metrics_ok = true;
+    s->batcher = (sq_batcher){.model = &s->model, .pooling = s->model.pool.pooling,
+                              .threads = o->threads, .batch = o->batch,
+                              .max_texts = o->max_batch, .wait_ms = o->batch_wait_ms,
+                              .queue_cap = o->queue, .metrics = &s->metrics};
+    if (sq_batcher_start(&s->batcher, err) != 0)
+        goto out;
+
+    struct sockaddr_storage ss;
+    bool v6 = false;
+    if (bind_addr(o->host, o->port, &ss, &v6, err) != 0)
+        goto out;
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                     MHD_USE_ITC | MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0);
+    d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_request, s,
+                         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+                         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+                         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->timeout_s,
+                         MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
+                         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
+    if (!d) {
+        sq_err_set(err, "cannot listen on %s port %d (in use, or not an address of this host)",
+                   o->host, o->port);
+        goto out;
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    int port = di ? di->port : o->port;
+    fprintf(stderr,
+            "squint serve: %s (%s, dim %d, max_seq %d) listening on http://%s%s%s:%d "
+            "(%d encoder threads, up to %d texts per batch, queue %d%s)\n",
+            s->name, s->model.is_sqm ? "quantized" : "fp32", s->dim, s->model.max_seq,
+            v6 ? "[" : "", o->host, v6 ? "]" : "", port, o->threads, o->max_batch, o->queue,
+            o->api_key ? ", API key required" : "");
+    fflush(stderr);
+
+    int sig = 0;
+    sigwait(&stop, &sig);
+    fprintf(stderr, "squint serve: %s: finishing the requests in flight\n",
+            sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    pthread_mutex_lock(&s->mu);
+    s->draining = true;
+    pthread_mutex_unlock(&s->mu);
+    MHD_quiesce_daemon(d); /* no new connections */
+    for (;;) {
+        pthread_mutex_lock(&s->mu);
+        int n = s->in_flight;
+        pthread_mutex_unlock(&s->mu);
+        if (n == 0)
+            break;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    rc = 0;
+out:
+    if (d)
+        MHD_stop_daemon(d);
+    sq_batcher_stop(&s->batcher);
+    if (metrics_ok)
+        sq_metrics_destroy(&s->metrics);
+    if (model_open)
+        sq_embed_model_close(&s->model);
+    pthread_mutex_destroy(&s->mu);
+    free(s);
+    if (rc == 0)
+        fprintf(stderr, "squint serve: stopped\n");
+    return rc;
+}

@@ -1,0 +1,46 @@
+/* squint serve: an HTTP/1.1 embedding server on libmicrohttpd.
+ *   POST /v1/embeddings  OpenAI-compatible (http_api.h)
+ *   POST /embed          text-embeddings-inference-style
+ *   GET  /health         {"status": "ok", ...}; 503 while draining
+ *   GET  /info           the model: name, dim, max_seq, quantized
+ *   GET  /metrics        Prometheus text (metrics.h)
+ * Concurrent requests are coalesced by the batcher (batcher.h); a full queue
+ * answers 503 with Retry-After; a body over max_body, or more inputs or
+ * tokens than allowed, 413; a bad body 400; every error is JSON. With an API
+ * key, every endpoint but /health needs `Authorization: Bearer KEY`
+ * (compared in constant time), else 401. SIGTERM / SIGINT: stop accepting,
+ * finish the requests in flight, exit 0. */
+#ifndef SQ_SERVE_SERVER_H
+#define SQ_SERVE_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sq_error.h"
+
+typedef struct sq_serve_opts {
+    const char *model_path;
+    const char *model_name;  /* reported as "model"; default: the file name */
+    const char *host;        /* numeric IPv4 / IPv6 address or "localhost" */
+    int port;                /* 0: any free port (printed) */
+    int threads;             /* encoder threads */
+    int batch;               /* sequences per forward pass */
+    int max_batch;           /* texts coalesced into one encoder call */
+    int batch_wait_ms;       /* how long the batcher waits for more texts */
+    int queue;               /* requests that may wait for the batcher */
+    size_t max_body;         /* bytes */
+    int64_t max_inputs;      /* texts per request */
+    int64_t max_tokens;      /* tokens per request (after truncation) */
+    int timeout_s;           /* idle / slow client timeout */
+    int max_connections;
+    const char *api_key;     /* NULL: none */
+    bool quiet;              /* no access log */
+} sq_serve_opts;
+
+/* Open the model, listen, and serve until SIGTERM / SIGINT. Prints
+ * "squint serve: listening on http://HOST:PORT ..." to stderr once ready.
+ * Returns 0 after a clean shutdown, -1 with err when it cannot start. */
+int sq_serve_run(const sq_serve_opts *o, sq_err *err);
+
+#endif

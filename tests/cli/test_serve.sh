@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# squint serve end to end (tests/cli/serve_checks.py does the HTTP side with
+# Python's standard library): every embedding the bytes of `squint embed`
+# (OpenAI float and base64, TEI), usage tokens, 16 concurrent clients,
+# JSON errors with 400 / 404 / 405 / 413 (body, inputs, tokens, a chunked
+# body), 401 with an API key, a slow client timed out, 503 with Retry-After
+# on a full queue, and SIGTERM finishing a queued request and exiting 0.
+# usage: test_serve.sh SQUINT GEN_FIXTURE
+set -uo pipefail
+SQ=$1
+GEN=$2
+HERE=$(cd "$(dirname "$0")" && pwd)
+export PYTHONDONTWRITEBYTECODE=1
+W=$(mktemp -d /tmp/squint-serve-XXXXXX)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+  rm -rf "$W"
+}
+trap cleanup EXIT
+
+if [[ $("$SQ" serve x 2>&1) == *"built without libmicrohttpd"* ]]; then
+  echo "SKIP: squint was built without libmicrohttpd"
+  exit 77
+fi
+PY=/usr/bin/python3
+[[ -x $PY ]] || PY=python3
+
+"$GEN" "$W/m" --shape tiny --seed 5 --outliers 2 >/dev/null &&
+  "$SQ" calibrate "$W/m" --samples 64 --quiet -o "$W/m.sqc" 2>/dev/null &&
+  "$SQ" quantize "$W/m" --calib "$W/m.sqc" -o "$W/m.sqm" >/dev/null 2>&1 ||
+  { echo "FAIL - fixture"; exit 1; }
+cat >"$W/texts.txt" <<'EOF'
+A man with a hard hat is dancing.
+A young child is riding a horse.
+The cat sat on the mat.
+a
+
+Café naïve résumé — Ünïcödé 東京
+Two dogs are running through a field of tall grass while their owners watch from the hill.
+I don't think that's what she meant, do you?
+The committee, having reviewed the evidence presented over several long sessions, concluded that the proposal could not be adopted without substantial revisions to its budget, its timeline and its governance structure.
+EOF
+"$SQ" embed "$W/m.sqm" --input "$W/texts.txt" --output "$W/ref.f32" --quiet ||
+  { echo "FAIL - squint embed"; exit 1; }
+DIM=$("$SQ" inspect "$W/m.sqm" --json | "$PY" -c "import json,sys; print(json.load(sys.stdin)['metadata']['config']['hidden'])")
+
+# start NAME ARGS...: a server on a free port; sets URL and PID
+start() {
+  local name=$1; shift
+  "$@" >"$W/$name.log" 2>&1 &
+  PID=$!
+  pids+=("$PID")
+  URL=""
+  for _ in $(seq 1 600); do
+    URL=$(grep -o 'listening on http://[^ ]*' "$W/$name.log" | head -1 | sed 's/listening on //')
+    [[ -n $URL ]] && return 0
+    kill -0 "$PID" 2>/dev/null || break
+    sleep 0.05
+  done
+  echo "FAIL - server $name did not start: $(tail -2 "$W/$name.log")"
+  exit 1
+}
+start main "$SQ" serve "$W/m.sqm" --port 0 --quiet --batch-wait 5
+MAIN=$URL
+start limits "$SQ" serve "$W/m.sqm" --port 0 --quiet --max-body 4096 --max-inputs 64 \
+  --max-tokens 100 --timeout 1
+LIMITS=$URL
+start queue "$SQ" serve "$W/m.sqm" --port 0 --queue 1 --batch-wait 4000 --max-batch 65536
+QUEUE=$URL
+QPID=$PID
+printf 'sesame-%s\n' "$RANDOM" >"$W/key"
+start key "$SQ" serve "$W/m.sqm" --port 0 --quiet --api-key-file "$W/key"
+KEYURL=$URL
+
+"$PY" "$HERE/serve_checks.py" "$MAIN" "$W/ref.f32" "$DIM" "$W/texts.txt" "$LIMITS" "$QUEUE" \
+  "$QPID" "$KEYURL" "$(head -1 "$W/key")" "$LIMITS"
+rc=$?
+# The queue server got SIGTERM from the checks: it must exit 0 by itself.
+wait "$QPID"
+qrc=$?
+if [[ $qrc -eq 0 ]] && grep -q "finishing the requests in flight" "$W/queue.log" &&
+   grep -q "stopped" "$W/queue.log"; then
+  echo "ok   - SIGTERM: the server drained and exited 0"
+else
+  echo "FAIL - SIGTERM: exit $qrc: $(tail -3 "$W/queue.log")"
+  rc=1
+fi
+# Bad options fail before listening.
+"$SQ" serve "$W/m.sqm" --host not-an-address --port 0 >"$W/bad.log" 2>&1
+brc=$?
+if [[ $brc -eq 2 ]] && grep -q "not-an-address" "$W/bad.log"; then
+  echo "ok   - a bad --host: exit 2 naming it"
+else
+  echo "FAIL - bad --host: exit $brc: $(cat "$W/bad.log")"
+  rc=1
+fi
+"$SQ" serve "$W/nope.sqm" --port 0 >"$W/bad.log" 2>&1
+brc=$?
+[[ $brc -eq 2 ]] && grep -q "nope.sqm" "$W/bad.log" && echo "ok   - a missing model: exit 2 naming it" ||
+  { echo "FAIL - missing model: exit $brc: $(cat "$W/bad.log")"; rc=1; }
+exit $rc

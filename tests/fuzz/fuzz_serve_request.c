@@ -1,0 +1,42 @@
+/* Fuzz squint serve's request bodies (serve/http_api.h): both endpoint
+ * kinds parse the same bytes; an accepted request must be well formed (n
+ * texts in range, each a string of its stated length) and its response
+ * body, built on zero embeddings, must be valid JSON. */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http_api.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    enum { DIM = 8, MAX_INPUTS = 64 };
+    static const float zeros[MAX_INPUTS * DIM];
+    for (int k = 0; k < 2; k++) {
+        sq_embed_request req;
+        char msg[256];
+        int st = sq_api_parse_embed((sq_api_kind)k, (const char *)data, size, DIM, MAX_INPUTS,
+                                    &req, msg, sizeof msg);
+        sq_strbuf sb = {0};
+        if (st == 0) {
+            if (req.n < 1 || req.n > MAX_INPUTS)
+                abort();
+            for (int64_t i = 0; i < req.n; i++)
+                if (strlen(req.texts[i]) > req.lens[i])
+                    abort();
+            sq_api_embed_response((sq_api_kind)k, &req, zeros, DIM, 7, "fuzz", &sb);
+        } else {
+            if ((st != 400 && st != 413) || !msg[0])
+                abort();
+            sq_api_error((sq_api_kind)k, st, msg, &sb);
+        }
+        json_error_t je;
+        json_t *j = sb.failed ? NULL : json_loadb(sb.s, sb.len, 0, &je);
+        if (!sb.failed && !j)
+            abort(); /* our own output must parse */
+        json_decref(j);
+        sq_sb_free(&sb);
+        sq_api_request_free(&req);
+    }
+    return 0;
+}
