@@ -37,7 +37,9 @@ static const char *const help =
     "  --batch N             sequences per forward pass (default 32)\n"
     "  --max-batch N         texts from concurrent requests coalesced into one encoder call\n"
     "                        (default 256)\n"
-    "  --batch-wait MS       how long the batcher waits for more texts (default 2)\n"
+    "  --batch-wait MS       how long the batcher waits for more texts before an encoder call\n"
+    "                        (default 0: requests that arrive while the encoder is busy are\n"
+    "                        batched anyway)\n"
     "  --queue N             requests that may wait for the encoder; beyond: 503 with\n"
     "                        Retry-After (default 64)\n"
     "  --max-body BYTES      request body limit, 413 beyond (default 8388608)\n"
@@ -73,7 +75,7 @@ int cmd_serve(int argc, char **argv)
         {"help", no_argument, 0, O_HELP},             {0, 0, 0, 0}};
 #ifdef SQ_HAVE_SERVE
     sq_serve_opts o = {.host = "127.0.0.1", .port = 8080, .batch = 32, .max_batch = 256,
-                       .batch_wait_ms = 2, .queue = 64, .max_body = 8u << 20,
+                       .batch_wait_ms = 0, .queue = 64, .max_body = 8u << 20,
                        .max_inputs = 2048, .max_tokens = 262144, .timeout_s = 30,
                        .max_connections = 128};
 #endif
