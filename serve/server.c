@@ -33,6 +33,7 @@ typedef struct server {
     pthread_mutex_t mu;
     int in_flight;
     bool draining;
+    uint64_t answered; /* responses queued, for the shutdown line */
 } server;
 
 /* One request's state across libmicrohttpd's calls. */
@@ -100,6 +101,9 @@ static enum MHD_Result reply(server *s, struct MHD_Connection *c, conn_req *r, i
         MHD_add_response_header(resp, "Connection", "close");
     enum MHD_Result ret = MHD_queue_response(c, (unsigned)status, resp);
     MHD_destroy_response(resp);
+    pthread_mutex_lock(&s->mu);
+    s->answered += ret == MHD_YES;
+    pthread_mutex_unlock(&s->mu);
     sq_metrics_request(&s->metrics, r->ep, status);
     double dt = now_s() - r->t0;
     if (r->ep == SQ_EP_EMBEDDINGS || r->ep == SQ_EP_EMBED)
@@ -472,12 +476,24 @@ int sq_serve_run(const sq_serve_opts *o, sq_err *err)
     pthread_mutex_lock(&s->mu);
     s->draining = true;
     pthread_mutex_unlock(&s->mu);
-    MHD_quiesce_daemon(d); /* no new connections */
+    /* No new connections: the listening socket is closed at once (a connect
+     * now is refused, not left in the backlog to be reset later). */
+    MHD_socket lfd = MHD_quiesce_daemon(d);
+    if (lfd != MHD_INVALID_SOCKET)
+        close(lfd);
+    /* Drain: until no request is in flight and every connection has closed
+     * (a request whose bytes are still on their way has a connection but
+     * no state yet; a keep-alive connection gets 503 + Connection: close
+     * for anything it sends now, and an idle one is closed by --timeout),
+     * bounded by the timeout. */
+    double t_end = now_s() + o->timeout_s + 1;
     for (;;) {
         pthread_mutex_lock(&s->mu);
         int n = s->in_flight;
         pthread_mutex_unlock(&s->mu);
-        if (n == 0)
+        const union MHD_DaemonInfo *ci = MHD_get_daemon_info(d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+        unsigned conns = ci ? ci->num_connections : 0;
+        if ((n == 0 && conns == 0) || now_s() > t_end)
             break;
         struct timespec ts = {0, 10 * 1000 * 1000};
         nanosleep(&ts, NULL);
@@ -486,6 +502,7 @@ int sq_serve_run(const sq_serve_opts *o, sq_err *err)
 out:
     if (d)
         MHD_stop_daemon(d);
+    uint64_t answered = s->answered;
     sq_batcher_stop(&s->batcher);
     if (metrics_ok)
         sq_metrics_destroy(&s->metrics);
@@ -494,6 +511,7 @@ out:
     pthread_mutex_destroy(&s->mu);
     free(s);
     if (rc == 0)
-        fprintf(stderr, "squint serve: stopped\n");
+        fprintf(stderr, "squint serve: stopped after answering %llu requests\n",
+                (unsigned long long)answered);
     return rc;
 }

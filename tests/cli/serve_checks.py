@@ -4,7 +4,7 @@ threading). Every check states what it proves; none depends on timing: where
 a state must be reached first (a request waiting in the queue) the check
 polls /metrics for it.
 
-usage: serve_checks.py MAIN_URL REF.f32 DIM TEXTS.txt LIMITS_URL QUEUE_URL QUEUE_PID KEY_URL KEY SLOW_URL
+usage: serve_checks.py MAIN_URL REF.f32 DIM TEXTS.txt LIMITS_URL QUEUE_URL QUEUE_PID KEY_URL KEY SLOW_URL DRAIN_URL DRAIN_PID
 """
 import base64
 import http.client
@@ -19,7 +19,8 @@ import time
 import urllib.error
 import urllib.request
 
-main_url, ref_path, dim, texts_path, limits_url, queue_url, queue_pid, key_url, key, slow_url = sys.argv[1:11]
+(main_url, ref_path, dim, texts_path, limits_url, queue_url, queue_pid, key_url, key, slow_url,
+ drain_url, drain_pid) = sys.argv[1:13]
 dim = int(dim)
 texts = open(texts_path, encoding="utf-8").read().split("\n")[:-1]
 raw = open(ref_path, "rb").read()
@@ -108,7 +109,7 @@ results, lock = [], threading.Lock()
 
 def client(k):
     ok = True
-    for j in range(8):
+    for j in range(100):
         idx = [(k * 7 + j * 3 + m) % len(texts) for m in range(1 + (k + j) % 5)]
         s, _, b = call(main_url, "/v1/embeddings", {"input": [texts[i] for i in idx]})
         ok = ok and s == 200 and all(f32(d["embedding"]) == ref[i] for d, i in zip(b["data"], idx))
@@ -124,8 +125,8 @@ for t in threads:
     t.join()
 batches = metric(main_url, "squint_batch_sequences_count") - batches0
 check(len(results) == 16 and all(results),
-      "16 concurrent clients x 8 requests: every row the bytes of `squint embed` (%d encoder calls "
-      "for 128 requests)" % batches)
+      "16 concurrent clients x 100 requests: no error, every row the bytes of `squint embed` "
+      "(%d encoder calls for 1,600 requests)" % batches)
 
 # --- bad requests: JSON errors, right status ---
 for path, body, raw_b, want, what in [
@@ -218,6 +219,61 @@ t.join()
 st, _, b = first.get("r", (0, None, None))
 check(st == 200 and all(f32(d["embedding"]) == ref[i] for i, d in enumerate(b["data"])),
       "SIGTERM while a request waits: it still completes, 200, the right bytes")
+
+# --- SIGTERM mid-load: nothing accepted is lost ---
+# 8 clients send requests back to back (a new connection each) to the drain
+# server; once it has answered 100, it gets SIGTERM. Every request must end
+# as a 200 with the right bytes, a 503 "shutting down", or a refused
+# connection (never sent); a connection cut after the request was sent, or
+# a wrong row, would be a lost request.
+outcomes, olock, stop_all = {"ok": 0, "503": 0, "refused": 0, "lost": [], "wrong": 0}, threading.Lock(), threading.Event()
+
+
+def load_client(k):
+    j = 0
+    while not stop_all.is_set():
+        idx = [(k * 5 + j) % len(texts)]
+        j += 1
+        try:
+            s_, _, b_ = call(drain_url, "/v1/embeddings", {"input": [texts[i] for i in idx]})
+        except urllib.error.URLError as e:
+            with olock:
+                if isinstance(e.reason, ConnectionRefusedError):
+                    outcomes["refused"] += 1
+                else:
+                    outcomes["lost"].append(repr(e.reason))
+            return
+        except (ConnectionError, http.client.HTTPException) as e:
+            with olock:
+                outcomes["lost"].append(repr(e))
+            return
+        with olock:
+            if s_ == 200:
+                good = f32(b_["data"][0]["embedding"]) == ref[idx[0]]
+                outcomes["ok" if good else "wrong"] += 1
+            elif s_ == 503:
+                outcomes["503"] += 1
+            else:
+                outcomes["lost"].append("status %d" % s_)
+
+
+loaders = [threading.Thread(target=load_client, args=(k,)) for k in range(8)]
+for t in loaders:
+    t.start()
+wait_for(lambda: outcomes["ok"] >= 100, "100 answers under load")
+os.kill(int(drain_pid), signal.SIGTERM)
+for t in loaders:
+    t.join(timeout=120)
+stop_all.set()
+# What the clients saw, for the shell to hold against the server's own count
+# of answered requests ("stopped after answering N requests"): equal means
+# every request the server accepted was answered, and a reset connection
+# (in the listen backlog when it closed) was never seen by it.
+open(os.environ["SERVE_DRAIN_SEEN"], "w").write("%d\n" % (outcomes["ok"] + outcomes["503"]))
+check(outcomes["ok"] >= 100 and outcomes["wrong"] == 0,
+      "SIGTERM under load (8 clients): %d answered with the right bytes, %d 503 while draining, "
+      "%d refused after, %d connections reset unread" % (outcomes["ok"], outcomes["503"],
+                                                          outcomes["refused"], len(outcomes["lost"])))
 
 print("%d failure(s)" % failures)
 sys.exit(1 if failures else 0)

@@ -69,13 +69,45 @@ LIMITS=$URL
 start queue "$SQ" serve "$W/m.sqm" --port 0 --queue 1 --batch-wait 4000 --max-batch 65536
 QUEUE=$URL
 QPID=$PID
+start drain "$SQ" serve "$W/m.sqm" --port 0 --quiet --timeout 5
+DRAIN=$URL
+DPID=$PID
 printf 'sesame-%s\n' "$RANDOM" >"$W/key"
 start key "$SQ" serve "$W/m.sqm" --port 0 --quiet --api-key-file "$W/key"
 KEYURL=$URL
 
-"$PY" "$HERE/serve_checks.py" "$MAIN" "$W/ref.f32" "$DIM" "$W/texts.txt" "$LIMITS" "$QUEUE" \
-  "$QPID" "$KEYURL" "$(head -1 "$W/key")" "$LIMITS"
+SERVE_DRAIN_SEEN=$W/drain.seen "$PY" "$HERE/serve_checks.py" "$MAIN" "$W/ref.f32" "$DIM" "$W/texts.txt" "$LIMITS" "$QUEUE" \
+  "$QPID" "$KEYURL" "$(head -1 "$W/key")" "$LIMITS" "$DRAIN" "$DPID"
 rc=$?
+wait "$DPID"
+drc=$?
+answered=$(grep -o 'stopped after answering [0-9]*' "$W/drain.log" | grep -o '[0-9]*$')
+seen=$(cat "$W/drain.seen" 2>/dev/null)
+if [[ $drc -eq 0 && -n $answered && $answered == "$seen" ]]; then
+  echo "ok   - SIGTERM under load: exit 0; the server answered $answered requests, the clients got $seen answers: none lost"
+else
+  echo "FAIL - SIGTERM under load: exit $drc, server answered '$answered', clients got '$seen'"; rc=1
+fi
+# curl, as a user would: the same bytes as squint embed
+if command -v curl >/dev/null; then
+  "$PY" -c "import json,sys; print(json.dumps({'input': open(sys.argv[1], encoding='utf-8').read().split('\n')[:-1]}))" \
+    "$W/texts.txt" >"$W/body.json"
+  if curl -sf "$MAIN/v1/embeddings" -H 'Content-Type: application/json' --data-binary @"$W/body.json" \
+       -o "$W/curl.json" &&
+     "$PY" -c "
+import json, struct, sys
+r = json.load(open(sys.argv[1])); ref = open(sys.argv[2], 'rb').read()
+got = b''.join(struct.pack('<%df' % len(d['embedding']), *d['embedding']) for d in r['data'])
+sys.exit(0 if got == ref else 1)" "$W/curl.json" "$W/ref.f32"; then
+    echo "ok   - curl POST /v1/embeddings: the bytes of squint embed"
+  else
+    echo "FAIL - curl POST /v1/embeddings"; rc=1
+  fi
+  code=$(curl -s -o /dev/null -w '%{http_code}' "$MAIN/v1/embeddings" --data-binary '{"input": ')
+  [[ $code == 400 ]] && echo "ok   - curl with malformed JSON: 400" || { echo "FAIL - curl malformed: $code"; rc=1; }
+else
+  echo "SKIP - curl checks: curl is not installed"
+fi
 # The queue server got SIGTERM from the checks: it must exit 0 by itself.
 wait "$QPID"
 qrc=$?
