@@ -44,13 +44,13 @@ static int variants_from_yaml(const yt_node *conf, sq_bert_config *cfg, sq_err *
 {
     static const char *const norms[] = {"post", "pre"}, *const acts[] = {"gelu", "relu"},
                              *const poss[] = {"learned", "sinusoidal"},
-                             *const heads[] = {"none", "tanh"};
+                             *const heads[] = {"none", "tanh", "identity"};
     sq_bert_config_set_bert_defaults(cfg);
     int norm = cfg->norm, act = cfg->act, pos = cfg->positions, head = cfg->head;
     if (get_enum(conf, "norm", norms, 2, &norm, err) != 0 ||
         get_enum(conf, "activation", acts, 2, &act, err) != 0 ||
         get_enum(conf, "positions", poss, 2, &pos, err) != 0 ||
-        get_enum(conf, "pooling_head", heads, 2, &head, err) != 0)
+        get_enum(conf, "pooling_head", heads, 3, &head, err) != 0)
         return -1;
     cfg->norm = (sq_norm_place)norm;
     cfg->act = (sq_act)act;

@@ -33,7 +33,7 @@ const char *sq_pos_kind_name(sq_pos_kind v)
 
 const char *sq_head_kind_name(sq_head_kind v)
 {
-    return v == SQ_HEAD_TANH ? "tanh" : "none";
+    return v == SQ_HEAD_TANH ? "tanh" : v == SQ_HEAD_IDENTITY ? "identity" : "none";
 }
 
 const char *sq_architecture_name(const sq_bert_config *c)
@@ -306,6 +306,21 @@ int sq_pooling_config_load_dir(const char *dir, sq_pooling_config *pc, sq_err *e
             have_pool = true;
         } else if (strcmp(last, "Normalize") == 0) {
             pc->normalize = true;
+        } else if (strcmp(last, "Dense") == 0) {
+            /* After the pooling, before the normalization, one of them:
+             * the order sentence-transformers models use. */
+            if (pc->dense_path[0] || !have_pool || pc->normalize) {
+                sq_err_set(err, "%s: module %zu, Dense: squint runs one Dense module, after "
+                                "Pooling and before Normalize",
+                           path, i);
+                goto out;
+            }
+            if (!sub || !sub[0] || !safe_rel_path(sub) || strlen(sub) >= sizeof pc->dense_path) {
+                sq_err_set(err, "%s: Dense module path is missing or leaves the model directory",
+                           path);
+                goto out;
+            }
+            snprintf(pc->dense_path, sizeof pc->dense_path, "%s", sub);
         } else if (strcmp(last, "Transformer") == 0) {
             if (have_transformer) {
                 sq_err_set(err, "%s: more than one Transformer module", path);
@@ -322,7 +337,7 @@ int sq_pooling_config_load_dir(const char *dir, sq_pooling_config *pc, sq_err *e
             have_transformer = true;
         } else {
             sq_err_set(err, "%s: module %zu, type \"%s\", is not supported: squint runs "
-                            "Transformer, Pooling and Normalize modules (a Dense or other "
+                            "Transformer, Pooling, Dense and Normalize modules (another "
                             "module would be silently skipped)",
                        path, i, type);
             goto out;

@@ -23,7 +23,9 @@
 typedef enum sq_norm_place { SQ_NORM_POST = 0, SQ_NORM_PRE = 1 } sq_norm_place;
 typedef enum sq_act { SQ_ACT_GELU = 0, SQ_ACT_RELU = 1 } sq_act;
 typedef enum sq_pos_kind { SQ_POS_LEARNED = 0, SQ_POS_SINUSOIDAL = 1 } sq_pos_kind;
-typedef enum sq_head_kind { SQ_HEAD_NONE = 0, SQ_HEAD_TANH = 1 } sq_head_kind;
+/* The dense layer on the pooled vector (USE Lite's tanh projection, a
+ * sentence-transformers Dense module): none, tanh(p W^T + b), or p W^T + b. */
+typedef enum sq_head_kind { SQ_HEAD_NONE = 0, SQ_HEAD_TANH = 1, SQ_HEAD_IDENTITY = 2 } sq_head_kind;
 
 typedef struct sq_bert_config {
     int vocab_size;
@@ -68,6 +70,9 @@ typedef struct sq_pooling_config {
     /* The Transformer module's folder under the checkpoint ("" = the root):
      * where config.json, the weights and the tokenizer are. */
     char transformer_path[257];
+    /* A sentence-transformers Dense module after the pooling (its folder;
+     * "" = none): loaded by sq_st_dense_load (libquant/st_dense.h). */
+    char dense_path[257];
 } sq_pooling_config;
 
 int sq_bert_config_load(const char *path, sq_bert_config *cfg, sq_err *err);

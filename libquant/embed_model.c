@@ -1,4 +1,5 @@
 #include "embed_model.h"
+#include "st_dense.h"
 
 #include <string.h>
 #include <sys/stat.h>
@@ -96,6 +97,8 @@ static int open_checkpoint(const char *arg, sq_embed_model *m, sq_err *err)
         return sq_err_set(err, "out of memory");
     const char *mdir = m->model_dir;
     if (sq_bert_load_dir(mdir, &m->enc, err) != 0)
+        return -1;
+    if (m->pool.dense_path[0] && sq_st_dense_load(dir, &m->pool, &m->enc, err) != 0)
         return -1;
     if (sq_wordpiece_spec_load_dir(mdir, &m->tok_spec, err) != 0)
         return -1;

@@ -50,8 +50,11 @@ void sq_encoder_apply_head(const sq_encoder *enc, float *x, int n, float *tmp)
         return;
     const int H = enc->cfg.hidden;
     sq_linear_forward(&enc->head, x, n, tmp, NULL);
-    for (int64_t i = 0; i < (int64_t)n * H; i++)
-        x[i] = tanhf(tmp[i]);
+    if (enc->cfg.head == SQ_HEAD_IDENTITY)
+        memcpy(x, tmp, (size_t)n * H * sizeof *x);
+    else
+        for (int64_t i = 0; i < (int64_t)n * H; i++)
+            x[i] = tanhf(tmp[i]);
 }
 
 static float *alloc_floats(size_t n)

@@ -109,7 +109,7 @@ const sq_sqm_meta_rule sq_sqm_meta_rules[] = {
     {"config.activation", NULL, SQ_MT_STRING, false, "gelu", "gelu | relu", L},
     {"config.positions", NULL, SQ_MT_STRING, false, "learned", "learned | sinusoidal", L},
     {"config.embedding_layernorm", NULL, SQ_MT_BOOL, false, "true", "true | false", L},
-    {"config.pooling_head", NULL, SQ_MT_STRING, false, "none", "none | tanh", L},
+    {"config.pooling_head", NULL, SQ_MT_STRING, false, "none", "none | tanh | identity", L},
     {"pooling", NULL, SQ_MT_STRING, true, NULL, "cls | mean", L},
     {"normalize", NULL, SQ_MT_BOOL, true, NULL, "true | false", L},
     {"max_seq", NULL, SQ_MT_INT, true, NULL, "3 .. config.max_positions", L},

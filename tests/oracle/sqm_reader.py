@@ -946,7 +946,7 @@ class Model:
         c["embedding_layernorm"] = _bool(cfg.get("embedding_layernorm", True),
                                          "config.embedding_layernorm")
         c["pooling_head"] = _enum(cfg.get("pooling_head", "none"), "config.pooling_head",
-                                  ("none", "tanh"))
+                                  ("none", "tanh", "identity"))
         if c["hidden"] % c["heads"] or c["embed_dim"] % c["heads"]:
             raise Refused("%s: heads does not divide hidden and embed_dim" % self.path)
         if c["hidden"] % 2 or c["embed_dim"] % 2:
@@ -1005,7 +1005,7 @@ class Model:
         self.type0 = self.f32("embeddings.token_type", (T, E))[0] if T > 0 else None
         if c["embedding_layernorm"]:
             self.emb_ln = (self.f32("embeddings.ln.gamma", (E,)), self.f32("embeddings.ln.beta", (E,)))
-        if c["pooling_head"] == "tanh":
+        if c["pooling_head"] in ("tanh", "identity"):
             self.head = (self.f32("head.weight", (H, H)), self.f32("head.bias", (H,)))
         self.layers = []
         for l in range(c["layers"]):
@@ -1329,10 +1329,11 @@ def encode(model, ids, stats=None, pooling=None, normalize=None, gelu="spec"):
             p = x[0].copy()
         else:
             p = (x.astype(f64).sum(axis=0) / L).astype(f32)
-    if c["pooling_head"] == "tanh":                        # 6.9
+    if c["pooling_head"] in ("tanh", "identity"):          # 6.9
         W, b = model.head
         p = (dot32(p[None, :], W.T)[0] + b).astype(f32)
-        p = np.tanh(p.astype(f64)).astype(f32)
+        if c["pooling_head"] == "tanh":
+            p = np.tanh(p.astype(f64)).astype(f32)
     if normalize:
         n = math.sqrt(float((p.astype(f64) ** 2).sum()))
         p = (p * f32(1.0 / max(n, 1e-12))).astype(f32)
