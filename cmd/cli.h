@@ -27,6 +27,8 @@ int cmd_tokenize(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_embed_run(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_train_head(int argc, char **argv);
+int cmd_classify(int argc, char **argv);
 
 /* Print "squint CMD: message" to stderr; returns SQ_EXIT_BADINPUT. */
 int cli_fail(const char *cmd, const sq_err *err);

@@ -122,6 +122,31 @@ int embed_writer_tokens(embed_writer *w, const int64_t *offsets, const int32_t *
     return 0;
 }
 
+int embed_writer_classes(embed_writer *w, const double *probs, int classes,
+                         char *const *labels_json, int64_t n, int64_t first, char *const *id_json,
+                         sq_err *err)
+{
+    FILE *fp = w->fp;
+    for (int64_t i = 0; i < n; i++) {
+        const double *p = probs + (size_t)i * classes;
+        int best = 0;
+        for (int c = 1; c < classes; c++)
+            if (p[c] > p[best])
+                best = c;
+        fprintf(fp, "{\"index\":%lld,", (long long)(first + i));
+        if (id_json)
+            fprintf(fp, "\"id\":%s,", id_json[i]);
+        fprintf(fp, "\"label\":%s,\"probs\":{", labels_json[best]);
+        for (int c = 0; c < classes; c++)
+            fprintf(fp, "%s%s:%.9g", c ? "," : "", labels_json[c], p[c]);
+        fputs("}}\n", fp);
+    }
+    w->rows += n;
+    if ((w->to_stdout && fflush(fp) != 0) || ferror(fp))
+        return sq_err_set(err, "%s: write failed", w->to_stdout ? "standard output" : w->af.path);
+    return 0;
+}
+
 int embed_writer_finish(embed_writer *w, sq_err *err)
 {
     if (w->to_stdout) {

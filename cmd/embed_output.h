@@ -36,6 +36,13 @@ int embed_writer_rows(embed_writer *w, const float *rows, int64_t n, int64_t fir
 /* Token ids of n texts as JSONL ({"ids":[...]}, plus "index" and "id"). */
 int embed_writer_tokens(embed_writer *w, const int64_t *offsets, const int32_t *ids, int64_t n,
                         int64_t first, char *const *id_json, sq_err *err);
+/* Classifications of n texts as JSONL (squint classify; a writer opened as
+ * jsonl): {"index":i,"id":..,"label":L,"probs":{L0:p0,L1:p1,..}}, the label
+ * the most probable class (ties: the first), probs [n][classes] printed
+ * with 9 significant digits; labels_json are the labels as JSON strings. */
+int embed_writer_classes(embed_writer *w, const double *probs, int classes,
+                         char *const *labels_json, int64_t n, int64_t first, char *const *id_json,
+                         sq_err *err);
 int embed_writer_finish(embed_writer *w, sq_err *err);
 void embed_writer_abort(embed_writer *w);
 

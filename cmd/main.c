@@ -17,6 +17,8 @@ static const sq_command commands[] = {
     {"verify", "check a squint file's checksums and model consistency", cmd_verify},
     {"diff", "what changed between two squint files (exit 1 if they differ)", cmd_diff},
     {"embed-run", "run a .sqm and measure it against fp32", cmd_embed_run},
+    {"train-head", "train a classification head (logistic regression) on embeddings", cmd_train_head},
+    {"classify", "label texts with a model and a head from train-head (JSONL)", cmd_classify},
     {"tokenize", "the token ids a checkpoint or .sqm produces for each text", cmd_tokenize},
     {"bench", "throughput and latency of the encoder", cmd_bench},
     {"serve", "HTTP embedding server (OpenAI /v1/embeddings, /embed, /metrics)", cmd_serve},

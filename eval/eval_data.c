@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "fileio.h"
+#include "json_util.h"
+#include "utf8.h"
 
 /* ---- task names ---- */
 
@@ -352,6 +354,257 @@ oom:
 fail:
     free(buf);
     sq_sst2_free(out);
+    return -1;
+}
+
+/* ---- labelled training sets ---- */
+
+void sq_labelled_free(sq_labelled *s)
+{
+    free_strs(s->text, s->n);
+    free(s->label);
+    free(s->line);
+    free_strs(s->class_name, s->n_classes);
+    memset(s, 0, sizeof *s);
+}
+
+/* An integer label as the rule reads it: optional '-', then "0" or a digit
+ * 1-9 followed by at most 17 digits (so it fits a long long). */
+static bool integer_label(const char *s, long long *v)
+{
+    const char *p = s + (*s == '-');
+    size_t n = strlen(p);
+    if (n == 0 || n > 18 || (p[0] == '0' && n > 1) || (p == s + 1 && strcmp(p, "0") == 0))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isdigit((unsigned char)p[i]))
+            return false;
+    *v = strtoll(s, NULL, 10);
+    return true;
+}
+
+typedef struct label_key {
+    const char *name;
+    long long v; /* its number (integer labels), later its class */
+} label_key;
+
+static int cmp_label_bytes(const void *pa, const void *pb)
+{
+    return strcmp(((const label_key *)pa)->name, ((const label_key *)pb)->name);
+}
+
+static int cmp_label_numeric(const void *pa, const void *pb)
+{
+    const label_key *a = pa, *b = pb;
+    return (a->v > b->v) - (a->v < b->v);
+}
+
+/* Check a label (NUL-terminated, len bytes) read at path:line. */
+static int check_label(const char *path, int64_t line, const char *l, size_t len, sq_err *err)
+{
+    if (len == 0)
+        return sq_err_set(err, "%s:%lld: empty label", path, (long long)line);
+    if (len > SQ_LABEL_MAX)
+        return sq_err_set(err, "%s:%lld: label longer than %d bytes", path, (long long)line,
+                          SQ_LABEL_MAX);
+    if (sq_utf8_valid_prefix(l, len) != len || memchr(l, '\0', len))
+        return sq_err_set(err, "%s:%lld: label is not valid UTF-8 text", path, (long long)line);
+    return 0;
+}
+
+/* Number the distinct labels (raw[i], one per row) into out->label /
+ * out->class_name by the rule of eval_data.h. raw is consumed. */
+static int number_classes(const char *path, char **raw, sq_labelled *out, sq_err *err)
+{
+    int64_t n = out->n;
+    label_key *k = malloc((size_t)(n ? n : 1) * sizeof *k);
+    if (!k)
+        return sq_err_set(err, "%s: out of memory", path);
+    bool numeric = true;
+    for (int64_t i = 0; i < n; i++) {
+        k[i] = (label_key){raw[i], 0};
+        if (numeric && !integer_label(raw[i], &k[i].v))
+            numeric = false;
+    }
+    /* Distinct names first (byte order), then the class order. */
+    qsort(k, (size_t)n, sizeof *k, cmp_label_bytes);
+    int64_t distinct = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (i == 0 || strcmp(k[i].name, k[distinct - 1].name) != 0) {
+            if (distinct == SQ_CLASSES_MAX) {
+                free(k);
+                return sq_err_set(err, "%s: more than %d distinct labels (is the label field "
+                                       "the label column?)",
+                                  path, SQ_CLASSES_MAX);
+            }
+            k[distinct++] = k[i];
+        }
+    if (numeric) /* distinct integer labels are distinct numbers */
+        qsort(k, (size_t)distinct, sizeof *k, cmp_label_numeric);
+    out->class_name = calloc((size_t)(distinct ? distinct : 1), sizeof *out->class_name);
+    out->label = malloc((size_t)(n ? n : 1) * sizeof *out->label);
+    if (!out->class_name || !out->label) {
+        free(k);
+        return sq_err_set(err, "%s: out of memory", path);
+    }
+    out->n_classes = (int)distinct;
+    for (int64_t c = 0; c < distinct; c++)
+        if (!(out->class_name[c] = strdup(k[c].name))) {
+            free(k);
+            return sq_err_set(err, "%s: out of memory", path);
+        }
+    /* Each row's class: binary search among the names in byte order. */
+    for (int64_t c = 0; c < distinct; c++)
+        k[c].v = c; /* v now holds the class index */
+    qsort(k, (size_t)distinct, sizeof *k, cmp_label_bytes);
+    for (int64_t i = 0; i < n; i++) {
+        label_key key = {raw[i], 0};
+        label_key *e = bsearch(&key, k, (size_t)distinct, sizeof *k, cmp_label_bytes);
+        out->label[i] = (int)e->v;
+    }
+    free(k);
+    return 0;
+}
+
+int sq_labelled_read(const char *path, const char *text_field, const char *label_field,
+                     sq_labelled *out, sq_err *err)
+{
+    memset(out, 0, sizeof *out);
+    bool jsonl = ends_with(path, ".jsonl");
+    if (!jsonl && !ends_with(path, ".tsv"))
+        return sq_err_set(err, "%s: unknown training file layout (use .tsv with a header row, "
+                               "or .jsonl)",
+                          path);
+    if (!text_field)
+        text_field = jsonl ? "text" : "sentence";
+    if (!label_field)
+        label_field = "label";
+    char *buf;
+    size_t len;
+    if (read_text(path, &buf, &len, err) != 0)
+        return -1;
+    line_iter it = {buf, len, 0, 0, path};
+    int ct = -1, cl = -1, bad;
+    int64_t cap = 0;
+    char **raw = NULL;
+    char *line;
+    while ((line = next_line(&it, &bad, err)) != NULL) {
+        long long no = (long long)it.lineno;
+        const char *text, *label;
+        char num[32];
+        json_t *obj = NULL;
+        if (!jsonl && it.lineno == 1) {
+            char *f[MAX_FIELDS];
+            int n = split_tabs(line, f, MAX_FIELDS);
+            if (n > MAX_FIELDS) {
+                sq_err_set(err, "%s:1: more than %d columns", path, MAX_FIELDS);
+                goto fail;
+            }
+            ct = find_col(f, n, text_field);
+            cl = find_col(f, n, label_field);
+            if (ct < 0 || cl < 0) {
+                sq_err_set(err, "%s:1: the header row has no '%s' column (the %s; "
+                                "--text-field / --label-field name the columns)",
+                           path, ct < 0 ? text_field : label_field, ct < 0 ? "text" : "label");
+                goto fail;
+            }
+            continue;
+        }
+        if (line[0] == '\0')
+            continue;
+        if (jsonl) {
+            json_error_t je;
+            obj = json_loads(line, 0, &je);
+            if (!json_is_object(obj)) {
+                sq_err_set(err, "%s:%lld: not a JSON object%s%s", path, no, obj ? "" : ": ",
+                           obj ? "" : je.text);
+                json_decref(obj);
+                goto fail;
+            }
+            json_t *t = sq_json_get_path(obj, text_field), *l = sq_json_get_path(obj, label_field);
+            if (!json_is_string(t)) {
+                sq_err_set(err, "%s:%lld: field \"%s\" (the text) is missing or not a string",
+                           path, no, text_field);
+                json_decref(obj);
+                goto fail;
+            }
+            if (json_is_integer(l)) {
+                snprintf(num, sizeof num, "%lld", (long long)json_integer_value(l));
+                label = num;
+            } else if (json_is_string(l)) {
+                label = json_string_value(l);
+            } else {
+                sq_err_set(err, "%s:%lld: field \"%s\" (the label) is missing or not a string or "
+                                "integer",
+                           path, no, label_field);
+                json_decref(obj);
+                goto fail;
+            }
+            text = json_string_value(t);
+            if (strlen(text) != json_string_length(t) ||
+                (json_is_string(l) && strlen(label) != json_string_length(l))) {
+                sq_err_set(err, "%s:%lld: a NUL character in the text or label", path, no);
+                json_decref(obj);
+                goto fail;
+            }
+        } else {
+            char *f[MAX_FIELDS];
+            int n = split_tabs(line, f, MAX_FIELDS);
+            int need = (ct > cl ? ct : cl) + 1;
+            if (n > MAX_FIELDS || n < need) {
+                sq_err_set(err, "%s:%lld: expected at least %d tab-separated fields, found %d",
+                           path, no, need, n > MAX_FIELDS ? MAX_FIELDS + 1 : n);
+                goto fail;
+            }
+            text = f[ct];
+            label = f[cl];
+        }
+        size_t tl = strlen(text);
+        if (check_label(path, no, label, strlen(label), err) != 0 ||
+            (sq_utf8_valid_prefix(text, tl) != tl &&
+             sq_err_set(err, "%s:%lld: the text is not valid UTF-8", path, no) != 0)) {
+            json_decref(obj);
+            goto fail;
+        }
+        if (grow((void **)&out->text, sizeof *out->text, out->n + 1, &(int64_t){cap}) != 0 ||
+            grow((void **)&out->line, sizeof *out->line, out->n + 1, &(int64_t){cap}) != 0 ||
+            grow((void **)&raw, sizeof *raw, out->n + 1, &cap) != 0) {
+            json_decref(obj);
+            goto oom;
+        }
+        out->text[out->n] = strdup(text);
+        raw[out->n] = strdup(label);
+        out->line[out->n] = no;
+        out->n++;
+        json_decref(obj);
+        if (!out->text[out->n - 1] || !raw[out->n - 1])
+            goto oom;
+    }
+    if (bad)
+        goto fail;
+    if (!jsonl && it.lineno == 0) {
+        sq_err_set(err, "%s: empty file (a header row and labelled rows expected)", path);
+        goto fail;
+    }
+    if (out->n == 0) {
+        sq_err_set(err, "%s: no labelled texts", path);
+        goto fail;
+    }
+    if (number_classes(path, raw, out, err) != 0)
+        goto fail;
+    free_strs(raw, out->n);
+    free(buf);
+    return 0;
+oom:
+    sq_err_set(err, "%s: out of memory", path);
+fail:
+    if (raw) {
+        for (int64_t i = 0; i < out->n; i++)
+            free(raw[i]);
+        free(raw);
+    }
+    free(buf);
+    sq_labelled_free(out);
     return -1;
 }
 

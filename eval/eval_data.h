@@ -53,6 +53,34 @@ typedef struct sq_sst2 {
 int sq_sst2_read(const char *path, int64_t limit, sq_sst2 *out, sq_err *err);
 void sq_sst2_free(sq_sst2 *s);
 
+/* A labelled training set (squint train-head): texts with class labels.
+ * Layouts, chosen by the extension:
+ *   .tsv    a header row naming the columns, then one row per text (fields
+ *           separated by tabs, no quoting); text_field / label_field name
+ *           the columns (default "sentence" / "label": GLUE SST-2).
+ *   .jsonl  one object per line; the text (a string) and the label (a string
+ *           or an integer) at dotted paths (default "text" / "label").
+ * Empty lines are skipped. Texts and labels must be valid UTF-8; a label is
+ * 1 to SQ_LABEL_MAX bytes; at most SQ_CLASSES_MAX distinct labels.
+ * Classes are numbered in label order: numeric when every label is an
+ * integer ("-1", "0", "12": no sign '+', no leading zeros), else by bytes
+ * (strcmp). Errors name file:line. */
+#define SQ_LABEL_MAX 256
+#define SQ_CLASSES_MAX 1024
+typedef struct sq_labelled {
+    int64_t n;
+    char **text;
+    int *label;       /* class of each text, in [0, n_classes) */
+    int64_t *line;    /* the line each text came from */
+    int n_classes;
+    char **class_name; /* labels in class order */
+} sq_labelled;
+
+/* NULL fields take the layout's defaults. */
+int sq_labelled_read(const char *path, const char *text_field, const char *label_field,
+                     sq_labelled *out, sq_err *err);
+void sq_labelled_free(sq_labelled *s);
+
 /* A BEIR retrieval set restricted to the queries judged in one qrels split.
  * Query q's judgements are qrel_doc/qrel_grade[qrel_off[q] .. qrel_off[q+1]),
  * documents as indices into doc_text. */

@@ -94,6 +94,7 @@ typedef struct sq_logreg_opts {
     double l2;     /* > 0; default 1 */
     int max_iter;  /* Newton steps; default 50 */
     double tol;    /* stop when the largest |step| < tol; default 1e-8 */
+    int lbfgs_iter; /* L-BFGS steps of sq_softmax_train with 3+ classes; 0: 1000 */
 } sq_logreg_opts;
 
 /* Cross-validated probe accuracy: n rows of X [n][dim] with labels y in
@@ -110,5 +111,27 @@ double sq_logreg_cv_accuracy(const float *X, const int *y, int64_t n, int dim, i
  * singular system, out of memory). */
 int sq_logreg_train(const float *X, const int *y, int64_t n, int dim, const unsigned char *use,
                     const sq_logreg_opts *opts, double *w, double *b);
+
+/* Multinomial (softmax) logistic regression: C = classes >= 2 classes, labels
+ * y in [0, C) on the rows where use[i] != 0 (all when use is NULL); every
+ * class needs a row and X must be finite. Features are standardized as
+ * above; the weights W [C][dim] and biases b [C] written are for raw
+ * features, p(c | x) = softmax(W x + b)_c. With C = 2 this is the binary
+ * model above (sq_logreg_train: Newton, l2 on the one weight vector):
+ * W[0] = 0, b[0] = 0 and W[1], b[1] its w, b. With C >= 3: minimize
+ * sum_i -log p(y_i | x_i) + (l2 / 2) sum_c |W_c|^2 (biases unpenalized) by
+ * L-BFGS from zero (scikit-learn's multinomial LogisticRegression, with
+ * standardized features). Deterministic: the same bits at any thread count.
+ * Returns the optimizer's steps, or -1 (C < 2, dim < 1, l2 <= 0, a label out
+ * of range, a class without rows, a non-finite feature, a singular system,
+ * out of memory). */
+int sq_softmax_train(const float *X, const int *y, int64_t n, int dim, int classes,
+                     const unsigned char *use, const sq_logreg_opts *opts, double *W, double *b);
+
+/* softmax(W x + b) of one row into p [classes], in double (max subtracted). */
+void sq_softmax_probs(const double *W, const double *b, int classes, int dim, const float *x,
+                      double *p);
+/* Index of the largest of p[0..n) (ties: the lower index). */
+int sq_argmax(const double *p, int n);
 
 #endif

@@ -2,6 +2,7 @@
  * evaluation-set readers (eval/eval_data.h) on small and hostile files. */
 #include <check.h>
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,6 +206,111 @@ START_TEST(test_logreg_separable)
 }
 END_TEST
 
+/* K classes in dim dimensions: class c's rows around 2 e_c (plus a
+ * deterministic spread on every feature), so the classes are separable. */
+static void blobs(float *X, int *y, int n, int dim, int K)
+{
+    for (int i = 0; i < n; i++) {
+        y[i] = i % K;
+        for (int j = 0; j < dim; j++)
+            X[(size_t)i * dim + j] = (float)(((i * 31 + j * 17) % 23) / 23.0 - 0.5) * 0.8f;
+        X[(size_t)i * dim + y[i]] += 2.0f;
+    }
+}
+
+static double sq_norm(const double *W, int n)
+{
+    double s = 0;
+    for (int i = 0; i < n; i++)
+        s += W[i] * W[i];
+    return s;
+}
+
+START_TEST(test_softmax_train)
+{
+    enum { N = 240, D = 80, K = 4 }; /* D + 1 > 64: the parallel loops run */
+    float *X = malloc(sizeof(float) * N * D);
+    int y[N];
+    blobs(X, y, N, D, K);
+    double W[K * D], b[K], W2[K * D], b2[K], p[K];
+    omp_set_num_threads(1);
+    int steps = sq_softmax_train(X, y, N, D, K, NULL, NULL, W, b);
+    ck_assert_int_ge(steps, 1);
+    int correct = 0;
+    for (int i = 0; i < N; i++) {
+        sq_softmax_probs(W, b, K, D, X + (size_t)i * D, p);
+        double sum = 0;
+        for (int c = 0; c < K; c++)
+            sum += p[c];
+        ck_assert_double_eq_tol(sum, 1.0, 1e-12);
+        correct += sq_argmax(p, K) == y[i];
+    }
+    ck_assert_int_eq(correct, N);
+    /* The same bits at another thread count. */
+    omp_set_num_threads(3);
+    ck_assert_int_eq(sq_softmax_train(X, y, N, D, K, NULL, NULL, W2, b2), steps);
+    ck_assert_int_eq(memcmp(W, W2, sizeof W), 0);
+    ck_assert_int_eq(memcmp(b, b2, sizeof b), 0);
+    /* A stronger penalty gives smaller weights. */
+    sq_logreg_opts weak = {.l2 = 0.01, .max_iter = 50, .tol = 1e-8};
+    sq_logreg_opts strong = {.l2 = 100, .max_iter = 50, .tol = 1e-8};
+    ck_assert_int_ge(sq_softmax_train(X, y, N, D, K, NULL, &weak, W, b), 1);
+    ck_assert_int_ge(sq_softmax_train(X, y, N, D, K, NULL, &strong, W2, b2), 1);
+    ck_assert(sq_norm(W2, K * D) < 0.1 * sq_norm(W, K * D));
+    /* The optimum: the gradient of the penalized loss vanishes, so with
+     * weights for raw features sum_i (p_ic - [y_i = c]) = 0 (the bias). */
+    double gb[K] = {0};
+    for (int i = 0; i < N; i++) {
+        sq_softmax_probs(W2, b2, K, D, X + (size_t)i * D, p);
+        for (int c = 0; c < K; c++)
+            gb[c] += p[c] - (y[i] == c);
+    }
+    for (int c = 0; c < K; c++)
+        ck_assert_double_eq_tol(gb[c], 0.0, 1e-4);
+    /* use[] restricts the rows: training on half the rows (every class
+     * kept) equals training on a copy of them. */
+    unsigned char use[N];
+    float *Xe = malloc(sizeof(float) * N / 2 * D);
+    int ye[N / 2], ne = 0;
+    for (int i = 0; i < N; i++) {
+        use[i] = i % 8 < 4;
+        if (use[i]) {
+            memcpy(Xe + (size_t)ne * D, X + (size_t)i * D, sizeof(float) * D);
+            ye[ne++] = y[i];
+        }
+    }
+    ck_assert_int_ge(sq_softmax_train(X, y, N, D, K, use, NULL, W, b), 1);
+    ck_assert_int_ge(sq_softmax_train(Xe, ye, N / 2, D, K, NULL, NULL, W2, b2), 1);
+    ck_assert_int_eq(memcmp(W, W2, sizeof W), 0);
+    free(Xe);
+    /* Two classes: the binary probe's model, W[0] = 0. */
+    int y2[N];
+    double w[D], bb;
+    for (int i = 0; i < N; i++)
+        y2[i] = y[i] == 1;
+    ck_assert_int_ge(sq_softmax_train(X, y2, N, D, 2, NULL, NULL, W, b), 1);
+    ck_assert_int_ge(sq_logreg_train(X, y2, N, D, NULL, NULL, w, &bb), 1);
+    ck_assert_int_eq(memcmp(W + D, w, sizeof w), 0);
+    ck_assert(b[1] == bb && b[0] == 0 && sq_norm(W, D) == 0);
+    /* Bad input: a class without rows, a label out of range, fewer than two
+     * classes, a non-finite feature, no penalty. */
+    ck_assert_int_eq(sq_softmax_train(X, y, N, D, K + 1, NULL, NULL, W, b), -1);
+    int ybad[N];
+    memcpy(ybad, y, sizeof ybad);
+    ybad[7] = K;
+    ck_assert_int_eq(sq_softmax_train(X, ybad, N, D, K, NULL, NULL, W, b), -1);
+    ybad[7] = -1;
+    ck_assert_int_eq(sq_softmax_train(X, ybad, N, D, K, NULL, NULL, W, b), -1);
+    ck_assert_int_eq(sq_softmax_train(X, y, N, D, 1, NULL, NULL, W, b), -1);
+    sq_logreg_opts zero = {.l2 = 0, .max_iter = 50, .tol = 1e-8};
+    ck_assert_int_eq(sq_softmax_train(X, y, N, D, K, NULL, &zero, W, b), -1);
+    X[5 * D + 3] = NAN;
+    ck_assert_int_eq(sq_softmax_train(X, y, N, D, K, NULL, NULL, W, b), -1);
+    free(X);
+    omp_set_num_threads(1);
+}
+END_TEST
+
 /* ---- readers ---- */
 
 static char *dir;
@@ -296,6 +402,61 @@ START_TEST(test_sst2)
 }
 END_TEST
 
+START_TEST(test_labelled)
+{
+    sq_labelled s;
+    sq_err err = {0};
+    /* TSV, named columns, integer labels in numeric order (10 after 9). */
+    char *p = tu_write_str(dir, "t.tsv", "id\tlabel\ttext\n1\t10\tten\r\n2\t9\tnine\n\n3\t-1\tminus\n");
+    ck_assert_int_eq(sq_labelled_read(p, "text", NULL, &s, &err), 0);
+    ck_assert_int_eq(s.n, 3);
+    ck_assert_int_eq(s.n_classes, 3);
+    ck_assert_str_eq(s.class_name[0], "-1");
+    ck_assert_str_eq(s.class_name[1], "9");
+    ck_assert_str_eq(s.class_name[2], "10");
+    ck_assert_int_eq(s.label[0], 2);
+    ck_assert_int_eq(s.label[2], 0);
+    ck_assert_str_eq(s.text[1], "nine");
+    ck_assert_int_eq(s.line[2], 5);
+    sq_labelled_free(&s);
+    free(p);
+    /* JSONL, string and integer labels mixed: byte order ("01" is no integer). */
+    p = tu_write_str(dir, "t.jsonl", "{\"text\": \"a\", \"y\": {\"l\": \"pos\"}}\n\n"
+                                     "{\"text\": \"b\", \"y\": {\"l\": 2}}\n"
+                                     "{\"text\": \"c\", \"y\": {\"l\": \"01\"}}\n"
+                                     "{\"text\": \"d\", \"y\": {\"l\": \"pos\"}}\n");
+    ck_assert_int_eq(sq_labelled_read(p, NULL, "y.l", &s, &err), 0);
+    ck_assert_int_eq(s.n, 4);
+    ck_assert_int_eq(s.n_classes, 3);
+    ck_assert_str_eq(s.class_name[0], "01");
+    ck_assert_str_eq(s.class_name[1], "2");
+    ck_assert_str_eq(s.class_name[2], "pos");
+    ck_assert_int_eq(s.label[0], 2);
+    ck_assert_int_eq(s.label[3], 2);
+    sq_labelled_free(&s);
+    free(p);
+    /* Hostile: each names file:line. */
+    struct { const char *name, *body, *msg; } bad[] = {
+        {"h1.tsv", "sentence\tlabel\nok\t1\nno label here\n", "h1.tsv:3: expected at least 2"},
+        {"h2.tsv", "sentence\tlabel\nok\t\n", "h2.tsv:2: empty label"},
+        {"h3.tsv", "text\tlabel\nok\t1\n", "h3.tsv:1: the header row has no 'sentence' column"},
+        {"h4.jsonl", "{\"text\": \"a\", \"label\": true}\n", "h4.jsonl:1: field \"label\""},
+        {"h5.jsonl", "[1, 2]\n", "h5.jsonl:1: not a JSON object"},
+        {"h6.jsonl", "{\"label\": \"x\"}\n", "h6.jsonl:1: field \"text\""},
+        {"h7.tsv", "sentence\tlabel\n\xc3\x28\t1\n", "h7.tsv:2: the text is not valid UTF-8"},
+        {"h8.tsv", "sentence\tlabel\n", "h8.tsv: no labelled texts"},
+        {"h9.txt", "a\n", "h9.txt: unknown training file layout"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        p = tu_write_str(dir, bad[i].name, bad[i].body);
+        ck_assert_int_eq(sq_labelled_read(p, NULL, NULL, &s, &err), -1);
+        ck_assert_msg(strstr(err.msg, bad[i].msg), "%s: %s", bad[i].name, err.msg);
+        ck_assert_int_eq(s.n, 0);
+        free(p);
+    }
+}
+END_TEST
+
 START_TEST(test_beir)
 {
     free(tu_write_str(dir, "corpus.jsonl",
@@ -360,12 +521,14 @@ int main(void)
     tcase_add_test(m, test_retrieval_eval);
     tcase_add_test(m, test_topk_overlap);
     tcase_add_test(m, test_logreg_separable);
+    tcase_add_test(m, test_softmax_train);
     suite_add_tcase(s, m);
     TCase *d = tcase_create("data");
     tcase_add_checked_fixture(d, setup, teardown);
     tcase_add_test(d, test_stsb_layouts);
     tcase_add_test(d, test_stsb_hostile);
     tcase_add_test(d, test_sst2);
+    tcase_add_test(d, test_labelled);
     tcase_add_test(d, test_beir);
     suite_add_tcase(s, d);
     SRunner *sr = srunner_create(s);
