@@ -26,6 +26,9 @@ static const char *const help =
     "  GET  /info            the model: name, dim, max_seq, limits\n"
     "  GET  /metrics         Prometheus text: requests, texts, tokens, queue depth, batch\n"
     "                        sizes, latency histogram\n"
+    "  POST /rerank          {\"query\": \"text\", \"texts\": [...]} -> [{\"index\", \"score\"}], by\n"
+    "                        cosine, highest first\n"
+    "  POST /classify        with --head: {\"inputs\": ...} -> [[{\"label\", \"score\"}, ...], ...]\n"
     "\n"
     "options:\n"
     "  --host ADDR           numeric IPv4 / IPv6 address or localhost (default 127.0.0.1;\n"
@@ -49,6 +52,7 @@ static const char *const help =
     "  --max-connections N   concurrent connections (default 128)\n"
     "  --api-key-file FILE   require `Authorization: Bearer KEY` (KEY: the file's first line;\n"
     "                        or set SQUINT_API_KEY); /health stays open\n"
+    "  --head HEAD.json      a classification head from `squint train-head` for /classify\n"
     "  --quiet               no access log on stderr\n"
     "\n"
     "Texts longer than the model's limit are truncated (as sentence-transformers does). For a\n"
@@ -61,7 +65,7 @@ static const char *const help =
 int cmd_serve(int argc, char **argv)
 {
     enum { O_HOST = 256, O_PORT, O_NAME, O_MAXB, O_WAIT, O_QUEUE, O_BODY, O_INPUTS, O_TOKENS,
-           O_TIMEOUT, O_CONNS, O_KEY, O_QUIET, O_HELP };
+           O_TIMEOUT, O_CONNS, O_KEY, O_QUIET, O_HEAD, O_HELP };
     static const struct option opts[] = {
         {"host", required_argument, 0, O_HOST},       {"port", required_argument, 0, O_PORT},
         {"model-name", required_argument, 0, O_NAME}, {"threads", required_argument, 0, 't'},
@@ -72,6 +76,7 @@ int cmd_serve(int argc, char **argv)
         {"timeout", required_argument, 0, O_TIMEOUT},
         {"max-connections", required_argument, 0, O_CONNS},
         {"api-key-file", required_argument, 0, O_KEY}, {"quiet", no_argument, 0, O_QUIET},
+        {"head", required_argument, 0, O_HEAD},
         {"help", no_argument, 0, O_HELP},             {0, 0, 0, 0}};
 #ifdef SQ_HAVE_SERVE
     sq_serve_opts o = {.host = "127.0.0.1", .port = 8080, .batch = 32, .max_batch = 256,
@@ -108,10 +113,11 @@ int cmd_serve(int argc, char **argv)
         case O_CONNS: NUM("--max-connections", 1, 10000, o.max_connections = (int)v); break;
         case O_KEY: key_file = optarg; break;
         case O_QUIET: o.quiet = true; break;
+        case O_HEAD: o.head_path = optarg; break;
 #else
         case O_HOST: case O_PORT: case O_NAME: case 't': case 'b': case O_MAXB: case O_WAIT:
         case O_QUEUE: case O_BODY: case O_INPUTS: case O_TOKENS: case O_TIMEOUT: case O_CONNS:
-        case O_KEY: case O_QUIET: break;
+        case O_KEY: case O_QUIET: case O_HEAD: break;
 #endif
         case O_HELP: fputs(help, stdout); return SQ_EXIT_OK;
         default: return cli_usage_error("serve", "invalid option");

@@ -8,6 +8,8 @@
 
 #define MSG(...) (snprintf(msg, msgn, __VA_ARGS__), 400)
 
+static void json_str(const char *s, sq_strbuf *sb);
+
 static int get_bool(json_t *root, const char *key, int *out, char *msg, size_t msgn)
 {
     json_t *v = json_object_get(root, key);
@@ -89,6 +91,102 @@ int sq_api_parse_embed(sq_api_kind k, const char *body, size_t len, int dim, int
     return 0;
 }
 
+int sq_api_parse_rerank(const char *body, size_t len, int64_t max_inputs, sq_embed_request *req,
+                        char *msg, size_t msgn)
+{
+    memset(req, 0, sizeof *req);
+    req->normalize = 1; /* cosine */
+    json_error_t je;
+    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+    if (!root)
+        return MSG("the body is not JSON: %s (line %d, column %d)", je.text, je.line, je.column);
+    req->doc = root;
+    if (!json_is_object(root))
+        return MSG("the body must be a JSON object");
+    json_t *q = json_object_get(root, "query"), *t = json_object_get(root, "texts");
+    if (!json_is_string(q))
+        return MSG("\"query\" must be a string");
+    if (!json_is_array(t) || json_array_size(t) == 0)
+        return MSG("\"texts\" must be a non-empty array of strings");
+    size_t n = json_array_size(t);
+    if ((int64_t)n + 1 > max_inputs) {
+        snprintf(msg, msgn, "%zu texts and a query in one request; the limit is %lld inputs "
+                            "(--max-inputs)", n, (long long)max_inputs);
+        return 413;
+    }
+    req->texts = malloc((n + 1) * sizeof *req->texts);
+    req->lens = malloc((n + 1) * sizeof *req->lens);
+    if (!req->texts || !req->lens)
+        return MSG("out of memory for %zu texts", n);
+    req->texts[0] = json_string_value(q);
+    req->lens[0] = json_string_length(q);
+    for (size_t i = 0; i < n; i++) {
+        json_t *v = json_array_get(t, i);
+        if (!json_is_string(v))
+            return MSG("\"texts\"[%zu] is not a string", i);
+        req->texts[i + 1] = json_string_value(v);
+        req->lens[i + 1] = json_string_length(v);
+    }
+    req->n = (int64_t)n + 1;
+    return 0;
+}
+
+typedef struct ranked {
+    double score;
+    int64_t i;
+} ranked;
+
+static int cmp_ranked(const void *a, const void *b)
+{
+    const ranked *x = a, *y = b;
+    if (x->score != y->score)
+        return x->score < y->score ? 1 : -1;
+    return (x->i > y->i) - (x->i < y->i);
+}
+
+void sq_api_rerank_response(const double *scores, int64_t n, sq_strbuf *sb)
+{
+    ranked *r = malloc((size_t)(n ? n : 1) * sizeof *r);
+    if (!r) {
+        sb->failed = true;
+        return;
+    }
+    for (int64_t i = 0; i < n; i++)
+        r[i] = (ranked){scores[i], i};
+    qsort(r, (size_t)n, sizeof *r, cmp_ranked);
+    sq_sb_printf(sb, "[");
+    for (int64_t i = 0; i < n; i++)
+        sq_sb_printf(sb, "%s{\"index\":%lld,\"score\":%.9g}", i ? "," : "", (long long)r[i].i,
+                     r[i].score);
+    sq_sb_printf(sb, "]");
+    free(r);
+}
+
+void sq_api_classify_response(const double *probs, int64_t n, int classes,
+                              const char *const *labels, sq_strbuf *sb)
+{
+    ranked *r = malloc((size_t)classes * sizeof *r);
+    if (!r) {
+        sb->failed = true;
+        return;
+    }
+    sq_sb_printf(sb, "[");
+    for (int64_t i = 0; i < n; i++) {
+        for (int c = 0; c < classes; c++)
+            r[c] = (ranked){probs[(size_t)i * classes + c], c};
+        qsort(r, (size_t)classes, sizeof *r, cmp_ranked);
+        sq_sb_printf(sb, "%s[", i ? "," : "");
+        for (int c = 0; c < classes; c++) {
+            sq_sb_printf(sb, "%s{\"label\":", c ? "," : "");
+            json_str(labels[r[c].i], sb);
+            sq_sb_printf(sb, ",\"score\":%.9g}", r[c].score);
+        }
+        sq_sb_printf(sb, "]");
+    }
+    sq_sb_printf(sb, "]");
+    free(r);
+}
+
 void sq_api_request_free(sq_embed_request *req)
 {
     free(req->texts);
@@ -130,7 +228,7 @@ static void float_row(const float *v, int dim, sq_strbuf *sb)
     sq_sb_printf(sb, "]");
 }
 
-/* A JSON string literal of s (for the model name). */
+/* A JSON string literal of s (the model name, a label). */
 static void json_str(const char *s, sq_strbuf *sb)
 {
     json_t *a = json_pack("[s]", s);

@@ -11,7 +11,8 @@ static const int batch_bounds[SQ_BATCH_BUCKETS] = {1, 2, 4, 8, 16, 32, 64, 128, 
 const char *sq_endpoint_label(sq_endpoint e)
 {
     static const char *const names[SQ_EP_COUNT] = {"/v1/embeddings", "/embed", "/health",
-                                                   "/metrics", "/info", "other"};
+                                                   "/metrics", "/info", "/classify", "/rerank",
+                                                   "other"};
     return e < SQ_EP_COUNT ? names[e] : "other";
 }
 

@@ -16,6 +16,8 @@ typedef enum sq_endpoint {
     SQ_EP_HEALTH,     /* GET /health */
     SQ_EP_METRICS,    /* GET /metrics */
     SQ_EP_INFO,       /* GET /info */
+    SQ_EP_CLASSIFY,   /* POST /classify (with a head) */
+    SQ_EP_RERANK,     /* POST /rerank */
     SQ_EP_OTHER,
     SQ_EP_COUNT
 } sq_endpoint;

@@ -19,6 +19,7 @@
 
 #include "batcher.h"
 #include "embed_model.h"
+#include "head.h"
 #include "http_api.h"
 #include "linear.h"
 #include "metrics.h"
@@ -30,6 +31,8 @@ typedef struct server {
     int dim;
     sq_serve_metrics metrics;
     sq_batcher batcher;
+    sq_head head;
+    bool has_head;
     pthread_mutex_t mu;
     int in_flight;
     bool draining;
@@ -73,6 +76,10 @@ static sq_endpoint route(const char *url)
         return SQ_EP_METRICS;
     if (!strcmp(url, "/info"))
         return SQ_EP_INFO;
+    if (!strcmp(url, "/classify") || !strcmp(url, "/predict"))
+        return SQ_EP_CLASSIFY;
+    if (!strcmp(url, "/rerank"))
+        return SQ_EP_RERANK;
     return SQ_EP_OTHER;
 }
 
@@ -106,7 +113,8 @@ static enum MHD_Result reply(server *s, struct MHD_Connection *c, conn_req *r, i
     pthread_mutex_unlock(&s->mu);
     sq_metrics_request(&s->metrics, r->ep, status);
     double dt = now_s() - r->t0;
-    if (r->ep == SQ_EP_EMBEDDINGS || r->ep == SQ_EP_EMBED)
+    if (r->ep == SQ_EP_EMBEDDINGS || r->ep == SQ_EP_EMBED || r->ep == SQ_EP_CLASSIFY ||
+        r->ep == SQ_EP_RERANK)
         sq_metrics_latency(&s->metrics, dt);
     if (!s->o->quiet) {
         const union MHD_ConnectionInfo *ci =
@@ -139,7 +147,9 @@ static enum MHD_Result reply_error(server *s, struct MHD_Connection *c, conn_req
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     sq_strbuf sb = {0};
-    sq_api_error(r->ep == SQ_EP_EMBED ? SQ_API_TEI : SQ_API_OPENAI, status, msg, &sb);
+    /* TEI's error style on its endpoints (/embed, /rerank, /classify), OpenAI's elsewhere */
+    const bool tei = r->ep == SQ_EP_EMBED || r->ep == SQ_EP_RERANK || r->ep == SQ_EP_CLASSIFY;
+    sq_api_error(tei ? SQ_API_TEI : SQ_API_OPENAI, status, msg, &sb);
     return reply(s, c, r, status, "application/json", &sb, extra);
 }
 
@@ -189,15 +199,23 @@ static enum MHD_Result handle_embed(server *s, struct MHD_Connection *c, conn_re
     static const char *const retry[] = {"Retry-After", "1", NULL};
     if (is_draining(s))
         return reply_error(s, c, r, 503, retry, "the server is shutting down");
-    const sq_api_kind k = r->ep == SQ_EP_EMBED ? SQ_API_TEI : SQ_API_OPENAI;
+    if (r->ep == SQ_EP_CLASSIFY && !s->has_head)
+        return reply_error(s, c, r, 404, NULL,
+                           "no classification head: start the server with --head HEAD.json");
+    const sq_api_kind k = r->ep == SQ_EP_EMBEDDINGS ? SQ_API_OPENAI : SQ_API_TEI;
     sq_embed_request req;
     char msg[512];
-    int st = sq_api_parse_embed(k, r->body ? r->body : "", r->len, s->dim, s->o->max_inputs, &req,
-                                msg, sizeof msg);
+    const char *body = r->body ? r->body : "";
+    int st = r->ep == SQ_EP_RERANK
+                 ? sq_api_parse_rerank(body, r->len, s->o->max_inputs, &req, msg, sizeof msg)
+                 : sq_api_parse_embed(k, body, r->len, s->dim, s->o->max_inputs, &req, msg,
+                                      sizeof msg);
     if (st) {
         sq_api_request_free(&req);
         return reply_error(s, c, r, st, NULL, "%s", msg);
     }
+    if (r->ep == SQ_EP_CLASSIFY) /* embedded as the head was trained */
+        req.normalize = s->head.normalized;
     r->texts = req.n;
     sq_embed_job job = {0};
     sq_err err = {0};
@@ -239,7 +257,33 @@ static enum MHD_Result handle_embed(server *s, struct MHD_Connection *c, conn_re
     }
     sq_metrics_texts(&s->metrics, req.n);
     sq_strbuf sb = {0};
-    sq_api_embed_response(k, &req, job.emb, s->dim, r->tokens, s->name, &sb);
+    if (r->ep == SQ_EP_RERANK) { /* rows are normalized: the dot product is the cosine */
+        double *score = malloc((size_t)req.n * sizeof *score);
+        if (!score) {
+            ret = reply_error(s, c, r, 500, NULL, "out of memory");
+            goto out;
+        }
+        for (int64_t i = 1; i < req.n; i++) {
+            double d = 0;
+            for (int j = 0; j < s->dim; j++)
+                d += (double)job.emb[j] * job.emb[(size_t)i * s->dim + j];
+            score[i - 1] = d;
+        }
+        sq_api_rerank_response(score, req.n - 1, &sb);
+        free(score);
+    } else if (r->ep == SQ_EP_CLASSIFY) {
+        double *probs = malloc((size_t)req.n * s->head.classes * sizeof *probs);
+        if (!probs) {
+            ret = reply_error(s, c, r, 500, NULL, "out of memory");
+            goto out;
+        }
+        sq_head_apply(&s->head, job.emb, req.n, probs);
+        sq_api_classify_response(probs, req.n, s->head.classes,
+                                 (const char *const *)s->head.labels, &sb);
+        free(probs);
+    } else {
+        sq_api_embed_response(k, &req, job.emb, s->dim, r->tokens, s->name, &sb);
+    }
     ret = reply(s, c, r, 200, "application/json", &sb, NULL);
 out:
     free(job.emb);
@@ -265,11 +309,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         s->in_flight++;
         pthread_mutex_unlock(&s->mu);
         sq_metrics_add_gauge(&s->metrics, &s->metrics.in_flight, 1);
-        const bool post = r->ep == SQ_EP_EMBEDDINGS || r->ep == SQ_EP_EMBED;
+        const bool post = r->ep == SQ_EP_EMBEDDINGS || r->ep == SQ_EP_EMBED ||
+                          r->ep == SQ_EP_CLASSIFY || r->ep == SQ_EP_RERANK;
         if (r->ep == SQ_EP_OTHER)
             return reply_error(s, c, r, 404, NULL,
-                               "no such endpoint (POST /v1/embeddings, POST /embed, GET /health, "
-                               "GET /info, GET /metrics)");
+                               "no such endpoint (POST /v1/embeddings, POST /embed, POST /rerank, "
+                               "POST /classify, GET /health, GET /info, GET /metrics)");
         if (post && strcmp(method, "POST") != 0) {
             static const char *const allow[] = {"Allow", "POST", NULL};
             return reply_error(s, c, r, 405, allow, "%s takes POST", sq_endpoint_label(r->ep));
@@ -421,6 +466,16 @@ int sq_serve_run(const sq_serve_opts *o, sq_err *err)
     if (s->model.is_sqm && sq_linear_isa(&isa, err) != 0)
         goto out;
     s->dim = s->model.enc.cfg.hidden;
+    if (o->head_path) {
+        if (sq_head_read(o->head_path, &s->head, err) != 0)
+            goto out;
+        s->has_head = true;
+        if (s->head.dim != s->dim) {
+            sq_err_set(err, "%s: the head is for %d-dimensional embeddings, but %s gives %d",
+                       o->head_path, s->head.dim, o->model_path, s->dim);
+            goto out;
+        }
+    }
     if (o->model_name)
         snprintf(s->name, sizeof s->name, "%s", o->model_name);
     else
@@ -508,6 +563,8 @@ out:
         sq_metrics_destroy(&s->metrics);
     if (model_open)
         sq_embed_model_close(&s->model);
+    if (s->has_head)
+        sq_head_free(&s->head);
     pthread_mutex_destroy(&s->mu);
     free(s);
     if (rc == 0)

@@ -4,6 +4,8 @@
  *   GET  /health         {"status": "ok", ...}; 503 while draining
  *   GET  /info           the model: name, dim, max_seq, quantized
  *   GET  /metrics        Prometheus text (metrics.h)
+ *   POST /rerank         {"query", "texts"} -> [{"index", "score"}] by cosine
+ *   POST /classify       with a head (--head): [[{"label", "score"}], ...]
  * Concurrent requests are coalesced by the batcher (batcher.h); a full queue
  * answers 503 with Retry-After; a body over max_body, or more inputs or
  * tokens than allowed, 413; a bad body 400; every error is JSON. With an API
@@ -35,6 +37,7 @@ typedef struct sq_serve_opts {
     int timeout_s;           /* idle / slow client timeout */
     int max_connections;
     const char *api_key;     /* NULL: none */
+    const char *head_path;   /* a classification head (heads/head.h) for /classify */
     bool quiet;              /* no access log */
 } sq_serve_opts;
 

@@ -103,6 +103,26 @@ st, _, raw_rows = call(main_url, "/embed", {"inputs": texts[0], "normalize": Fal
 norm = sum(x * x for x in raw_rows[0]) ** 0.5 if st == 200 else 0
 check(st == 200 and abs(norm - 1) > 1e-3, "TEI normalize: false gives the unnormalized row (norm %.3f)" % norm)
 
+# --- /rerank: cosine against the query, highest first ---
+st, _, rr = call(main_url, "/rerank", {"query": texts[0], "texts": texts[1:]})
+qv = struct.unpack("<%df" % dim, ref[0])
+want = sorted(((sum(a * b for a, b in zip(qv, struct.unpack("<%df" % dim, ref[i]))), i - 1)
+               for i in range(1, len(texts))), key=lambda t: (-t[0], t[1]))
+check(st == 200 and [x["index"] for x in rr] == [i for _, i in want] and
+      all(abs(x["score"] - s) < 1e-6 for x, (s, _) in zip(rr, want)),
+      "POST /rerank: every text scored by its cosine with the query, highest first")
+st, _, b = call(main_url, "/rerank", {"query": "a", "texts": []})
+check(st == 400 and b.get("error_type") == "Validation", "/rerank without texts: 400")
+# --- /classify (the main server has --head): what `squint classify` says ---
+cls = [json.loads(l) for l in open(os.environ["SERVE_CLASSES"])]
+st, _, cl = call(main_url, "/classify", {"inputs": texts})
+check(st == 200 and len(cl) == len(texts) and all(
+    row[0]["label"] == c["label"] and all(abs(x["score"] - c["probs"][x["label"]]) < 1e-7 for x in row)
+    for row, c in zip(cl, cls)),
+      "POST /classify: the labels and probabilities of `squint classify` (%s, ...)" % cl[0][0]["label"])
+st, _, b = call(limits_url, "/classify", {"inputs": "a"})
+check(st == 404 and "--head" in b.get("error", ""), "/classify on a server without a head: 404 naming --head")
+
 # --- 16 concurrent clients ---
 results, lock = [], threading.Lock()
 

@@ -43,6 +43,11 @@ The committee, having reviewed the evidence presented over several long sessions
 EOF
 "$SQ" embed "$W/m.sqm" --input "$W/texts.txt" --output "$W/ref.f32" --quiet ||
   { echo "FAIL - squint embed"; exit 1; }
+# A classification head for /classify, and what `squint classify` says.
+printf '{"text": "a cat sat", "label": "cat"}\n{"text": "a dog ran", "label": "dog"}\n{"text": "the cat slept", "label": "cat"}\n{"text": "the dog barked", "label": "dog"}\n{"text": "a bird sang", "label": "bird"}\n{"text": "the bird flew", "label": "bird"}\n' >"$W/train.jsonl"
+"$SQ" train-head "$W/m.sqm" --train "$W/train.jsonl" -o "$W/head.json" 2>/dev/null &&
+  "$SQ" classify "$W/m.sqm" --head "$W/head.json" --input "$W/texts.txt" --output "$W/classes.jsonl" 2>/dev/null ||
+  { echo "FAIL - train-head / classify"; exit 1; }
 DIM=$("$SQ" inspect "$W/m.sqm" --json | "$PY" -c "import json,sys; print(json.load(sys.stdin)['metadata']['config']['hidden'])")
 
 # start NAME ARGS...: a server on a free port; sets URL and PID
@@ -61,7 +66,7 @@ start() {
   echo "FAIL - server $name did not start: $(tail -2 "$W/$name.log")"
   exit 1
 }
-start main "$SQ" serve "$W/m.sqm" --port 0 --quiet --batch-wait 5
+start main "$SQ" serve "$W/m.sqm" --port 0 --quiet --batch-wait 5 --head "$W/head.json"
 MAIN=$URL
 start limits "$SQ" serve "$W/m.sqm" --port 0 --quiet --max-body 4096 --max-inputs 64 \
   --max-tokens 100 --timeout 1
@@ -76,7 +81,7 @@ printf 'sesame-%s\n' "$RANDOM" >"$W/key"
 start key "$SQ" serve "$W/m.sqm" --port 0 --quiet --api-key-file "$W/key"
 KEYURL=$URL
 
-SERVE_DRAIN_SEEN=$W/drain.seen "$PY" "$HERE/serve_checks.py" "$MAIN" "$W/ref.f32" "$DIM" "$W/texts.txt" "$LIMITS" "$QUEUE" \
+SERVE_DRAIN_SEEN=$W/drain.seen SERVE_CLASSES=$W/classes.jsonl "$PY" "$HERE/serve_checks.py" "$MAIN" "$W/ref.f32" "$DIM" "$W/texts.txt" "$LIMITS" "$QUEUE" \
   "$QPID" "$KEYURL" "$(head -1 "$W/key")" "$LIMITS" "$DRAIN" "$DPID"
 rc=$?
 wait "$DPID"

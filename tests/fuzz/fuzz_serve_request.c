@@ -18,6 +18,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int st = sq_api_parse_embed((sq_api_kind)k, (const char *)data, size, DIM, MAX_INPUTS,
                                     &req, msg, sizeof msg);
         sq_strbuf sb = {0};
+        if (k == 1) { /* /rerank's body too, scored by index */
+            sq_embed_request rr;
+            if (sq_api_parse_rerank((const char *)data, size, MAX_INPUTS, &rr, msg, sizeof msg) == 0) {
+                if (rr.n < 2 || rr.n > MAX_INPUTS)
+                    abort();
+                double scores[MAX_INPUTS];
+                for (int64_t i = 0; i + 1 < rr.n; i++)
+                    scores[i] = (double)((i * 7) % 5);
+                sq_api_rerank_response(scores, rr.n - 1, &sb);
+                json_error_t je;
+                json_t *j = sb.failed ? NULL : json_loadb(sb.s, sb.len, 0, &je);
+                if (!sb.failed && !j)
+                    abort();
+                json_decref(j);
+                sq_sb_free(&sb);
+                sb = (sq_strbuf){0};
+            }
+            sq_api_request_free(&rr);
+        }
         if (st == 0) {
             if (req.n < 1 || req.n > MAX_INPUTS)
                 abort();
