@@ -27,6 +27,7 @@ int cmd_tokenize(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_embed_run(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_rerank(int argc, char **argv);
 int cmd_train_head(int argc, char **argv);
 int cmd_classify(int argc, char **argv);
 

@@ -21,6 +21,7 @@ static const sq_command commands[] = {
     {"classify", "label texts with a model and a head from train-head (JSONL)", cmd_classify},
     {"tokenize", "the token ids a checkpoint or .sqm produces for each text", cmd_tokenize},
     {"bench", "throughput and latency of the encoder", cmd_bench},
+    {"rerank", "order documents for a query by embedding cosine (bi-encoder)", cmd_rerank},
     {"serve", "HTTP embedding server (OpenAI /v1/embeddings, /embed, /metrics)", cmd_serve},
 };
 static const int n_commands = sizeof commands / sizeof commands[0];

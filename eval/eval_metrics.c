@@ -1,6 +1,7 @@
 #include "eval_metrics.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +16,39 @@ double sq_cosine(const float *a, const float *b, int dim)
     if (aa == 0 || bb == 0)
         return NAN;
     return ab / (sqrt(aa) * sqrt(bb));
+}
+
+typedef struct rank_item {
+    double s;
+    int64_t i;
+} rank_item;
+
+static int cmp_rank(const void *pa, const void *pb)
+{
+    const rank_item *a = pa, *b = pb;
+    bool na = isnan(a->s), nb = isnan(b->s);
+    if (na != nb)
+        return na ? 1 : -1;
+    if (!na && a->s != b->s)
+        return a->s < b->s ? 1 : -1;
+    return (a->i > b->i) - (a->i < b->i);
+}
+
+int sq_rank_by_cosine(const float *q, const float *D, int64_t n, int dim, double *scores,
+                      int64_t *order)
+{
+    rank_item *r = malloc((size_t)(n > 0 ? n : 1) * sizeof *r);
+    if (!r)
+        return -1;
+    for (int64_t i = 0; i < n; i++) {
+        scores[i] = sq_cosine(q, D + (size_t)i * dim, dim);
+        r[i] = (rank_item){scores[i], i};
+    }
+    qsort(r, (size_t)n, sizeof *r, cmp_rank);
+    for (int64_t i = 0; i < n; i++)
+        order[i] = r[i].i;
+    free(r);
+    return 0;
 }
 
 static int cmp_double(const void *pa, const void *pb)

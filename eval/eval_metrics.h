@@ -13,6 +13,13 @@
  * vector gives NaN. */
 double sq_cosine(const float *a, const float *b, int dim);
 
+/* Rank n documents D [n][dim] by cosine with the query q (bi-encoder
+ * reranking: squint rerank, serve's /rerank): scores[i] = sq_cosine(q, D_i);
+ * order[0 .. n) the document indices, highest score first, ties by lower
+ * index, NaN (a zero vector) last. Returns 0, or -1 when out of memory. */
+int sq_rank_by_cosine(const float *q, const float *D, int64_t n, int dim, double *scores,
+                      int64_t *order);
+
 /* Statistics of cos(a[i], b[i]) over the rows of two [n][dim] matrices,
  * a the model and b the reference. Worst cases, not only the mean: the
  * percentiles, counts below fixed thresholds and the worst rows themselves.

@@ -144,22 +144,20 @@ static int cmp_ranked(const void *a, const void *b)
     return (x->i > y->i) - (x->i < y->i);
 }
 
-void sq_api_rerank_response(const double *scores, int64_t n, sq_strbuf *sb)
+void sq_api_rerank_response(const double *scores, const int64_t *order, int64_t n,
+                            sq_strbuf *sb)
 {
-    ranked *r = malloc((size_t)(n ? n : 1) * sizeof *r);
-    if (!r) {
-        sb->failed = true;
-        return;
-    }
-    for (int64_t i = 0; i < n; i++)
-        r[i] = (ranked){scores[i], i};
-    qsort(r, (size_t)n, sizeof *r, cmp_ranked);
     sq_sb_printf(sb, "[");
-    for (int64_t i = 0; i < n; i++)
-        sq_sb_printf(sb, "%s{\"index\":%lld,\"score\":%.9g}", i ? "," : "", (long long)r[i].i,
-                     r[i].score);
+    for (int64_t i = 0; i < n; i++) {
+        double v = scores[order[i]];
+        if (v == v)
+            sq_sb_printf(sb, "%s{\"index\":%lld,\"score\":%.9g}", i ? "," : "",
+                         (long long)order[i], v);
+        else /* a zero vector: no cosine */
+            sq_sb_printf(sb, "%s{\"index\":%lld,\"score\":null}", i ? "," : "",
+                         (long long)order[i]);
+    }
     sq_sb_printf(sb, "]");
-    free(r);
 }
 
 void sq_api_classify_response(const double *probs, int64_t n, int classes,

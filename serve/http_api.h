@@ -48,9 +48,10 @@ void sq_api_embed_response(sq_api_kind k, const sq_embed_request *req, const flo
  * body). On success req holds n + 1 texts, the query first. Same statuses. */
 int sq_api_parse_rerank(const char *body, size_t len, int64_t max_inputs, sq_embed_request *req,
                         char *msg, size_t msgn);
-/* [{"index": i, "score": s}, ...] by score, highest first (ties: lower
- * index first), for n documents with cosine scores. */
-void sq_api_rerank_response(const double *scores, int64_t n, sq_strbuf *sb);
+/* [{"index": i, "score": s}, ...] for n documents in `order` (from
+ * sq_rank_by_cosine: highest score first). */
+void sq_api_rerank_response(const double *scores, const int64_t *order, int64_t n,
+                            sq_strbuf *sb);
 /* [[{"label": l, "score": p}, ...], ...] per text, by probability, highest
  * first (TEI's /predict), probs [n][classes]. */
 void sq_api_classify_response(const double *probs, int64_t n, int classes,

@@ -19,6 +19,7 @@
 
 #include "batcher.h"
 #include "embed_model.h"
+#include "eval_metrics.h"
 #include "head.h"
 #include "http_api.h"
 #include "linear.h"
@@ -259,18 +260,15 @@ static enum MHD_Result handle_embed(server *s, struct MHD_Connection *c, conn_re
     sq_strbuf sb = {0};
     if (r->ep == SQ_EP_RERANK) { /* rows are normalized: the dot product is the cosine */
         double *score = malloc((size_t)req.n * sizeof *score);
-        if (!score) {
+        int64_t *order = malloc((size_t)req.n * sizeof *order);
+        if (!score || !order ||
+            sq_rank_by_cosine(job.emb, job.emb + s->dim, req.n - 1, s->dim, score, order) != 0) {
+            free(score), free(order);
             ret = reply_error(s, c, r, 500, NULL, "out of memory");
             goto out;
         }
-        for (int64_t i = 1; i < req.n; i++) {
-            double d = 0;
-            for (int j = 0; j < s->dim; j++)
-                d += (double)job.emb[j] * job.emb[(size_t)i * s->dim + j];
-            score[i - 1] = d;
-        }
-        sq_api_rerank_response(score, req.n - 1, &sb);
-        free(score);
+        sq_api_rerank_response(score, order, req.n - 1, &sb);
+        free(score), free(order);
     } else if (r->ep == SQ_EP_CLASSIFY) {
         double *probs = malloc((size_t)req.n * s->head.classes * sizeof *probs);
         if (!probs) {

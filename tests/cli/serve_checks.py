@@ -111,6 +111,10 @@ want = sorted(((sum(a * b for a, b in zip(qv, struct.unpack("<%df" % dim, ref[i]
 check(st == 200 and [x["index"] for x in rr] == [i for _, i in want] and
       all(abs(x["score"] - s) < 1e-6 for x, (s, _) in zip(rr, want)),
       "POST /rerank: every text scored by its cosine with the query, highest first")
+cli = [json.loads(l) for l in open(os.environ["SERVE_RERANK"])]
+check([x["index"] for x in cli] == [x["index"] for x in rr] and [x["rank"] for x in cli] ==
+      list(range(1, len(cli) + 1)) and all(abs(a["score"] - b["score"]) < 1e-7 for a, b in zip(cli, rr)),
+      "`squint rerank` gives the order and scores of POST /rerank")
 st, _, b = call(main_url, "/rerank", {"query": "a", "texts": []})
 check(st == 400 and b.get("error_type") == "Validation", "/rerank without texts: 400")
 # --- /classify (the main server has --head): what `squint classify` says ---

@@ -48,6 +48,10 @@ printf '{"text": "a cat sat", "label": "cat"}\n{"text": "a dog ran", "label": "d
 "$SQ" train-head "$W/m.sqm" --train "$W/train.jsonl" -o "$W/head.json" 2>/dev/null &&
   "$SQ" classify "$W/m.sqm" --head "$W/head.json" --input "$W/texts.txt" --output "$W/classes.jsonl" 2>/dev/null ||
   { echo "FAIL - train-head / classify"; exit 1; }
+# squint rerank: the first text as the query, the rest as documents.
+tail -n +2 "$W/texts.txt" >"$W/docs.txt"
+"$SQ" rerank "$W/m.sqm" --query "$(head -1 "$W/texts.txt")" --docs "$W/docs.txt" -o "$W/rerank.jsonl" ||
+  { echo "FAIL - squint rerank"; exit 1; }
 DIM=$("$SQ" inspect "$W/m.sqm" --json | "$PY" -c "import json,sys; print(json.load(sys.stdin)['metadata']['config']['hidden'])")
 
 # start NAME ARGS...: a server on a free port; sets URL and PID
@@ -81,7 +85,7 @@ printf 'sesame-%s\n' "$RANDOM" >"$W/key"
 start key "$SQ" serve "$W/m.sqm" --port 0 --quiet --api-key-file "$W/key"
 KEYURL=$URL
 
-SERVE_DRAIN_SEEN=$W/drain.seen SERVE_CLASSES=$W/classes.jsonl "$PY" "$HERE/serve_checks.py" "$MAIN" "$W/ref.f32" "$DIM" "$W/texts.txt" "$LIMITS" "$QUEUE" \
+SERVE_DRAIN_SEEN=$W/drain.seen SERVE_CLASSES=$W/classes.jsonl SERVE_RERANK=$W/rerank.jsonl "$PY" "$HERE/serve_checks.py" "$MAIN" "$W/ref.f32" "$DIM" "$W/texts.txt" "$LIMITS" "$QUEUE" \
   "$QPID" "$KEYURL" "$(head -1 "$W/key")" "$LIMITS" "$DRAIN" "$DPID"
 rc=$?
 wait "$DPID"

@@ -24,9 +24,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 if (rr.n < 2 || rr.n > MAX_INPUTS)
                     abort();
                 double scores[MAX_INPUTS];
+                int64_t order[MAX_INPUTS];
                 for (int64_t i = 0; i + 1 < rr.n; i++)
-                    scores[i] = (double)((i * 7) % 5);
-                sq_api_rerank_response(scores, rr.n - 1, &sb);
+                    scores[i] = (double)((i * 7) % 5), order[i] = rr.n - 2 - i;
+                sq_api_rerank_response(scores, order, rr.n - 1, &sb);
                 json_error_t je;
                 json_t *j = sb.failed ? NULL : json_loadb(sb.s, sb.len, 0, &je);
                 if (!sb.failed && !j)

@@ -1,0 +1,169 @@
+/* squint rerank: order documents by the cosine of their embeddings with a
+ * query's (bi-encoder reranking; eval_metrics.h sq_rank_by_cosine). */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "embedder.h"
+#include "eval_metrics.h"
+#include "fileio.h"
+#include "text_stream.h"
+#include "threads.h"
+
+/* The most documents one call ranks (all are embedded at once). */
+#define RERANK_MAX_DOCS 1000000
+
+static const char *const help =
+    "usage: squint rerank MODEL --query TEXT --docs FILE [options]\n"
+    "\n"
+    "Rank documents for a query with a bi-encoder: the score of a document is the cosine\n"
+    "of its embedding with the query's (MODEL as for `squint embed`: a .sqm or a checkpoint).\n"
+    "\n"
+    "options:\n"
+    "  --query TEXT          the query (embedded as is: add bge's query instruction or\n"
+    "                        e5's \"query: \" yourself, or use --query-prefix)\n"
+    "  --query-prefix TEXT   put TEXT before the query\n"
+    "  --docs FILE           documents: one per line, or JSONL (see --field); '-' = stdin\n"
+    "  --field PATH          JSONL field holding the text (default 'text' for .jsonl)\n"
+    "  --id-field PATH       JSONL field (string or integer) copied to each output line as \"id\"\n"
+    "  --top-k K             write the K best only (default: all)\n"
+    "  --output FILE         JSONL (default: standard output)\n"
+    "  --batch N             sequences per forward pass (default 32)\n"
+    "  --threads N           worker threads (default: $OMP_NUM_THREADS, else the CPUs available)\n"
+    "\n"
+    "One line per document, best first (ties: input order):\n"
+    "  {\"rank\":1,\"index\":3,\"score\":0.8125}\n"
+    "index is the document's position in FILE (from 0); at most 1,000,000 documents.\n"
+    "example:\n"
+    "  squint rerank bge-small.sqm --query \"what causes tides\" --docs candidates.txt --top-k 10\n";
+
+int cmd_rerank(int argc, char **argv)
+{
+    enum { O_QUERY = 256, O_QPREFIX, O_DOCS, O_FIELD, O_ID, O_TOPK };
+    static const struct option opts[] = {
+        {"query", required_argument, 0, O_QUERY}, {"query-prefix", required_argument, 0, O_QPREFIX},
+        {"docs", required_argument, 0, O_DOCS},   {"field", required_argument, 0, O_FIELD},
+        {"id-field", required_argument, 0, O_ID}, {"top-k", required_argument, 0, O_TOPK},
+        {"output", required_argument, 0, 'o'},    {"batch", required_argument, 0, 'b'},
+        {"threads", required_argument, 0, 't'},   {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    const char *query = NULL, *qprefix = "", *docs = NULL, *field = NULL, *id_field = NULL,
+               *output = "-";
+    long batch = 32, threads = 0, top_k = -1;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "o:b:t:h", opts, NULL)) != -1) {
+        switch (c) {
+        case O_QUERY: query = optarg; break;
+        case O_QPREFIX: qprefix = optarg; break;
+        case O_DOCS: docs = optarg; break;
+        case O_FIELD: field = optarg; break;
+        case O_ID: id_field = optarg; break;
+        case O_TOPK:
+            if (!cli_parse_int(optarg, 1, RERANK_MAX_DOCS, &top_k))
+                return cli_usage_error("rerank", "--top-k must be an integer in [1, 1000000]");
+            break;
+        case 'o': output = optarg; break;
+        case 'b':
+            if (!cli_parse_int(optarg, 1, SQ_BATCH_MAX, &batch))
+                return cli_usage_error("rerank", "--batch must be an integer in [1, 4096]");
+            break;
+        case 't':
+            if (!cli_parse_int(optarg, 1, SQ_THREADS_MAX, &threads))
+                return cli_usage_error("rerank", "--threads must be an integer in [1, 1024]");
+            break;
+        case 'h': fputs(help, stdout); return SQ_EXIT_OK;
+        default: return cli_usage_error("rerank", "invalid option");
+        }
+    }
+    if (optind != argc - 1)
+        return cli_usage_error("rerank", "expected exactly one MODEL argument");
+    if (!query || !docs)
+        return cli_usage_error("rerank", "--query and --docs are required");
+    sq_threads_init((int)threads);
+    sq_err err = {0};
+    sq_text_stream in;
+    if (sq_text_stream_open(docs, field, id_field, &in, &err) != 0)
+        return cli_fail("rerank", &err);
+    /* All documents, the query first. */
+    sq_text_chunk all = {0};
+    int64_t n = sq_text_stream_next(&in, RERANK_MAX_DOCS + 1, &all, &err);
+    sq_text_stream_close(&in);
+    if (n < 0) {
+        sq_text_chunk_free(&all);
+        return cli_fail("rerank", &err);
+    }
+    if (n > RERANK_MAX_DOCS) {
+        sq_text_chunk_free(&all);
+        sq_err_set(&err, "%s: more than %d documents", docs, RERANK_MAX_DOCS);
+        return cli_fail("rerank", &err);
+    }
+    size_t qlen = strlen(qprefix) + strlen(query);
+    char *q = malloc(qlen + 1);
+    const char **texts = malloc((size_t)(n + 1) * sizeof *texts);
+    size_t *lens = malloc((size_t)(n + 1) * sizeof *lens);
+    double *scores = malloc((size_t)(n ? n : 1) * sizeof *scores);
+    int64_t *order = malloc((size_t)(n ? n : 1) * sizeof *order);
+    sq_embed_model m;
+    bool model_open = false;
+    sq_embed_result res = {0};
+    sq_atomic_file af = {0};
+    FILE *fp = stdout;
+    int rc = SQ_EXIT_OK;
+    if (!q || !texts || !lens || !scores || !order) {
+        sq_err_set(&err, "out of memory for %lld documents", (long long)n);
+        goto fail;
+    }
+    snprintf(q, qlen + 1, "%s%s", qprefix, query);
+    texts[0] = q, lens[0] = qlen;
+    for (int64_t i = 0; i < n; i++)
+        texts[i + 1] = all.text[i], lens[i + 1] = all.len[i];
+    if (sq_embed_model_open(argv[optind], &m, &err) != 0)
+        goto fail;
+    model_open = true;
+    sq_embed_opts o = {.batch = (int)batch, .max_seq = m.max_seq, .pooling = m.pool.pooling,
+                       .normalize = true};
+    if (sq_embed_texts(&m, texts, lens, n + 1, &o, &res, &err) != 0)
+        goto fail;
+    if (sq_rank_by_cosine(res.emb, res.emb + res.dim, n, res.dim, scores, order) != 0) {
+        sq_err_set(&err, "out of memory");
+        goto fail;
+    }
+    if (strcmp(output, "-") != 0) {
+        if (sq_atomic_open(&af, output, &err) != 0)
+            goto fail;
+        fp = af.fp;
+    }
+    int64_t k = top_k > 0 && top_k < n ? top_k : n;
+    for (int64_t r = 0; r < k; r++) {
+        int64_t i = order[r];
+        fprintf(fp, "{\"rank\":%lld,\"index\":%lld", (long long)(r + 1), (long long)i);
+        if (all.id_json)
+            fprintf(fp, ",\"id\":%s", all.id_json[i]);
+        if (scores[i] == scores[i])
+            fprintf(fp, ",\"score\":%.9g}\n", scores[i]);
+        else
+            fprintf(fp, ",\"score\":null}\n"); /* an empty document under mean pooling */
+    }
+    if (af.fp) {
+        if (sq_atomic_commit(&af, &err) != 0)
+            goto fail;
+    } else if (fflush(stdout) != 0 || ferror(stdout)) {
+        sq_err_set(&err, "standard output: write error");
+        goto fail;
+    }
+    goto done;
+fail:
+    if (af.fp)
+        sq_atomic_abort(&af);
+    rc = cli_fail("rerank", &err);
+done:
+    sq_embed_result_free(&res);
+    if (model_open)
+        sq_embed_model_close(&m);
+    sq_text_chunk_free(&all);
+    free(q), free(texts), free(lens), free(scores), free(order);
+    return rc;
+}
