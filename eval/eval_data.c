@@ -328,7 +328,11 @@ int sq_sst2_read(const char *path, int64_t limit, sq_sst2 *out, sq_err *err)
             goto fail;
         }
         const char *l = f[cl];
-        if ((l[0] != '0' && l[0] != '1') || (l[1] != '\0' && !isspace((unsigned char)l[1]))) {
+        /* one digit, then nothing but whitespace (a CRLF line's \r): "1 junk" is not a label */
+        bool label_ok = l[0] == '0' || l[0] == '1';
+        for (const char *q = l + 1; label_ok && *q; q++)
+            label_ok = isspace((unsigned char)*q);
+        if (!label_ok) {
             sq_err_set(err, "%s:%lld: label '%.40s' is not 0 or 1", path, (long long)it.lineno, l);
             goto fail;
         }

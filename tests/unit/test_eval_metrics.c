@@ -399,6 +399,10 @@ START_TEST(test_sst2)
     ck_assert_int_eq(sq_sst2_read(p, 0, &s, &err), -1);
     ck_assert_ptr_nonnull(strstr(err.msg, "bad.tsv:3: label '2' is not 0 or 1"));
     free(p);
+    p = tu_write_str(dir, "junk.tsv", "sentence\tlabel\nok\t1\nmeh\t1 junk\n");
+    ck_assert_int_eq(sq_sst2_read(p, 0, &s, &err), -1);
+    ck_assert_ptr_nonnull(strstr(err.msg, "junk.tsv:3: label '1 junk' is not 0 or 1"));
+    free(p);
 }
 END_TEST
 
