@@ -7,30 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* splitmix64 (Steele, Lea, Flood 2014): tiny, full period 2^64, and good
- * enough to pick reservoir slots. */
-static uint64_t splitmix64(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-/* Uniform in [0, bound) without modulo bias (Lemire 2019). */
-static uint64_t below(uint64_t *state, uint64_t bound)
-{
-    unsigned __int128 m = (unsigned __int128)splitmix64(state) * bound;
-    uint64_t low = (uint64_t)m;
-    if (low < bound) {
-        uint64_t threshold = (0 - bound) % bound;
-        while (low < threshold) {
-            m = (unsigned __int128)splitmix64(state) * bound;
-            low = (uint64_t)m;
-        }
-    }
-    return (uint64_t)(m >> 64);
-}
+#include "seeded_rng.h"
 
 static char *dup_text(const char *s, size_t n)
 {
@@ -142,7 +119,7 @@ int sq_corpus_sample(const char *const *paths, size_t n_paths, const sq_corpus_o
             }
             slot = out->count++;
         } else {
-            uint64_t j = below(&state, i + 1);
+            uint64_t j = sq_rand_below(&state, i + 1);
             if (j >= n_samples)
                 continue;
             slot = (size_t)j;
