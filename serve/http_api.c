@@ -21,11 +21,10 @@ static int get_bool(json_t *root, const char *key, int *out, char *msg, size_t m
     return 0;
 }
 
-int sq_api_parse_embed(sq_api_kind k, const char *body, size_t len, int dim, int64_t max_inputs,
-                       sq_embed_request *req, char *msg, size_t msgn)
+/* The body as a JSON object, kept in req->doc (the texts point into it):
+ * 0, or 400 with msg. */
+static int load_body(const char *body, size_t len, sq_embed_request *req, char *msg, size_t msgn)
 {
-    memset(req, 0, sizeof *req);
-    req->normalize = -1;
     json_error_t je;
     json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
     if (!root)
@@ -33,6 +32,27 @@ int sq_api_parse_embed(sq_api_kind k, const char *body, size_t len, int dim, int
     req->doc = root;
     if (!json_is_object(root))
         return MSG("the body must be a JSON object");
+    return 0;
+}
+
+/* Room for n texts in req. */
+static int alloc_texts(sq_embed_request *req, size_t n, char *msg, size_t msgn)
+{
+    req->texts = malloc(n * sizeof *req->texts);
+    req->lens = malloc(n * sizeof *req->lens);
+    if (!req->texts || !req->lens)
+        return MSG("out of memory for %zu inputs", n);
+    return 0;
+}
+
+int sq_api_parse_embed(sq_api_kind k, const char *body, size_t len, int dim, int64_t max_inputs,
+                       sq_embed_request *req, char *msg, size_t msgn)
+{
+    memset(req, 0, sizeof *req);
+    req->normalize = -1;
+    if (load_body(body, len, req, msg, msgn))
+        return 400;
+    json_t *root = req->doc;
     const char *field = k == SQ_API_OPENAI ? "input" : "inputs";
     json_t *in = json_object_get(root, field);
     if (!in)
@@ -47,10 +67,8 @@ int sq_api_parse_embed(sq_api_kind k, const char *body, size_t len, int dim, int
                  (long long)max_inputs);
         return 413;
     }
-    req->texts = malloc(n * sizeof *req->texts);
-    req->lens = malloc(n * sizeof *req->lens);
-    if (!req->texts || !req->lens)
-        return MSG("out of memory for %zu inputs", n);
+    if (alloc_texts(req, n, msg, msgn))
+        return 400;
     for (size_t i = 0; i < n; i++) {
         json_t *t = json_is_array(in) ? json_array_get(in, i) : in;
         if (!json_is_string(t)) {
@@ -96,13 +114,9 @@ int sq_api_parse_rerank(const char *body, size_t len, int64_t max_inputs, sq_emb
 {
     memset(req, 0, sizeof *req);
     req->normalize = 1; /* cosine */
-    json_error_t je;
-    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
-    if (!root)
-        return MSG("the body is not JSON: %s (line %d, column %d)", je.text, je.line, je.column);
-    req->doc = root;
-    if (!json_is_object(root))
-        return MSG("the body must be a JSON object");
+    if (load_body(body, len, req, msg, msgn))
+        return 400;
+    json_t *root = req->doc;
     json_t *q = json_object_get(root, "query"), *t = json_object_get(root, "texts");
     if (!json_is_string(q))
         return MSG("\"query\" must be a string");
@@ -114,10 +128,8 @@ int sq_api_parse_rerank(const char *body, size_t len, int64_t max_inputs, sq_emb
                             "(--max-inputs)", n, (long long)max_inputs);
         return 413;
     }
-    req->texts = malloc((n + 1) * sizeof *req->texts);
-    req->lens = malloc((n + 1) * sizeof *req->lens);
-    if (!req->texts || !req->lens)
-        return MSG("out of memory for %zu texts", n);
+    if (alloc_texts(req, n + 1, msg, msgn))
+        return 400;
     req->texts[0] = json_string_value(q);
     req->lens[0] = json_string_length(q);
     for (size_t i = 0; i < n; i++) {
