@@ -90,6 +90,17 @@ int64_t sq_metrics_get_gauge(sq_serve_metrics *m, const int64_t *gauge)
     return v;
 }
 
+uint64_t sq_metrics_answered(sq_serve_metrics *m)
+{
+    uint64_t n = 0;
+    pthread_mutex_lock(&m->mu);
+    for (int e = 0; e < SQ_EP_COUNT; e++)
+        for (int s = 0; s < SQ_STATUS_SLOTS; s++)
+            n += m->requests[e][s];
+    pthread_mutex_unlock(&m->mu);
+    return n;
+}
+
 void sq_metrics_rejected(sq_serve_metrics *m)
 {
     pthread_mutex_lock(&m->mu);

@@ -53,6 +53,8 @@ void sq_metrics_texts(sq_serve_metrics *m, int64_t texts);
 void sq_metrics_add_gauge(sq_serve_metrics *m, int64_t *gauge, int64_t delta);
 int64_t sq_metrics_get_gauge(sq_serve_metrics *m, const int64_t *gauge);
 void sq_metrics_rejected(sq_serve_metrics *m);
+/* Responses sent, over every endpoint and status. */
+uint64_t sq_metrics_answered(sq_serve_metrics *m);
 
 /* The exposition text into sb (model: the label of squint_model_info). */
 void sq_metrics_render(sq_serve_metrics *m, const char *model, sq_strbuf *sb);

@@ -35,9 +35,7 @@ typedef struct server {
     sq_head head;
     bool has_head;
     pthread_mutex_t mu;
-    int in_flight;
     bool draining;
-    uint64_t answered; /* responses queued, for the shutdown line */
 } server;
 
 /* One request's state across libmicrohttpd's calls. */
@@ -109,10 +107,8 @@ static enum MHD_Result reply(server *s, struct MHD_Connection *c, conn_req *r, i
         MHD_add_response_header(resp, "Connection", "close");
     enum MHD_Result ret = MHD_queue_response(c, (unsigned)status, resp);
     MHD_destroy_response(resp);
-    pthread_mutex_lock(&s->mu);
-    s->answered += ret == MHD_YES;
-    pthread_mutex_unlock(&s->mu);
-    sq_metrics_request(&s->metrics, r->ep, status);
+    if (ret == MHD_YES) /* counted once it is on its way */
+        sq_metrics_request(&s->metrics, r->ep, status);
     double dt = now_s() - r->t0;
     if (r->ep == SQ_EP_EMBEDDINGS || r->ep == SQ_EP_EMBED || r->ep == SQ_EP_CLASSIFY ||
         r->ep == SQ_EP_RERANK)
@@ -303,9 +299,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         r->t0 = now_s();
         r->ep = route(url);
         *ctx = r;
-        pthread_mutex_lock(&s->mu);
-        s->in_flight++;
-        pthread_mutex_unlock(&s->mu);
         sq_metrics_add_gauge(&s->metrics, &s->metrics.in_flight, 1);
         const bool post = r->ep == SQ_EP_EMBEDDINGS || r->ep == SQ_EP_EMBED ||
                           r->ep == SQ_EP_CLASSIFY || r->ep == SQ_EP_RERANK;
@@ -385,9 +378,6 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **ctx,
     free(r);
     *ctx = NULL;
     sq_metrics_add_gauge(&s->metrics, &s->metrics.in_flight, -1);
-    pthread_mutex_lock(&s->mu);
-    s->in_flight--;
-    pthread_mutex_unlock(&s->mu);
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
@@ -541,9 +531,7 @@ int sq_serve_run(const sq_serve_opts *o, sq_err *err)
      * bounded by the timeout. */
     double t_end = now_s() + o->timeout_s + 1;
     for (;;) {
-        pthread_mutex_lock(&s->mu);
-        int n = s->in_flight;
-        pthread_mutex_unlock(&s->mu);
+        int64_t n = sq_metrics_get_gauge(&s->metrics, &s->metrics.in_flight);
         const union MHD_DaemonInfo *ci = MHD_get_daemon_info(d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
         unsigned conns = ci ? ci->num_connections : 0;
         if ((n == 0 && conns == 0) || now_s() > t_end)
@@ -555,7 +543,7 @@ int sq_serve_run(const sq_serve_opts *o, sq_err *err)
 out:
     if (d)
         MHD_stop_daemon(d);
-    uint64_t answered = s->answered;
+    uint64_t answered = metrics_ok ? sq_metrics_answered(&s->metrics) : 0;
     sq_batcher_stop(&s->batcher);
     if (metrics_ok)
         sq_metrics_destroy(&s->metrics);
