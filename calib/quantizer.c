@@ -218,7 +218,8 @@ static char *build_metadata(const sq_embed_model *m, const sq_calib_stats *st, u
 {
     const sq_bert_config *c = &m->enc.cfg;
     sq_pooling_config pc = m->pool;
-    sq_recipe_apply_pooling(r, &pc);
+    if (c->num_labels == 0) /* a classifier pools [CLS] through its pooler, whatever the recipe */
+        sq_recipe_apply_pooling(r, &pc);
     sq_strbuf sb = {0};
     sq_sb_printf(&sb, "format: squint-model\nformat_version: 1\ntool: \"squint %s\"\n"
                       "architecture: %s\n", SQUINT_VERSION, sq_architecture_name(c));
@@ -228,6 +229,14 @@ static char *build_metadata(const sq_embed_model *m, const sq_calib_stats *st, u
                  sq_pooling_name(pc.pooling), pc.normalize ? "true" : "false", m->max_seq,
                  emb_type);
     sq_sb_printf(&sb, "activation_guard: %s\n", r->guard_rows ? "row" : "clip");
+    if (c->num_labels > 0) {
+        sq_sb_printf(&sb, "labels:");
+        for (int i = 0; i < c->num_labels; i++) {
+            sq_sb_printf(&sb, "\n  - ");
+            sq_sb_yaml_str(&sb, m->labels[i]);
+        }
+        sq_sb_printf(&sb, "\n");
+    }
     yaml_tokenizer(&sb, &m->tok_spec);
     sq_sb_printf(&sb, "source:\n  path: ");
     sq_sb_yaml_str(&sb, model_arg);
@@ -424,6 +433,11 @@ static int write_sqm(const sq_embed_model *m, const plan_linear *pl, const char 
         uint64_t dhh[2] = {dh, dh};
         ADD_REF("head.weight", SQ_CDT_F32, 2, dhh, e->head.w, dh * dh * 4);
         ADD_REF("head.bias", SQ_CDT_F32, 1, &dh, e->head.b, dh * 4);
+    }
+    if (c->num_labels > 0) {
+        uint64_t nl = (uint64_t)c->num_labels, dlh[2] = {nl, dh};
+        ADD_REF("score.weight", SQ_CDT_F32, 2, dlh, e->score.w, nl * dh * 4);
+        ADD_REF("score.bias", SQ_CDT_F32, 1, &nl, e->score.b, nl * 4);
     }
     char name[96];
     for (int l = 0; l < c->layers; l++) {

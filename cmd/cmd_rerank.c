@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "embedder.h"
 #include "eval_metrics.h"
+#include "seq_classify.h"
 #include "fileio.h"
 #include "text_stream.h"
 #include "threads.h"
@@ -18,8 +19,13 @@
 static const char *const help =
     "usage: squint rerank MODEL --query TEXT --docs FILE [options]\n"
     "\n"
-    "Rank documents for a query with a bi-encoder: the score of a document is the cosine\n"
-    "of its embedding with the query's (MODEL as for `squint embed`: a .sqm or a checkpoint).\n"
+    "Rank documents for a query. MODEL (a .sqm or a checkpoint) is either\n"
+    "  a bi-encoder (an embedding model): the score of a document is the cosine of its\n"
+    "    embedding with the query's, or\n"
+    "  a cross-encoder (BertForSequenceClassification with one label): each pair is read\n"
+    "    as [CLS] query [SEP] document [SEP] (the document cut first when the pair is\n"
+    "    longer than --max-seq) and scored by the model's logit through the activation\n"
+    "    its config names (sentence-transformers' CrossEncoder: sigmoid by default).\n"
     "\n"
     "options:\n"
     "  --query TEXT          the query (embedded as is: add bge's query instruction or\n"
@@ -30,28 +36,59 @@ static const char *const help =
     "  --id-field PATH       JSONL field (string or integer) copied to each output line as \"id\"\n"
     "  --top-k K             write the K best only (default: all)\n"
     "  --output FILE         JSONL (default: standard output)\n"
+    "  --max-seq N           truncation length in tokens (default: the model's)\n"
     "  --batch N             sequences per forward pass (default 32)\n"
     "  --threads N           worker threads (default: $OMP_NUM_THREADS, else the CPUs available)\n"
     "\n"
     "One line per document, best first (ties: input order):\n"
     "  {\"rank\":1,\"index\":3,\"score\":0.8125}\n"
+    "a cross-encoder adds the raw \"logit\".\n"
     "index is the document's position in FILE (from 0); at most 1,000,000 documents.\n"
     "example:\n"
     "  squint rerank bge-small.sqm --query \"what causes tides\" --docs candidates.txt --top-k 10\n";
 
+/* A cross-encoder's score of each (query, document) pair: its one logit
+ * through the model's activation. */
+static int cross_encode(sq_embed_model *m, const char *q, size_t qlen, const char *const *docs,
+                        const size_t *dlens, int64_t n, const sq_embed_opts *o, float *logits,
+                        double *scores, sq_err *err)
+{
+    const sq_bert_config *c = &m->enc.cfg;
+    if (c->num_labels != 1)
+        return sq_err_set(err, "the model is a sequence classifier with %d labels; rerank needs "
+                               "a cross-encoder with one relevance logit",
+                          c->num_labels);
+    const char **qs = malloc((size_t)n * sizeof *qs);
+    size_t *ql = malloc((size_t)n * sizeof *ql);
+    int rc = -1;
+    if (!qs || !ql) {
+        sq_err_set(err, "out of memory");
+    } else {
+        for (int64_t i = 0; i < n; i++)
+            qs[i] = q, ql[i] = qlen;
+        rc = sq_classify_texts(m, qs, ql, docs, dlens, n, o, logits, err);
+        if (rc == 0)
+            sq_scores_from_logits(c->score_act, 1, logits, n, scores);
+    }
+    free(qs);
+    free(ql);
+    return rc;
+}
+
 int cmd_rerank(int argc, char **argv)
 {
-    enum { O_QUERY = 256, O_QPREFIX, O_DOCS, O_FIELD, O_ID, O_TOPK };
+    enum { O_QUERY = 256, O_QPREFIX, O_DOCS, O_FIELD, O_ID, O_TOPK, O_MAXSEQ };
     static const struct option opts[] = {
         {"query", required_argument, 0, O_QUERY}, {"query-prefix", required_argument, 0, O_QPREFIX},
         {"docs", required_argument, 0, O_DOCS},   {"field", required_argument, 0, O_FIELD},
         {"id-field", required_argument, 0, O_ID}, {"top-k", required_argument, 0, O_TOPK},
+        {"max-seq", required_argument, 0, O_MAXSEQ},
         {"output", required_argument, 0, 'o'},    {"batch", required_argument, 0, 'b'},
         {"threads", required_argument, 0, 't'},   {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     const char *query = NULL, *qprefix = "", *docs = NULL, *field = NULL, *id_field = NULL,
                *output = "-";
-    long batch = 32, threads = 0, top_k = -1;
+    long batch = 32, threads = 0, top_k = -1, max_seq = 0;
     optind = 1;
     int c;
     while ((c = getopt_long(argc, argv, "o:b:t:h", opts, NULL)) != -1) {
@@ -64,6 +101,10 @@ int cmd_rerank(int argc, char **argv)
         case O_TOPK:
             if (!cli_parse_int(optarg, 1, RERANK_MAX_DOCS, &top_k))
                 return cli_usage_error("rerank", "--top-k must be an integer in [1, 1000000]");
+            break;
+        case O_MAXSEQ:
+            if (!cli_parse_int(optarg, 3, 65536, &max_seq))
+                return cli_usage_error("rerank", "--max-seq must be an integer in [3, 65536]");
             break;
         case 'o': output = optarg; break;
         case 'b':
@@ -109,6 +150,7 @@ int cmd_rerank(int argc, char **argv)
     sq_embed_model m;
     bool model_open = false;
     sq_embed_result res = {0};
+    float *logits = NULL;
     sq_atomic_file af = {0};
     FILE *fp = stdout;
     int rc = SQ_EXIT_OK;
@@ -123,11 +165,23 @@ int cmd_rerank(int argc, char **argv)
     if (sq_embed_model_open(argv[optind], &m, &err) != 0)
         goto fail;
     model_open = true;
-    sq_embed_opts o = {.batch = (int)batch, .max_seq = m.max_seq, .pooling = m.pool.pooling,
-                       .normalize = true};
-    if (sq_embed_texts(&m, texts, lens, n + 1, &o, &res, &err) != 0)
+    sq_embed_opts o = {.batch = (int)batch, .max_seq = max_seq ? (int)max_seq : m.max_seq,
+                       .pooling = m.pool.pooling, .normalize = true};
+    if (sq_model_is_classifier(&m)) {
+        logits = malloc((size_t)(n ? n : 1) * sizeof *logits);
+        if (!logits) {
+            sq_err_set(&err, "out of memory for %lld documents", (long long)n);
+            goto fail;
+        }
+        if (cross_encode(&m, q, qlen, texts + 1, lens + 1, n, &o, logits, scores, &err) != 0)
+            goto fail;
+    } else if (sq_embed_texts(&m, texts, lens, n + 1, &o, &res, &err) != 0) {
         goto fail;
-    if (sq_rank_by_cosine(res.emb, res.emb + res.dim, n, res.dim, scores, order) != 0) {
+    } else {
+        for (int64_t i = 0; i < n; i++)
+            scores[i] = sq_cosine(res.emb, res.emb + (size_t)(i + 1) * res.dim, res.dim);
+    }
+    if (sq_rank_scores(scores, n, order) != 0) {
         sq_err_set(&err, "out of memory");
         goto fail;
     }
@@ -143,9 +197,12 @@ int cmd_rerank(int argc, char **argv)
         if (all.id_json)
             fprintf(fp, ",\"id\":%s", all.id_json[i]);
         if (scores[i] == scores[i])
-            fprintf(fp, ",\"score\":%.9g}\n", scores[i]);
+            fprintf(fp, ",\"score\":%.9g", scores[i]);
         else
-            fprintf(fp, ",\"score\":null}\n"); /* an empty document under mean pooling */
+            fprintf(fp, ",\"score\":null"); /* an empty document under mean pooling */
+        if (logits)
+            fprintf(fp, ",\"logit\":%.9g", (double)logits[i]);
+        fputs("}\n", fp);
     }
     if (af.fp) {
         if (sq_atomic_commit(&af, &err) != 0)
@@ -164,6 +221,6 @@ done:
     if (model_open)
         sq_embed_model_close(&m);
     sq_text_chunk_free(&all);
-    free(q), free(texts), free(lens), free(scores), free(order);
+    free(q), free(texts), free(lens), free(scores), free(order), free(logits);
     return rc;
 }

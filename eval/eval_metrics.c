@@ -37,13 +37,18 @@ static int cmp_rank(const void *pa, const void *pb)
 int sq_rank_by_cosine(const float *q, const float *D, int64_t n, int dim, double *scores,
                       int64_t *order)
 {
+    for (int64_t i = 0; i < n; i++)
+        scores[i] = sq_cosine(q, D + (size_t)i * dim, dim);
+    return sq_rank_scores(scores, n, order);
+}
+
+int sq_rank_scores(const double *scores, int64_t n, int64_t *order)
+{
     rank_item *r = malloc((size_t)(n > 0 ? n : 1) * sizeof *r);
     if (!r)
         return -1;
-    for (int64_t i = 0; i < n; i++) {
-        scores[i] = sq_cosine(q, D + (size_t)i * dim, dim);
+    for (int64_t i = 0; i < n; i++)
         r[i] = (rank_item){scores[i], i};
-    }
     qsort(r, (size_t)n, sizeof *r, cmp_rank);
     for (int64_t i = 0; i < n; i++)
         order[i] = r[i].i;

@@ -19,6 +19,9 @@ void sq_bert_config_to_yaml(sq_strbuf *sb, const sq_bert_config *c, const char *
                  in, c->embed_dim, in, sq_norm_place_name(c->norm), in, sq_act_name(c->act), in,
                  sq_pos_kind_name(c->positions), in, c->emb_ln ? "true" : "false", in,
                  sq_head_kind_name(c->head));
+    if (c->num_labels > 0) /* absent for embedding models: their files stay as they were */
+        sq_sb_printf(sb, "%snum_labels: %d\n%sscore_activation: %s\n", in, c->num_labels, in,
+                     sq_score_act_name(c->score_act));
 }
 
 /* An optional enumerated key: absent leaves *out (the BERT default). */
@@ -68,6 +71,17 @@ static int variants_from_yaml(const yt_node *conf, sq_bert_config *cfg, sq_err *
     if (cfg->embed_dim % cfg->heads != 0)
         return yt_error(conf, err, "embed_dim %d is not divisible by heads %d", cfg->embed_dim,
                         cfg->heads);
+    if (yt_get(conf, "num_labels")) {
+        int64_t v;
+        if (yt_get_int64(conf, "num_labels", 0, SQ_MAX_LABELS, &v, err) != 0)
+            return -1;
+        cfg->num_labels = (int)v;
+    }
+    static const char *const score_acts[] = {"identity", "sigmoid", "tanh", "softmax"};
+    int sa = SQ_SCORE_IDENTITY;
+    if (get_enum(conf, "score_activation", score_acts, 4, &sa, err) != 0)
+        return -1;
+    cfg->score_act = (sq_score_act)sa;
     return 0;
 }
 

@@ -1,5 +1,6 @@
 #include "hf_config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,9 +37,124 @@ const char *sq_head_kind_name(sq_head_kind v)
     return v == SQ_HEAD_TANH ? "tanh" : v == SQ_HEAD_IDENTITY ? "identity" : "none";
 }
 
+const char *sq_score_act_name(sq_score_act v)
+{
+    static const char *const n[] = {"identity", "sigmoid", "tanh", "softmax"};
+    return (unsigned)v < 4 ? n[v] : "?";
+}
+
+int sq_score_act_parse(const char *s, sq_score_act *v)
+{
+    for (int i = 0; i < 4; i++)
+        if (strcmp(s, sq_score_act_name((sq_score_act)i)) == 0) {
+            *v = (sq_score_act)i;
+            return 0;
+        }
+    return -1;
+}
+
 const char *sq_architecture_name(const sq_bert_config *c)
 {
     return c->norm == SQ_NORM_PRE ? "t2t" : "bert";
+}
+
+/* architectures: BertModel (or none) is an embedding model;
+ * BertForSequenceClassification a sequence classifier (*classifier). Other
+ * task heads would be embedded silently without their head: refused. */
+static int check_architectures(json_t *root, const char *path, bool *classifier, sq_err *err)
+{
+    json_t *arch = json_object_get(root, "architectures");
+    if (!arch || !json_is_array(arch))
+        return 0;
+    static const char *const heads[] = {"ForTokenClassification", "ForQuestionAnswering",
+                                        "ForMultipleChoice", "ForNextSentencePrediction"};
+    size_t ai;
+    json_t *av;
+    json_array_foreach(arch, ai, av)
+    {
+        const char *a = json_string_value(av);
+        if (a && strcmp(a, "BertForSequenceClassification") == 0) {
+            *classifier = true;
+            continue;
+        }
+        for (size_t h = 0; a && h < sizeof heads / sizeof heads[0]; h++)
+            if (strstr(a, heads[h]))
+                return sq_err_set(err, "%s: architectures lists %s: a checkpoint with a task "
+                                       "head squint cannot run (it runs BertModel encoders and "
+                                       "BertForSequenceClassification cross-encoders / "
+                                       "classifiers)",
+                                  path, a);
+    }
+    return 0;
+}
+
+/* The activation sentence-transformers' CrossEncoder applies, by class name
+ * ("torch.nn.modules.activation.Sigmoid"): the old top-level key or the
+ * sentence_transformers.activation_fn of version 4. *found false: neither. */
+static int ce_activation(json_t *root, const char *path, sq_score_act *act, bool *found,
+                         sq_err *err)
+{
+    *found = false;
+    json_t *v = json_object_get(root, "sbert_ce_default_activation_function");
+    json_t *st = json_object_get(root, "sentence_transformers");
+    if ((!v || json_is_null(v)) && json_is_object(st))
+        v = json_object_get(st, "activation_fn");
+    if (!v || json_is_null(v))
+        return 0;
+    if (!json_is_string(v))
+        return sq_err_set(err, "%s: the cross-encoder activation must be a class name string",
+                          path);
+    const char *name = json_string_value(v), *dot = strrchr(name, '.');
+    const char *cls = dot ? dot + 1 : name;
+    if (strcmp(cls, "Sigmoid") == 0)
+        *act = SQ_SCORE_SIGMOID;
+    else if (strcmp(cls, "Identity") == 0)
+        *act = SQ_SCORE_IDENTITY;
+    else if (strcmp(cls, "Tanh") == 0)
+        *act = SQ_SCORE_TANH;
+    else
+        return sq_err_set(err, "%s: cross-encoder activation \"%s\" is not supported "
+                               "(Sigmoid, Identity or Tanh)",
+                          path, name);
+    *found = true;
+    return 0;
+}
+
+/* num_labels (len(id2label), else num_labels, else 2 as transformers'
+ * default) and the score activation of a BertForSequenceClassification. */
+static int classifier_config(json_t *root, const char *path, sq_bert_config *cfg, sq_err *err)
+{
+    json_t *map = json_object_get(root, "id2label");
+    int64_t n = 2;
+    if (map && !json_is_object(map))
+        return sq_err_set(err, "%s: id2label must be an object", path);
+    if (map && json_object_size(map) > 0)
+        n = (int64_t)json_object_size(map);
+    else if (sq_json_int(root, "num_labels", 1, SQ_MAX_LABELS, true, 2, &n, path, err) != 0)
+        return -1;
+    if (n < 1 || n > SQ_MAX_LABELS)
+        return sq_err_set(err, "%s: %lld labels (squint takes 1..%d)", path, (long long)n,
+                          SQ_MAX_LABELS);
+    cfg->num_labels = (int)n;
+    const char *pt = NULL;
+    if (sq_json_str(root, "problem_type", true, &pt, path, err) != 0)
+        return -1;
+    if (pt && strcmp(pt, "regression") != 0 && strcmp(pt, "single_label_classification") != 0 &&
+        strcmp(pt, "multi_label_classification") != 0)
+        return sq_err_set(err, "%s: problem_type \"%s\" is unknown", path, pt);
+    bool found;
+    sq_score_act act = SQ_SCORE_SIGMOID; /* CrossEncoder's default for one label */
+    if (ce_activation(root, path, &act, &found, err) != 0)
+        return -1;
+    if (n == 1)
+        cfg->score_act = act;
+    else if (pt && strcmp(pt, "multi_label_classification") == 0)
+        cfg->score_act = SQ_SCORE_SIGMOID;
+    else
+        cfg->score_act = SQ_SCORE_SOFTMAX;
+    /* the pooler: CLS through dense + tanh (loaded as the pooling head) */
+    cfg->head = SQ_HEAD_TANH;
+    return 0;
 }
 
 int sq_bert_config_load(const char *path, sq_bert_config *cfg, sq_err *err)
@@ -63,28 +179,9 @@ int sq_bert_config_load(const char *path, sq_bert_config *cfg, sq_err *err)
         sq_err_set(err, "%s: is_decoder is true; only encoders are supported", path);
         goto out;
     }
-    /* A checkpoint with a task head (a cross-encoder scoring query/document
-     * pairs, a classifier) would be embedded silently without its head. */
-    json_t *arch = json_object_get(root, "architectures");
-    if (arch && json_is_array(arch)) {
-        static const char *const heads[] = {"ForSequenceClassification", "ForTokenClassification",
-                                            "ForQuestionAnswering", "ForMultipleChoice",
-                                            "ForNextSentencePrediction"};
-        size_t ai;
-        json_t *av;
-        json_array_foreach(arch, ai, av)
-        {
-            const char *a = json_string_value(av);
-            for (size_t h = 0; a && h < sizeof heads / sizeof heads[0]; h++)
-                if (strstr(a, heads[h])) {
-                    sq_err_set(err, "%s: architectures lists %s: a checkpoint with a task head "
-                                    "(a cross-encoder or classifier), which squint cannot run "
-                                    "yet; it embeds bi-encoders (BertModel) only",
-                               path, a);
-                    goto out;
-                }
-        }
-    }
+    bool classifier = false;
+    if (check_architectures(root, path, &classifier, err) != 0)
+        goto out;
     if (sq_json_str(root, "hidden_act", true, &act, path, err) != 0)
         goto out;
     if (act && strcmp(act, "gelu") != 0) {
@@ -132,10 +229,64 @@ int sq_bert_config_load(const char *path, sq_bert_config *cfg, sq_err *err)
         goto out;
     }
     sq_bert_config_set_bert_defaults(cfg);
+    if (classifier && classifier_config(root, path, cfg, err) != 0)
+        goto out;
     rc = 0;
 out:
     json_decref(root);
     return rc;
+}
+
+int sq_config_labels_load(const char *path, int num_labels, char ***labels, sq_err *err)
+{
+    *labels = NULL;
+    json_t *root = sq_json_load_object(path, err);
+    if (!root)
+        return -1;
+    json_t *map = json_object_get(root, "id2label");
+    char **l = calloc((size_t)num_labels, sizeof *l);
+    int rc = -1;
+    if (!l) {
+        sq_err_set(err, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < num_labels; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "%d", i);
+        json_t *v = json_is_object(map) ? json_object_get(map, key) : NULL;
+        if (v && (!json_is_string(v) || json_string_length(v) == 0 ||
+                  json_string_length(v) > 256)) {
+            sq_err_set(err, "%s: id2label \"%s\" must be a string of 1..256 bytes", path, key);
+            goto out;
+        }
+        char fallback[32];
+        snprintf(fallback, sizeof fallback, "LABEL_%d", i);
+        if (!(l[i] = strdup(v ? json_string_value(v) : fallback))) {
+            sq_err_set(err, "out of memory");
+            goto out;
+        }
+        for (int j = 0; j < i; j++)
+            if (strcmp(l[j], l[i]) == 0) {
+                sq_err_set(err, "%s: id2label names \"%s\" twice", path, l[i]);
+                goto out;
+            }
+    }
+    *labels = l;
+    l = NULL;
+    rc = 0;
+out:
+    sq_labels_free(l, num_labels);
+    json_decref(root);
+    return rc;
+}
+
+void sq_labels_free(char **labels, int n)
+{
+    if (!labels)
+        return;
+    for (int i = 0; i < n; i++)
+        free(labels[i]);
+    free(labels);
 }
 
 const char *sq_pooling_name(sq_pooling p)

@@ -26,6 +26,17 @@ typedef enum sq_pos_kind { SQ_POS_LEARNED = 0, SQ_POS_SINUSOIDAL = 1 } sq_pos_ki
 /* The dense layer on the pooled vector (USE Lite's tanh projection, a
  * sentence-transformers Dense module): none, tanh(p W^T + b), or p W^T + b. */
 typedef enum sq_head_kind { SQ_HEAD_NONE = 0, SQ_HEAD_TANH = 1, SQ_HEAD_IDENTITY = 2 } sq_head_kind;
+/* What a sequence classifier's logits become (the score squint reports):
+ * one logit through sentence-transformers' CrossEncoder activation
+ * (identity, sigmoid, tanh), several through softmax, or each through a
+ * sigmoid (problem_type multi_label_classification). */
+typedef enum sq_score_act {
+    SQ_SCORE_IDENTITY = 0,
+    SQ_SCORE_SIGMOID = 1,
+    SQ_SCORE_TANH = 2,
+    SQ_SCORE_SOFTMAX = 3,
+} sq_score_act;
+#define SQ_MAX_LABELS 1024
 
 typedef struct sq_bert_config {
     int vocab_size;
@@ -46,6 +57,12 @@ typedef struct sq_bert_config {
     sq_pos_kind positions; /* sinusoidal tables are stored like learned ones */
     bool emb_ln;           /* LayerNorm on the embeddings */
     sq_head_kind head;     /* transform of the pooled vector before normalization */
+    /* A sequence classifier (BertForSequenceClassification: a cross-encoder
+     * scoring query/document pairs, or a text classifier): CLS pooling, the
+     * pooler as a tanh head, then a linear layer to num_labels logits (the
+     * encoder's `score` linear). 0: an embedding model. */
+    int num_labels;
+    sq_score_act score_act;
 } sq_bert_config;
 
 /* The BERT values of the variant fields (embed_dim = hidden). */
@@ -54,6 +71,9 @@ const char *sq_norm_place_name(sq_norm_place v);
 const char *sq_act_name(sq_act v);
 const char *sq_pos_kind_name(sq_pos_kind v);
 const char *sq_head_kind_name(sq_head_kind v);
+const char *sq_score_act_name(sq_score_act v);
+/* "identity", "sigmoid", "tanh", "softmax" -> v; -1 for anything else. */
+int sq_score_act_parse(const char *s, sq_score_act *v);
 /* "bert" (post-LN) or "t2t" (pre-LN tensor2tensor-style encoder): the
  * architecture names of recipes and .sqm metadata. */
 const char *sq_architecture_name(const sq_bert_config *c);
@@ -76,6 +96,11 @@ typedef struct sq_pooling_config {
 } sq_pooling_config;
 
 int sq_bert_config_load(const char *path, sq_bert_config *cfg, sq_err *err);
+/* The class names of a sequence classifier's config.json (id2label, in id
+ * order; "LABEL_i" where it has none): labels[cfg->num_labels], each
+ * malloc'd, freed with sq_labels_free. */
+int sq_config_labels_load(const char *path, int num_labels, char ***labels, sq_err *err);
+void sq_labels_free(char **labels, int n);
 /* Reads modules.json (module types; any module squint cannot run is refused
  * by name), the Pooling module's config.json and the Transformer module's
  * sentence_bert_config.json (max_seq_length) under dir. Without modules.json:

@@ -262,6 +262,21 @@ static int load_layer(const weights *w, const sq_bert_config *c, int i, sq_encod
     return 0;
 }
 
+/* BertForSequenceClassification: the pooler (dense + tanh on [CLS], the
+ * encoder's pooling head) and the classifier, which transformers saves
+ * without the "bert." prefix. */
+static int load_classifier(weights *w, const sq_bert_config *c, sq_encoder *enc, sq_err *err)
+{
+    const int H = c->hidden;
+    if (load_linear(w, "pooler.dense", H, H, &enc->head, err) != 0)
+        return -1;
+    const char *prefix = w->prefix;
+    w->prefix = "";
+    int rc = load_linear(w, "classifier", c->num_labels, H, &enc->score, err);
+    w->prefix = prefix;
+    return rc;
+}
+
 int sq_bert_load_dir(const char *dir, sq_encoder *enc, sq_err *err)
 {
     memset(enc, 0, sizeof *enc);
@@ -296,6 +311,8 @@ int sq_bert_load_dir(const char *dir, sq_encoder *enc, sq_err *err)
     for (int i = 0; i < c->layers; i++)
         if (load_layer(&w, c, i, &enc->layers[i], err) != 0)
             goto out;
+    if (c->num_labels > 0 && load_classifier(&w, c, enc, err) != 0)
+        goto out;
     rc = 0;
 out:
     close_weights(&w);

@@ -1,6 +1,7 @@
 #include "embed_model.h"
 #include "st_dense.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -24,6 +25,9 @@ static int load_sqm_parts(sq_embed_model *m, sq_err *err)
         return -1;
     m->pool = info.pool;
     m->max_seq = info.max_seq;
+    if (m->enc.cfg.num_labels > 0 &&
+        sq_sqm_labels(&m->sqm, m->enc.cfg.num_labels, &m->labels, err) != 0)
+        return -1;
     return 0;
 }
 
@@ -53,6 +57,7 @@ int sq_sqm_check_runnable(const sq_container *c, sq_err *err)
     memset(&m, 0, sizeof m);
     m.sqm = *c; /* borrowed: never closed here */
     int rc = load_sqm_parts(&m, err) == 0 ? 0 : named(c->path, err);
+    sq_labels_free(m.labels, m.enc.cfg.num_labels);
     sq_encoder_free(&m.enc);
     sq_tokenizer_free(m.tok);
     sq_wordpiece_spec_free(&m.tok_spec);
@@ -72,6 +77,24 @@ static void strip_extraction_root(const sq_checkpoint_dir *cd, sq_err *err)
         size_t cut = n + (p[n] == '/' ? 1 : 0);
         memmove(p, p + cut, strlen(p + cut) + 1);
     }
+}
+
+/* A sequence classifier pools [CLS] through its pooler, unnormalized: a
+ * sentence-transformers module list meant for embeddings does not apply. */
+static int classifier_setup(sq_embed_model *m, sq_err *err)
+{
+    if (m->pool.dense_path[0])
+        return sq_err_set(err, "%s: a sequence classifier (BertForSequenceClassification) with "
+                               "a sentence-transformers Dense module is not supported",
+                          m->ckpt.dir);
+    m->pool.pooling = SQ_POOL_CLS;
+    m->pool.normalize = false;
+    char *cfg = sq_path_join(m->model_dir, "config.json");
+    if (!cfg)
+        return sq_err_set(err, "out of memory");
+    int rc = sq_config_labels_load(cfg, m->enc.cfg.num_labels, &m->labels, err);
+    free(cfg);
+    return rc;
 }
 
 static int open_checkpoint(const char *arg, sq_embed_model *m, sq_err *err)
@@ -97,6 +120,8 @@ static int open_checkpoint(const char *arg, sq_embed_model *m, sq_err *err)
         return sq_err_set(err, "out of memory");
     const char *mdir = m->model_dir;
     if (sq_bert_load_dir(mdir, &m->enc, err) != 0)
+        return -1;
+    if (m->enc.cfg.num_labels > 0 && classifier_setup(m, err) != 0)
         return -1;
     if (m->pool.dense_path[0] && sq_st_dense_load(dir, &m->pool, &m->enc, err) != 0)
         return -1;
@@ -137,6 +162,7 @@ int sq_embed_model_open(const char *arg, sq_embed_model *m, sq_err *err)
 
 void sq_embed_model_close(sq_embed_model *m)
 {
+    sq_labels_free(m->labels, m->enc.cfg.num_labels);
     sq_encoder_free(&m->enc);
     sq_tokenizer_free(m->tok);
     sq_wordpiece_spec_free(&m->tok_spec);

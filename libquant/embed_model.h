@@ -24,6 +24,7 @@ typedef struct sq_embed_model {
     sq_wordpiece_spec tok_spec; /* kept: quantize writes it into the .sqm */
     sq_pooling_config pool;
     int max_seq; /* default truncation length: min(max positions, tokenizer limit) */
+    char **labels; /* a sequence classifier's class names [enc.cfg.num_labels]; else NULL */
 } sq_embed_model;
 
 int sq_embed_model_open(const char *arg, sq_embed_model *m, sq_err *err);

@@ -10,6 +10,7 @@ void sq_token_seqs_free(sq_token_seqs *s)
 {
     free(s->offsets);
     free(s->ids);
+    free(s->types);
     free(s->source);
     memset(s, 0, sizeof *s);
 }
@@ -20,6 +21,7 @@ void sq_embed_result_free(sq_embed_result *r)
     free(r->offsets);
     free(r->ids);
     free(r->hidden);
+    free(r->logits);
     memset(r, 0, sizeof *r);
 }
 
@@ -135,6 +137,24 @@ static void finish_pooled(const sq_encoder *enc, float *pooled, int n, bool norm
         sq_l2_normalize_rows(pooled, n, enc->cfg.hidden);
 }
 
+/* Rows of a batch into the result, in sequence order: the pooled vectors
+ * and, for a sequence classifier whose caller asked for them, the logits
+ * (tmp: nb x max(H, num_labels) floats). */
+static void keep_rows(const sq_embed_model *m, sq_embed_result *res, const seq_ref *order,
+                      int nb, const float *pooled, float *tmp)
+{
+    const int H = m->enc.cfg.hidden, NL = m->enc.cfg.num_labels;
+    for (int k = 0; k < nb; k++)
+        memcpy(res->emb + (size_t)order[k].idx * H, pooled + (size_t)k * H,
+               (size_t)H * sizeof(float));
+    if (!res->logits || NL <= 0)
+        return;
+    sq_encoder_apply_score(&m->enc, pooled, nb, tmp);
+    for (int k = 0; k < nb; k++)
+        memcpy(res->logits + (size_t)order[k].idx * NL, tmp + (size_t)k * NL,
+               (size_t)NL * sizeof(float));
+}
+
 int sq_encode_seqs(sq_embed_model *m, const sq_token_seqs *s, const sq_embed_opts *o,
                    sq_embed_result *res, sq_err *err)
 {
@@ -161,12 +181,14 @@ int sq_encode_seqs(sq_embed_model *m, const sq_token_seqs *s, const sq_embed_opt
     int rc = -1;
     seq_ref *order = malloc((size_t)n * sizeof *order);
     int32_t *bids = malloc((size_t)o->batch * max_len * sizeof *bids);
+    int32_t *btypes = s->types ? malloc((size_t)o->batch * max_len * sizeof *btypes) : NULL;
     int *boff = malloc(((size_t)o->batch + 1) * sizeof *boff);
     float *hid = malloc((size_t)o->batch * max_len * H * sizeof *hid);
     float *pooled = malloc((size_t)o->batch * H * sizeof *pooled);
-    float *head_tmp = malloc((size_t)o->batch * H * sizeof *head_tmp);
+    const int NL = m->enc.cfg.num_labels;
+    float *head_tmp = malloc((size_t)o->batch * (H > NL ? H : NL) * sizeof *head_tmp);
     sq_workspace ws = {0};
-    if (!order || !bids || !boff || !hid || !pooled || !head_tmp) {
+    if (!order || !bids || !boff || !hid || !pooled || !head_tmp || (s->types && !btypes)) {
         sq_err_set(err, "out of memory for %lld sequences", (long long)n);
         goto out;
     }
@@ -183,9 +205,7 @@ int sq_encode_seqs(sq_embed_model *m, const sq_token_seqs *s, const sq_embed_opt
         int nb = (int)(n - b0 < o->batch ? n - b0 : o->batch);
         memset(pooled, 0, (size_t)nb * H * sizeof *pooled);
         finish_pooled(&m->enc, pooled, nb, o->normalize, head_tmp);
-        for (int k = 0; k < nb; k++)
-            memcpy(res->emb + (size_t)order[b0 + k].idx * H, pooled + (size_t)k * H,
-                   (size_t)H * sizeof(float));
+        keep_rows(m, res, order + b0, nb, pooled, head_tmp);
     }
     for (int64_t b0 = 0; b0 < n_run; b0 += o->batch) {
         int nb = (int)(n_run - b0 < o->batch ? n_run - b0 : o->batch);
@@ -193,17 +213,20 @@ int sq_encode_seqs(sq_embed_model *m, const sq_token_seqs *s, const sq_embed_opt
         for (int k = 0; k < nb; k++) {
             const seq_ref *r = &order[b0 + k];
             memcpy(bids + boff[k], s->ids + s->offsets[r->idx], (size_t)r->len * sizeof *bids);
+            if (btypes)
+                memcpy(btypes + boff[k], s->types + s->offsets[r->idx],
+                       (size_t)r->len * sizeof *btypes);
             boff[k + 1] = boff[k] + r->len;
         }
-        sq_batch batch = {.n_seq = nb, .offsets = boff, .ids = bids, .type_ids = NULL};
+        sq_batch batch = {.n_seq = nb, .offsets = boff, .ids = bids, .type_ids = btypes};
         if (sq_encoder_forward(&m->enc, &ws, &batch, hid, o->observer, err) != 0)
             goto out;
         if (res) {
             sq_pool(hid, boff, nb, H, o->pooling, false, pooled);
             finish_pooled(&m->enc, pooled, nb, o->normalize, head_tmp);
+            keep_rows(m, res, order + b0, nb, pooled, head_tmp);
             for (int k = 0; k < nb; k++) {
                 int64_t idx = order[b0 + k].idx;
-                memcpy(res->emb + (size_t)idx * H, pooled + (size_t)k * H, (size_t)H * sizeof(float));
                 if (res->hidden)
                     memcpy(res->hidden + (size_t)s->offsets[idx] * H, hid + (size_t)boff[k] * H,
                            (size_t)(boff[k + 1] - boff[k]) * H * sizeof(float));
@@ -216,6 +239,7 @@ int sq_encode_seqs(sq_embed_model *m, const sq_token_seqs *s, const sq_embed_opt
 out:
     free(order);
     free(bids);
+    free(btypes);
     free(boff);
     free(hid);
     free(pooled);

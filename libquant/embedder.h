@@ -18,6 +18,8 @@ typedef struct sq_token_seqs {
     int64_t n;
     int64_t *offsets; /* n + 1 */
     int32_t *ids;
+    int32_t *types;   /* token type of each id (pairs: 0 first segment, 1 second);
+                         NULL: all 0 */
     int64_t *source;  /* text index each sequence came from (n entries) */
 } sq_token_seqs;
 
@@ -50,6 +52,8 @@ typedef struct sq_embed_result {
     int64_t *offsets; /* [n + 1], token offsets per text (keep_tokens or keep_hidden) */
     int32_t *ids;     /* [offsets[n]] */
     float *hidden;    /* [offsets[n]][dim] */
+    float *logits;    /* [n][num_labels]: a sequence classifier's logits, filled by
+                         sq_encode_seqs when the caller allocates it */
 } sq_embed_result;
 
 /* Run every sequence through the encoder. res == NULL: run only (for an

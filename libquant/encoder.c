@@ -57,6 +57,13 @@ void sq_encoder_apply_head(const sq_encoder *enc, float *x, int n, float *tmp)
             x[i] = tanhf(tmp[i]);
 }
 
+void sq_encoder_apply_score(const sq_encoder *enc, const float *x, int n, float *logits)
+{
+    if (enc->cfg.num_labels <= 0 || n <= 0)
+        return;
+    sq_linear_forward(&enc->score, x, n, logits, NULL);
+}
+
 static float *alloc_floats(size_t n)
 {
     void *p = NULL;
@@ -295,6 +302,7 @@ void sq_encoder_free(sq_encoder *enc)
     }
     free(enc->layers);
     sq_linear_free(&enc->head);
+    sq_linear_free(&enc->score);
     if (!enc->borrowed) {
         free(enc->word_emb);
         free(enc->pos_emb);

@@ -58,11 +58,17 @@ typedef struct sq_encoder {
     float *emb_ln_g, *emb_ln_b; /* NULL without an embedding LayerNorm */
     sq_encoder_layer *layers;
     sq_linear head;   /* pooling head [H][H] (cfg.head != none), always f32 */
+    sq_linear score;  /* sequence classifier [num_labels][H] on the head's output
+                         (cfg.num_labels > 0), always f32 */
 } sq_encoder;
 
 /* The pooling head in place on n pooled rows: x = tanh(x W^T + b). tmp holds
  * n x H floats. No-op without a head. */
 void sq_encoder_apply_head(const sq_encoder *enc, float *x, int n, float *tmp);
+
+/* A sequence classifier's logits of n pooled rows (after the head):
+ * logits [n][num_labels] = x W^T + b. No-op without a classifier. */
+void sq_encoder_apply_score(const sq_encoder *enc, const float *x, int n, float *logits);
 
 /* Called with the rows feeding a linear (all rows are real tokens), from
  * outside any parallel region. The FFN_DOWN input is the GELU output.

@@ -277,6 +277,16 @@ int sq_sqm_load_encoder(const sq_container *c, sq_encoder *enc, sq_sqm_info *inf
             !(hd->b = (float *)need_finite(c, "head.bias", false, err)))
             goto fail;
     }
+    if (cfg->num_labels > 0) {
+        sq_linear *sc = &enc->score;
+        sc->in = H;
+        sc->out = cfg->num_labels;
+        sc->qtype = SQ_QT_F32;
+        sc->borrowed = true;
+        if (!(sc->w = (float *)need_finite(c, "score.weight", false, err)) ||
+            !(sc->b = (float *)need_finite(c, "score.bias", false, err)))
+            goto fail;
+    }
     enc->layers = calloc((size_t)cfg->layers, sizeof *enc->layers);
     if (!enc->layers) {
         sq_err_set(err, "out of memory");
@@ -304,4 +314,56 @@ int sq_sqm_load_encoder(const sq_container *c, sq_encoder *enc, sq_sqm_info *inf
 fail:
     sq_encoder_free(enc);
     return -1;
+}
+
+int sq_sqm_labels(const sq_container *c, int n, char ***labels, sq_err *err)
+{
+    *labels = NULL;
+    yt_doc *doc = yt_parse_buffer(c->metadata, c->metadata_len, c->path, err);
+    if (!doc)
+        return -1;
+    const yt_node *seq = yt_get(yt_root(doc), "labels");
+    char **l = NULL;
+    int rc = -1;
+    if (!seq) {
+        sq_err_set(err, "%s: metadata lacks 'labels' (the %d class names of the classifier)",
+                   c->path, n);
+        goto out;
+    }
+    if (yt_expect(seq, YT_SEQUENCE, "labels", err) != 0)
+        goto out;
+    if (yt_len(seq) != (size_t)n) {
+        yt_error(seq, err, "labels has %zu names, config.num_labels is %d", yt_len(seq), n);
+        goto out;
+    }
+    if (!(l = calloc((size_t)n, sizeof *l))) {
+        sq_err_set(err, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < n; i++) {
+        const char *s;
+        if (yt_as_string(yt_at(seq, (size_t)i), "a label", &s, err) != 0)
+            goto out;
+        size_t len = strlen(s);
+        if (len == 0 || len > 256) {
+            yt_error(yt_at(seq, (size_t)i), err, "label %d must have 1..256 bytes", i);
+            goto out;
+        }
+        for (int j = 0; j < i; j++)
+            if (strcmp(l[j], s) == 0) {
+                yt_error(yt_at(seq, (size_t)i), err, "label \"%s\" appears twice", s);
+                goto out;
+            }
+        if (!(l[i] = strdup(s))) {
+            sq_err_set(err, "out of memory");
+            goto out;
+        }
+    }
+    *labels = l;
+    l = NULL;
+    rc = 0;
+out:
+    sq_labels_free(l, n);
+    yt_free(doc);
+    return rc;
 }

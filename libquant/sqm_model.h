@@ -34,4 +34,9 @@ int sq_sqm_read_meta(const sq_container *c, struct sq_sqm_schema_ctx *ctx, sq_sq
  * the schema (sq_sqm_check_schema), then the values. */
 int sq_sqm_load_encoder(const sq_container *c, sq_encoder *enc, sq_sqm_info *info, sq_err *err);
 
+/* A sequence classifier's class names: metadata `labels`, n of them (n =
+ * config.num_labels), unique, 1..256 bytes; labels[n] malloc'd, freed with
+ * sq_labels_free (hf_config.h). */
+int sq_sqm_labels(const sq_container *c, int n, char ***labels, sq_err *err);
+
 #endif

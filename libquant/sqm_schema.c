@@ -36,6 +36,10 @@ const sq_sqm_tensor_rule sq_sqm_tensor_rules[] = {
      "pooling head W[out][in]"},
     {"head.bias", M, SQ_DTR_F32, SQ_SHR_H, SQ_WHEN_HEAD, false, NEVER, "head.weight",
      "pooling head bias"},
+    {"score.weight", M, SQ_DTR_F32, SQ_SHR_L_H, SQ_WHEN_SCORE, false, NEVER, "score.bias",
+     "sequence classifier W[label][H] on the head's output (6.9)"},
+    {"score.bias", M, SQ_DTR_F32, SQ_SHR_L, SQ_WHEN_SCORE, false, NEVER, "score.weight",
+     "sequence classifier bias"},
     {"layer.%d.ln_attn.gamma", LY, SQ_DTR_F32, SQ_SHR_LN_ATTN, SQ_WHEN_ALWAYS, false, NEVER, NULL,
      "attention LayerNorm (post-LN: after attention; pre-LN: before it)"},
     {"layer.%d.ln_attn.beta", LY, SQ_DTR_F32, SQ_SHR_LN_ATTN, SQ_WHEN_ALWAYS, false, NEVER, NULL,
@@ -110,6 +114,12 @@ const sq_sqm_meta_rule sq_sqm_meta_rules[] = {
     {"config.positions", NULL, SQ_MT_STRING, false, "learned", "learned | sinusoidal", L},
     {"config.embedding_layernorm", NULL, SQ_MT_BOOL, false, "true", "true | false", L},
     {"config.pooling_head", NULL, SQ_MT_STRING, false, "none", "none | tanh | identity", L},
+    {"config.num_labels", NULL, SQ_MT_INT, false, "0",
+     "0 (an embedding model) .. 1024: a sequence classifier's logits", L},
+    {"config.score_activation", NULL, SQ_MT_STRING, false, "identity",
+     "identity | sigmoid | tanh | softmax (num_labels > 0)", L},
+    {"labels", NULL, SQ_MT_STRING_LIST, false, NULL,
+     "num_labels class names (num_labels > 0), unique, 1..256 bytes", L},
     {"pooling", NULL, SQ_MT_STRING, true, NULL, "cls | mean", L},
     {"normalize", NULL, SQ_MT_BOOL, true, NULL, "true | false", L},
     {"max_seq", NULL, SQ_MT_INT, true, NULL, "3 .. config.max_positions", L},
@@ -169,6 +179,7 @@ static bool when_holds(sq_sqm_when w, const sq_sqm_schema_ctx *ctx, sq_qtype lin
     case SQ_WHEN_TYPE_VOCAB: return ctx->cfg.type_vocab > 0;
     case SQ_WHEN_EMB_LN: return ctx->cfg.emb_ln;
     case SQ_WHEN_HEAD: return ctx->cfg.head != SQ_HEAD_NONE;
+    case SQ_WHEN_SCORE: return ctx->cfg.num_labels > 0;
     case SQ_WHEN_LINEAR: return true; /* the caller knows the linear exists */
     case SQ_WHEN_PACKED: return lin_qt != SQ_QT_F32;
     case SQ_WHEN_ACT_ZERO: return lin_qt != SQ_QT_F32 && t && t->act_zero;
@@ -250,6 +261,8 @@ int sq_sqm_expect_tensor(const sq_sqm_tensor_rule *r, const sq_sqm_schema_ctx *c
     case SQ_SHR_E: set_dims(ex, 1, E, 0); break;
     case SQ_SHR_H_H: set_dims(ex, 2, H, H); break;
     case SQ_SHR_H: set_dims(ex, 1, H, 0); break;
+    case SQ_SHR_L_H: set_dims(ex, 2, (uint64_t)c->num_labels, H); break;
+    case SQ_SHR_L: set_dims(ex, 1, (uint64_t)c->num_labels, 0); break;
     case SQ_SHR_LN_ATTN: set_dims(ex, 1, (uint64_t)sq_ln_attn_dim(c, l), 0); break;
     case SQ_SHR_N_K: set_dims(ex, 2, (uint64_t)N, (uint64_t)K); break;
     case SQ_SHR_N: set_dims(ex, 1, (uint64_t)N, 0); break;

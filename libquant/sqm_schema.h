@@ -37,6 +37,7 @@ typedef enum sq_sqm_when {
     SQ_WHEN_TYPE_VOCAB, /* config.type_vocab > 0 */
     SQ_WHEN_EMB_LN,     /* config.embedding_layernorm */
     SQ_WHEN_HEAD,       /* config.pooling_head: tanh */
+    SQ_WHEN_SCORE,      /* config.num_labels > 0 (a sequence classifier) */
     SQ_WHEN_LINEAR,     /* the layer has the linear (res: only where in(l) != H) */
     SQ_WHEN_PACKED,     /* ... and its weight is packed (int8 / int4) */
     SQ_WHEN_ACT_ZERO,   /* ... packed, of a type with an activation zero point (int8) */
@@ -64,6 +65,8 @@ typedef enum sq_sqm_shape_rule {
     SQ_SHR_E,          /* [E] */
     SQ_SHR_H_H,        /* [H, H] */
     SQ_SHR_H,          /* [H] */
+    SQ_SHR_L_H,        /* [num_labels, H] */
+    SQ_SHR_L,          /* [num_labels] */
     SQ_SHR_LN_ATTN,    /* [D_attn(l)]: in(l) pre-LN, H post-LN */
     SQ_SHR_N_K,        /* [N, K] */
     SQ_SHR_N,          /* [N] */
@@ -105,6 +108,8 @@ enum sq_sqm_row {
     SQ_ROW_EMB_LN_BETA,
     SQ_ROW_HEAD_WEIGHT,
     SQ_ROW_HEAD_BIAS,
+    SQ_ROW_SCORE_WEIGHT,
+    SQ_ROW_SCORE_BIAS,
     SQ_ROW_LN_ATTN_GAMMA,
     SQ_ROW_LN_ATTN_BETA,
     SQ_ROW_LN_FFN_GAMMA,
@@ -197,6 +202,7 @@ typedef enum sq_sqm_meta_type {
     SQ_MT_ID,      /* integer or null (-1 / null / absent: none) */
     SQ_MT_MAPPING,
     SQ_MT_INT_LIST,
+    SQ_MT_STRING_LIST,
 } sq_sqm_meta_type;
 
 typedef enum sq_sqm_meta_reader {

@@ -160,12 +160,13 @@ class TorchBert(nn.Module):
         with torch.no_grad():
             param.copy_(t)
 
-    def forward(self, ids, mask):
-        """ids, mask: int64 [B, S] (mask 1 = real token). Returns [B, S, H];
-        rows at padding positions are unspecified."""
+    def forward(self, ids, mask, types=None):
+        """ids, mask, types: int64 [B, S] (mask 1 = real token; types None:
+        all 0). Returns [B, S, H]; rows at padding positions are unspecified."""
         S = ids.shape[1]
         pos = torch.arange(S, dtype=torch.long).unsqueeze(0)
-        x = self.word(ids) + self.pos(pos) + self.tok_type(torch.zeros_like(ids))
+        tt = torch.zeros_like(ids) if types is None else types
+        x = self.word(ids) + self.pos(pos) + self.tok_type(tt)
         x = self.ln(x)
         pad = mask == 0  # True = ignore this key
         for L in self.layers:
