@@ -58,6 +58,7 @@ void sq_calib_stats_free(sq_calib_stats *st)
     free_digests(st->corpus_files, st->n_corpus_files);
     free(st->corpus_format);
     free(st->corpus_field);
+    free(st->corpus_pair_field);
     free(st->qasper_parts);
     free(st->date);
     memset(st, 0, sizeof *st);

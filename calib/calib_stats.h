@@ -33,6 +33,7 @@ typedef struct sq_calib_stats {
     int n_corpus_files;
     bool corpus_bundled;
     char *corpus_format, *corpus_field, *qasper_parts; /* may be NULL */
+    char *corpus_pair_field; /* samples were text pairs (cross-encoders); may be NULL */
     uint64_t samples_requested, seed;
     int max_seq;
     bool windows;

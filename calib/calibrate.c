@@ -5,6 +5,7 @@
 
 #include "embedder.h"
 #include "file_hash.h"
+#include "seq_classify.h"
 
 static int record_provenance(sq_embed_model *m, const char *model_arg, const sq_calibrate_opts *o,
                              const sq_corpus_samples *smp, sq_calib_stats *st, sq_err *err)
@@ -20,7 +21,10 @@ static int record_provenance(sq_embed_model *m, const char *model_arg, const sq_
     if (!st->model_source || !st->corpus_files)
         return sq_err_set(err, "out of memory");
     for (size_t i = 0; i < smp->n_files; i++) {
-        st->corpus_files[i].name = strdup(o->n_corpus ? smp->files[i].path : "(bundled) qasper-calib.jsonl.zst");
+        st->corpus_files[i].name =
+            strdup(o->n_corpus ? smp->files[i].path
+                   : o->corpus_opts.pair_field ? "(bundled) " SQ_BUNDLED_PAIR_CORPUS
+                                               : "(bundled) " SQ_BUNDLED_CORPUS);
         st->corpus_files[i].size = smp->files[i].size;
         st->corpus_files[i].xxh64 = smp->files[i].xxh64;
         st->n_corpus_files++;
@@ -28,6 +32,7 @@ static int record_provenance(sq_embed_model *m, const char *model_arg, const sq_
     st->corpus_bundled = o->n_corpus == 0;
     st->corpus_format = strdup(sq_corpus_format_name(o->corpus_opts.format));
     st->corpus_field = o->corpus_opts.field ? strdup(o->corpus_opts.field) : NULL;
+    st->corpus_pair_field = o->corpus_opts.pair_field ? strdup(o->corpus_opts.pair_field) : NULL;
     st->qasper_parts = o->corpus_opts.qasper_parts ? strdup(o->corpus_opts.qasper_parts) : NULL;
     st->samples_requested = o->samples;
     st->seed = o->seed;
@@ -38,6 +43,47 @@ static int record_provenance(sq_embed_model *m, const char *model_arg, const sq_
     return 0;
 }
 
+/* The samples as the encoder sees them: text pairs (a NUL b, from a pair
+ * field) as [CLS] a [SEP] b [SEP] with token types, else single texts. */
+static int tokenize_samples(const sq_embed_model *m, const sq_corpus_samples *smp, bool pairs,
+                            int max_seq, bool windows, sq_token_seqs *seqs, sq_err *err)
+{
+    if (!pairs)
+        return sq_tokenize_texts(m, (const char *const *)smp->text, smp->len,
+                                 (int64_t)smp->count, max_seq, windows, seqs, err);
+    if (windows)
+        return sq_err_set(err, "text pairs are truncated, not split into windows");
+    const char **b = malloc((smp->count ? smp->count : 1) * sizeof *b);
+    size_t *na = malloc((smp->count ? smp->count : 1) * sizeof *na);
+    size_t *nb = malloc((smp->count ? smp->count : 1) * sizeof *nb);
+    int rc = -1;
+    if (!b || !na || !nb) {
+        sq_err_set(err, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < smp->count; i++)
+        if (!sq_corpus_split_pair(smp->text[i], smp->len[i], &na[i], &b[i], &nb[i])) {
+            sq_err_set(err, "sample %zu is not a text pair", i);
+            goto out;
+        }
+    rc = sq_tokenize_pairs(m, (const char *const *)smp->text, na, b, nb, (int64_t)smp->count,
+                           max_seq, seqs, err);
+out:
+    free(b);
+    free(na);
+    free(nb);
+    return rc;
+}
+
+void sq_calibrate_pick_corpus(const sq_embed_model *m, sq_calibrate_opts *o)
+{
+    if (o->n_corpus == 0 && sq_model_is_classifier(m)) {
+        o->corpus_opts.field = "query";
+        o->corpus_opts.pair_field = "document";
+        o->corpus_opts.format = SQ_CORPUS_JSONL;
+    }
+}
+
 int sq_calibrate(sq_embed_model *m, const char *model_arg, const sq_calibrate_opts *o,
                  sq_calib_stats *st, sq_err *err)
 {
@@ -45,9 +91,10 @@ int sq_calibrate(sq_embed_model *m, const char *model_arg, const sq_calibrate_op
         return sq_err_set(err, "%s is a packed model: calibrate the fp32 checkpoint it came from",
                           model_arg);
     if (!o->n_corpus && !o->bundled_corpus)
-        return sq_err_set(err, "the bundled calibration corpus (qasper-calib.jsonl.zst) is not installed "
+        return sq_err_set(err, "the bundled calibration corpus (%s) is not installed "
                               "next to the squint executable (share/squint) and SQUINT_DATA "
-                              "does not point to it: pass the corpus explicitly");
+                              "does not point to it: pass the corpus explicitly",
+                          o->corpus_opts.pair_field ? SQ_BUNDLED_PAIR_CORPUS : SQ_BUNDLED_CORPUS);
     const char *bundled[1] = {o->bundled_corpus};
     const char *const *paths = o->n_corpus ? o->corpus : bundled;
     size_t n_paths = o->n_corpus ? o->n_corpus : 1;
@@ -60,8 +107,8 @@ int sq_calibrate(sq_embed_model *m, const char *model_arg, const sq_calibrate_op
         goto out;
     if (record_provenance(m, model_arg, o, &smp, st, err) != 0)
         goto fail;
-    if (sq_tokenize_texts(m, (const char *const *)smp.text, smp.len, (int64_t)smp.count,
-                          o->max_seq, o->windows, &seqs, err) != 0)
+    if (tokenize_samples(m, &smp, o->corpus_opts.pair_field != NULL, o->max_seq, o->windows,
+                         &seqs, err) != 0)
         goto fail;
     st->n_texts = smp.count;
     st->n_sequences = (uint64_t)seqs.n;
@@ -102,9 +149,10 @@ int sq_calib_replay(sq_embed_model *m, const sq_calib_stats *st, const char *bun
             const char *p = st->corpus_bundled ? bundled_corpus : f->name;
             if (!p) {
                 free(paths);
-                return sq_err_set(err, "the bundled calibration corpus (qasper-calib.jsonl.zst) is not installed "
+                return sq_err_set(err, "the bundled calibration corpus (%s) is not installed "
                               "next to the squint executable (share/squint) and SQUINT_DATA "
-                              "does not point to it: pass the corpus explicitly");
+                              "does not point to it: pass the corpus explicitly",
+                              st->corpus_pair_field ? SQ_BUNDLED_PAIR_CORPUS : SQ_BUNDLED_CORPUS);
             }
             uint64_t size, h;
             if (sq_hash_file(p, &size, &h, err) != 0 || size != f->size || h != f->xxh64) {
@@ -121,6 +169,7 @@ int sq_calib_replay(sq_embed_model *m, const sq_calib_stats *st, const char *bun
         return -1;
     }
     co.field = st->corpus_field;
+    co.pair_field = st->corpus_pair_field;
     co.qasper_parts = st->qasper_parts;
     sq_corpus_samples smp;
     int rc = sq_corpus_sample(paths, n_paths, &co, st->samples_requested, st->seed, &smp, err);
@@ -130,8 +179,8 @@ int sq_calib_replay(sq_embed_model *m, const sq_calib_stats *st, const char *bun
     sq_token_seqs seqs = {0};
     rc = -1;
     int max_seq = st->max_seq < m->enc.cfg.max_pos ? st->max_seq : m->enc.cfg.max_pos;
-    if (sq_tokenize_texts(m, (const char *const *)smp.text, smp.len, (int64_t)smp.count, max_seq,
-                          st->windows, &seqs, err) != 0)
+    if (tokenize_samples(m, &smp, st->corpus_pair_field != NULL, max_seq, st->windows, &seqs,
+                         err) != 0)
         goto out;
     if (max_sequences > 0 && seqs.n > max_sequences) {
         /* Keep the longest sequences: the run's batch order starts with them. */
@@ -161,7 +210,9 @@ int sq_calib_replay(sq_embed_model *m, const sq_calib_stats *st, const char *bun
         for (int64_t i = 0; i < max_sequences; i++)
             ntok += seqs.offsets[order[i] + 1] - seqs.offsets[order[i]];
         sub.ids = malloc((size_t)ntok * sizeof *sub.ids);
-        if (!sub.offsets || !sub.source || !sub.ids) {
+        if (seqs.types)
+            sub.types = malloc((size_t)ntok * sizeof *sub.types);
+        if (!sub.offsets || !sub.source || !sub.ids || (seqs.types && !sub.types)) {
             free(order);
             sq_token_seqs_free(&sub);
             sq_err_set(err, "out of memory");
@@ -171,6 +222,9 @@ int sq_calib_replay(sq_embed_model *m, const sq_calib_stats *st, const char *bun
         for (int64_t i = 0; i < max_sequences; i++) {
             int64_t v = order[i], L = seqs.offsets[v + 1] - seqs.offsets[v];
             memcpy(sub.ids + sub.offsets[i], seqs.ids + seqs.offsets[v], (size_t)L * sizeof(int32_t));
+            if (sub.types)
+                memcpy(sub.types + sub.offsets[i], seqs.types + seqs.offsets[v],
+                       (size_t)L * sizeof(int32_t));
             sub.offsets[i + 1] = sub.offsets[i] + L;
             sub.source[i] = seqs.source[v];
         }

@@ -8,10 +8,16 @@
 #include "corpus.h"
 #include "embed_model.h"
 
+/* The bundled corpora (calib/data): texts, and query/document pairs for
+ * cross-encoders (JSONL fields "query" and "document"). */
+#define SQ_BUNDLED_CORPUS "qasper-calib.jsonl.zst"
+#define SQ_BUNDLED_PAIR_CORPUS "qasper-pairs.jsonl.zst"
+
 typedef struct sq_calibrate_opts {
     const char *const *corpus;  /* corpus files; n_corpus == 0: the bundled corpus */
     size_t n_corpus;
-    const char *bundled_corpus; /* path of the bundled corpus */
+    const char *bundled_corpus; /* path of the bundled corpus (the pair corpus when
+                                   corpus_opts.pair_field is set) */
     sq_corpus_opts corpus_opts;
     uint64_t samples;           /* texts to draw; 0 = all */
     uint64_t seed;
@@ -22,6 +28,11 @@ typedef struct sq_calibrate_opts {
     void (*progress)(void *ctx, int64_t done, int64_t total);
     void *progress_ctx;
 } sq_calibrate_opts;
+
+/* A sequence classifier (a cross-encoder) calibrated without a corpus of
+ * its own reads the bundled pair corpus: set o's fields for it (query,
+ * document). No-op otherwise. */
+void sq_calibrate_pick_corpus(const sq_embed_model *m, sq_calibrate_opts *o);
 
 /* model_arg is recorded as the model source; m->ckpt.dir is hashed. */
 int sq_calibrate(sq_embed_model *m, const char *model_arg, const sq_calibrate_opts *o,

@@ -19,6 +19,7 @@
 struct sq_corpus {
     sq_corpus_format format;
     char *field;       /* NULL: "text", and QASPER JSONL may be auto-detected */
+    char *pair_field;  /* NULL: single texts; else pairs (JSONL only) */
     unsigned parts;
     size_t max_line;
     size_t n_files;
@@ -47,6 +48,17 @@ int sq_corpus_parse_format(const char *name, sq_corpus_format *out, sq_err *err)
         }
     return sq_err_set(err, "unknown corpus format \"%s\" (expected auto, text, jsonl or qasper)",
                       name);
+}
+
+bool sq_corpus_split_pair(const char *s, size_t n, size_t *na, const char **b, size_t *nb)
+{
+    const char *z = memchr(s, 0, n);
+    if (!z)
+        return false;
+    *na = (size_t)(z - s);
+    *b = z + 1;
+    *nb = n - *na - 1;
+    return true;
 }
 
 int sq_qasper_parts_parse(const char *list, unsigned *mask, sq_err *err)
@@ -110,13 +122,22 @@ sq_corpus *sq_corpus_open_many(const char *const *paths, size_t n_paths, const s
                    "e.g. \"text\" or \"doc.body\")", o->field);
         return NULL;
     }
+    if (o->pair_field && !valid_field_path(o->pair_field)) {
+        sq_err_set(err, "invalid JSON pair field path \"%s\"", o->pair_field);
+        return NULL;
+    }
+    if (o->pair_field && o->format != SQ_CORPUS_AUTO && o->format != SQ_CORPUS_JSONL) {
+        sq_err_set(err, "text pairs (a pair field) are read from JSONL corpora only");
+        return NULL;
+    }
     unsigned parts;
     if (sq_qasper_parts_parse(o->qasper_parts ? o->qasper_parts : SQ_QASPER_DEFAULT_PARTS, &parts,
                               err) != 0)
         return NULL;
     sq_corpus *c = calloc(1, sizeof *c);
     if (!c || !(c->files = calloc(n_paths, sizeof *c->files)) ||
-        (o->field && !(c->field = strdup(o->field)))) {
+        (o->field && !(c->field = strdup(o->field))) ||
+        (o->pair_field && !(c->pair_field = strdup(o->pair_field)))) {
         sq_err_set(err, "out of memory");
         sq_corpus_close(c);
         return NULL;
@@ -157,7 +178,7 @@ static const char *extension(const char *name)
 static int sniff_jsonl(sq_corpus *c, sq_corpus_format *fmt, sq_err *err)
 {
     *fmt = SQ_CORPUS_JSONL;
-    if (c->field)
+    if (c->field || c->pair_field)
         return 0;
     const char *line;
     size_t n;
@@ -190,12 +211,16 @@ static int open_member(sq_corpus *c, const char *member, const char *display, sq
             fmt = is_json ? SQ_CORPUS_QASPER : SQ_CORPUS_TEXT;
         }
     }
+    if (c->pair_field && fmt != SQ_CORPUS_JSONL)
+        return sq_err_set(err, "%s: text pairs (a pair field) are read from JSONL only, and this "
+                               "member is not .jsonl",
+                          display);
     switch (fmt) {
     case SQ_CORPUS_TEXT:
         c->rd = sq_corpus_text_reader(&c->ls, err);
         break;
     case SQ_CORPUS_JSONL:
-        c->rd = sq_corpus_jsonl_reader(&c->ls, c->field, err);
+        c->rd = sq_corpus_jsonl_reader(&c->ls, c->field, c->pair_field, err);
         break;
     default:
         c->rd = sq_corpus_qasper_reader(&c->ls, c->parts, is_json, err);
@@ -275,5 +300,6 @@ void sq_corpus_close(sq_corpus *c)
         free(c->files[i].path);
     free(c->files);
     free(c->field);
+    free(c->pair_field);
     free(c);
 }

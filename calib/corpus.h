@@ -38,6 +38,7 @@
 #ifndef SQ_CORPUS_H
 #define SQ_CORPUS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -69,6 +70,11 @@ enum {
 typedef struct sq_corpus_opts {
     sq_corpus_format format; /* AUTO by default (zeroed struct) */
     const char *field;       /* jsonl: dotted field path; NULL = "text" */
+    /* jsonl: a second dotted field path: each sample is a pair (a text pair
+     * for a cross-encoder), returned as field's text, one NUL byte, then
+     * pair_field's text (NUL never occurs in a text: it is refused), skipped
+     * when either text is blank. Other formats refuse it. */
+    const char *pair_field;
     const char *qasper_parts;/* qasper: comma list; NULL = SQ_QASPER_DEFAULT_PARTS */
     size_t max_line;         /* longest line in bytes; 0 = 16 MiB */
 } sq_corpus_opts;
@@ -83,6 +89,10 @@ typedef struct sq_corpus_file_info {
 } sq_corpus_file_info;
 
 typedef struct sq_corpus sq_corpus;
+
+/* Split a pair sample (sq_corpus_opts.pair_field) at its NUL: *b and *nb
+ * get the second text, *na the first's length. False when s has no NUL. */
+bool sq_corpus_split_pair(const char *s, size_t n, size_t *na, const char **b, size_t *nb);
 
 /* "auto", "text", "jsonl" or "qasper" -> format. */
 int sq_corpus_parse_format(const char *name, sq_corpus_format *out, sq_err *err);

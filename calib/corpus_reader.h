@@ -22,7 +22,9 @@ struct sq_corpus_reader {
 
 /* Readers borrow the line source; it must outlive them. */
 sq_corpus_reader *sq_corpus_text_reader(sq_line_source *ls, sq_err *err);
-sq_corpus_reader *sq_corpus_jsonl_reader(sq_line_source *ls, const char *field, sq_err *err);
+/* pair_field NULL: single texts; else pairs (sq_corpus_opts.pair_field). */
+sq_corpus_reader *sq_corpus_jsonl_reader(sq_line_source *ls, const char *field,
+                                         const char *pair_field, sq_err *err);
 /* document: the stream is one original-schema JSON document (else JSONL). */
 sq_corpus_reader *sq_corpus_qasper_reader(sq_line_source *ls, unsigned parts, int document,
                                           sq_err *err);

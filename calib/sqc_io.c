@@ -56,6 +56,8 @@ static char *build_metadata(const sq_calib_stats *st)
     sq_sb_printf(&sb, "corpus:\n  bundled: %s\n", st->corpus_bundled ? "true" : "false");
     yaml_opt_str(&sb, "format", st->corpus_format);
     yaml_opt_str(&sb, "field", st->corpus_field);
+    if (st->corpus_pair_field) /* absent for single-text corpora: their files stay as they were */
+        yaml_opt_str(&sb, "pair_field", st->corpus_pair_field);
     yaml_opt_str(&sb, "qasper_parts", st->qasper_parts);
     sq_sb_printf(&sb, "  files:");
     yaml_digests(&sb, "    ", st->corpus_files, st->n_corpus_files);
@@ -270,6 +272,8 @@ static int parse_metadata(const sq_container *c, sq_calib_stats *st, sq_bert_con
         st->corpus_format = dup_or_null(yt_scalar(n));
     if ((n = yt_get(corpus, "field")) && !yt_is_null(n))
         st->corpus_field = dup_or_null(yt_scalar(n));
+    if ((n = yt_get(corpus, "pair_field")) && !yt_is_null(n))
+        st->corpus_pair_field = dup_or_null(yt_scalar(n));
     if ((n = yt_get(corpus, "qasper_parts")) && !yt_is_null(n))
         st->qasper_parts = dup_or_null(yt_scalar(n));
     int64_t x;

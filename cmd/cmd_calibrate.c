@@ -23,9 +23,13 @@ static const char *const help =
     "options:\n"
     "  -o, --output FILE     the statistics file to write (required)\n"
     "  --corpus FILE         corpus file (repeatable): text, JSONL, QASPER, or any of them\n"
-    "                        in .tar/.tar.gz/.zip/.zst/.gz (default: the bundled QASPER subset)\n"
+    "                        in .tar/.tar.gz/.zip/.zst/.gz (default: the bundled QASPER subset;\n"
+    "                        for a cross-encoder, its bundled question/evidence pairs)\n"
     "  --format F            auto|text|jsonl|qasper (default auto, by file name)\n"
     "  --field PATH          JSONL field holding the text (dotted path; default text)\n"
+    "  --pair-field PATH     JSONL field holding a second text: samples are text pairs\n"
+    "                        (field, pair-field), read as a cross-encoder reads query and\n"
+    "                        document\n"
     "  --qasper-parts LIST   QASPER parts: title,abstract,paragraphs,questions,evidence\n"
     "  --samples N           texts drawn from the corpus (default 256; 0 = all)\n"
     "  --seed S              sampling seed (default 0)\n"
@@ -44,6 +48,7 @@ static const char *const help =
     "examples:\n"
     "  squint calibrate bge-small/ -o bge-small.sqc\n"
     "  squint calibrate bge-small/ --corpus qasper.jsonl --samples 100 --max-seq 512 -o a.sqc\n"
+    "  squint calibrate reranker/ --corpus pairs.jsonl --field query --pair-field passage -o r.sqc\n"
     "  squint calibrate --merge a.sqc b.sqc -o ab.sqc\n";
 
 static int run_merge(char **files, int n, const char *out)
@@ -79,10 +84,11 @@ static int run_merge(char **files, int n, const char *out)
 int cmd_calibrate(int argc, char **argv)
 {
     enum { O_CORPUS = 256, O_FORMAT, O_FIELD, O_PARTS, O_SAMPLES, O_SEED, O_MAXSEQ, O_WINDOW,
-           O_BATCH, O_OBS, O_QUIET, O_MERGE };
+           O_BATCH, O_OBS, O_QUIET, O_MERGE, O_PAIR };
     static const struct option opts[] = {
         {"output", required_argument, 0, 'o'},   {"corpus", required_argument, 0, O_CORPUS},
         {"format", required_argument, 0, O_FORMAT}, {"field", required_argument, 0, O_FIELD},
+        {"pair-field", required_argument, 0, O_PAIR},
         {"qasper-parts", required_argument, 0, O_PARTS}, {"samples", required_argument, 0, O_SAMPLES},
         {"seed", required_argument, 0, O_SEED}, {"max-seq", required_argument, 0, O_MAXSEQ},
         {"window", no_argument, 0, O_WINDOW},   {"batch", required_argument, 0, O_BATCH},
@@ -110,6 +116,7 @@ int cmd_calibrate(int argc, char **argv)
             }
             break;
         case O_FIELD: o.corpus_opts.field = optarg; break;
+        case O_PAIR: o.corpus_opts.pair_field = optarg; break;
         case O_PARTS: {
             unsigned mask;
             if (sq_qasper_parts_parse(optarg, &mask, &err) != 0) {
@@ -185,7 +192,6 @@ int cmd_calibrate(int argc, char **argv)
     }
     const char *model_arg = argv[optind];
     char bundled_buf[4096];
-    o.bundled_corpus = cli_bundled_corpus(bundled_buf, sizeof bundled_buf);
     o.corpus = corpus;
     o.n_corpus = n_corpus;
     sq_embed_model m;
@@ -193,6 +199,14 @@ int cmd_calibrate(int argc, char **argv)
         rc = cli_fail("calibrate", &err);
         goto done;
     }
+    if (o.corpus_opts.pair_field && n_corpus == 0) {
+        sq_embed_model_close(&m);
+        rc = cli_usage_error("calibrate", "--pair-field needs --corpus");
+        goto done;
+    }
+    sq_calibrate_pick_corpus(&m, &o);
+    o.bundled_corpus = cli_bundled_corpus(o.corpus_opts.pair_field != NULL, bundled_buf,
+                                          sizeof bundled_buf);
     if (o.max_seq == 0)
         o.max_seq = m.max_seq;
     if (o.max_seq > m.enc.cfg.max_pos) {

@@ -120,6 +120,11 @@ int cmd_embed(int argc, char **argv)
         sq_text_stream_close(&in);
         return cli_fail("embed", &err);
     }
+    if (sq_embed_model_require_embeddings(&m, argv[optind], &err) != 0) {
+        sq_embed_model_close(&m);
+        sq_text_stream_close(&in);
+        return cli_fail("embed", &err);
+    }
     int rc = SQ_EXIT_OK;
     if (max_seq > m.enc.cfg.max_pos) {
         fprintf(stderr, "squint embed: error: --max-seq %ld exceeds the model's %d positions\n",

@@ -143,7 +143,7 @@ int cmd_quantize(int argc, char **argv)
     sq_threads_init((int)threads);
     const char *model_arg = argv[optind];
     char bundled_buf[4096];
-    const char *bundled = cli_bundled_corpus(bundled_buf, sizeof bundled_buf);
+    const char *bundled = NULL;
     sq_err err = {0};
     sq_recipe recipe;
     if ((recipe_path ? sq_recipe_load_file(recipe_path, &recipe, &err)
@@ -167,10 +167,16 @@ int cmd_quantize(int argc, char **argv)
         if (sq_calib_stats_load(calib, &st, &err) != 0)
             goto fail;
         have_st = 1;
+        bundled = cli_bundled_corpus(st.corpus_pair_field != NULL, bundled_buf,
+                                     sizeof bundled_buf);
     } else if (!dry) {
-        fprintf(stderr, "squint quantize: no --calib: calibrating on the bundled corpus (256 samples)\n");
-        sq_calibrate_opts co = {.samples = 256, .batch = 16, .max_seq = m.max_seq,
-                                .bundled_corpus = bundled};
+        sq_calibrate_opts co = {.samples = 256, .batch = 16, .max_seq = m.max_seq};
+        sq_calibrate_pick_corpus(&m, &co);
+        bundled = co.bundled_corpus = cli_bundled_corpus(co.corpus_opts.pair_field != NULL,
+                                                         bundled_buf, sizeof bundled_buf);
+        fprintf(stderr, "squint quantize: no --calib: calibrating on the bundled corpus%s "
+                        "(256 samples)\n",
+                co.corpus_opts.pair_field ? " of query/document pairs" : "");
         sq_scale_params_default(&co.scale, SQ_CALIB_PERCENTILE);
         if (sq_calibrate(&m, model_arg, &co, &st, &err) != 0)
             goto fail;

@@ -167,6 +167,8 @@ int cmd_train_head(int argc, char **argv)
     if (sq_embed_model_open(model_arg, &m, &err) != 0)
         goto fail;
     model_open = true;
+    if (sq_embed_model_require_embeddings(&m, model_arg, &err) != 0)
+        goto fail;
     const int D = m.enc.cfg.hidden;
     X = malloc((size_t)rows * D * sizeof *X);
     y = malloc((size_t)rows * sizeof *y);

@@ -1,5 +1,7 @@
 #include "data_dir.h"
 
+#include "calibrate.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,13 +65,15 @@ int sq_data_file(const char *name, char *out, size_t cap, sq_err *err)
                       nt > 2 ? ", " : "", nt > 2 ? tried[2] : "");
 }
 
-const char *cli_bundled_corpus(char *buf, size_t cap)
+const char *cli_bundled_corpus(bool pairs, char *buf, size_t cap)
 {
-    const char *env = getenv("SQUINT_BUNDLED_CORPUS");
+    const char *env = getenv(pairs ? "SQUINT_BUNDLED_PAIR_CORPUS" : "SQUINT_BUNDLED_CORPUS");
     if (env && *env) {
         snprintf(buf, cap, "%s", env);
         return buf;
     }
     sq_err err = {0};
-    return sq_data_file("qasper-calib.jsonl.zst", buf, cap, &err) == 0 ? buf : NULL;
+    return sq_data_file(pairs ? SQ_BUNDLED_PAIR_CORPUS : SQ_BUNDLED_CORPUS, buf, cap, &err) == 0
+               ? buf
+               : NULL;
 }

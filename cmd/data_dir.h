@@ -10,6 +10,7 @@
 #ifndef SQ_DATA_DIR_H
 #define SQ_DATA_DIR_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "sq_error.h"
@@ -19,8 +20,10 @@
 int sq_data_file(const char *name, char *out, size_t cap, sq_err *err);
 
 /* The bundled calibration corpus: $SQUINT_BUNDLED_CORPUS (a file), else
- * sq_data_file("qasper-calib.jsonl.zst"). Returns buf, or NULL when it is
- * nowhere (calibration then says so when, and only when, it needs it). */
-const char *cli_bundled_corpus(char *buf, size_t cap);
+ * sq_data_file("qasper-calib.jsonl.zst"); with pairs, the query/document
+ * pair corpus: $SQUINT_BUNDLED_PAIR_CORPUS, else "qasper-pairs.jsonl.zst".
+ * Returns buf, or NULL when it is nowhere (calibration then says so when,
+ * and only when, it needs it). */
+const char *cli_bundled_corpus(bool pairs, char *buf, size_t cap);
 
 #endif

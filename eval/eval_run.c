@@ -50,6 +50,8 @@ int sq_eval_embed(const char *path, const sq_eval_embed_opts *eo, const sq_eval_
     if (sq_embed_model_open(path, &m, err) != 0)
         return -1;
     int rc = -1;
+    if (sq_embed_model_require_embeddings(&m, path, err) != 0)
+        goto done;
     if (eo->max_seq > m.enc.cfg.max_pos) {
         sq_err_set(err, "%s: max_seq %d exceeds the model's %d positions", path, eo->max_seq,
                    m.enc.cfg.max_pos);

@@ -173,3 +173,13 @@ void sq_embed_model_close(sq_embed_model *m)
     free(m->model_dir);
     memset(m, 0, sizeof *m);
 }
+
+int sq_embed_model_require_embeddings(const sq_embed_model *m, const char *arg, sq_err *err)
+{
+    if (m->enc.cfg.num_labels == 0)
+        return 0;
+    return sq_err_set(err, "%s is a sequence classifier (BertForSequenceClassification, %d "
+                           "label%s), not an embedding model: score query/document pairs with "
+                           "`squint rerank`",
+                      arg, m->enc.cfg.num_labels, m->enc.cfg.num_labels == 1 ? "" : "s");
+}

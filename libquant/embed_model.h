@@ -30,6 +30,11 @@ typedef struct sq_embed_model {
 int sq_embed_model_open(const char *arg, sq_embed_model *m, sq_err *err);
 void sq_embed_model_close(sq_embed_model *m);
 
+/* Commands that use sentence embeddings refuse a sequence classifier (a
+ * cross-encoder's pooled vector is no embedding): -1 with err naming arg and
+ * what to use instead. */
+int sq_embed_model_require_embeddings(const sq_embed_model *m, const char *arg, sq_err *err);
+
 /* Would `embed` run the open .sqm container c? The same loads as
  * sq_embed_model_open (encoder with every consistency check, tokenizer,
  * pooling), then freed; c stays open. 0, or -1 with err naming the file,

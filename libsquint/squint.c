@@ -80,6 +80,12 @@ squint_model *squint_model_open(const char *path, squint_error *err)
         free(h);
         return NULL;
     }
+    if (sq_embed_model_require_embeddings(&h->m, path, &e) != 0) {
+        sq_embed_model_close(&h->m);
+        fail(err, SQUINT_ERR_MODEL, e.msg);
+        free(h);
+        return NULL;
+    }
     ok(err);
     return h;
 }

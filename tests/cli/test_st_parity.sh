@@ -5,7 +5,7 @@
 # (modules.json "path": "0_Transformer") holds config, weights and
 # tokenizer, a square Dense module (Tanh / Identity) runs as in
 # sentence-transformers, a module squint cannot run is refused by name, and a
-# cross-encoder / classifier checkpoint is refused instead of embedded.
+# cross-encoder / classifier checkpoint is never embedded.
 # usage: test_st_parity.sh SQUINT GEN_FIXTURE
 set -uo pipefail
 SQ=$1 GEN=$2
@@ -113,15 +113,27 @@ json.dump(m, open(sys.argv[1], "w"))
 PY
 expect_error "another module type refused by name" "sentence_transformers.models.LayerNorm" "" -- "$SQ" embed "$W/other" --input "$W/in.txt"
 
-# 4. A cross-encoder is refused.
+# 4. A cross-encoder is never embedded: a checkpoint whose config says
+# BertForSequenceClassification but whose weights lack the classifier is
+# refused naming the tensor; a real one (the fixture's) is refused by
+# `embed` and scored by `rerank`; other task heads are refused by name.
 cp -r "$W/m" "$W/ce"
 /usr/bin/python3 - "$W/ce/config.json" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1])); c["architectures"] = ["BertForSequenceClassification"]; c["num_labels"] = 1
 json.dump(c, open(sys.argv[1], "w"))
 PY
-expect_error "cross-encoder refused" "BertForSequenceClassification" "" -- "$SQ" embed "$W/ce" --input "$W/in.txt"
-expect_error "cross-encoder not quantized" "cross-encoder" "$W/ce.sqm" -- "$SQ" quantize "$W/ce" -o "$W/ce.sqm"
+expect_error "classifier config without classifier weights refused" 'missing tensor "classifier.weight"' "" -- "$SQ" embed "$W/ce" --input "$W/in.txt"
+expect_error "a classifier without its weights is not quantized" 'classifier.weight' "$W/ce.sqm" -- "$SQ" quantize "$W/ce" -o "$W/ce.sqm"
+"$GEN" --cross-encoder 1 "$W/ce-real" >/dev/null
+expect_error "a cross-encoder is not embedded" "not an embedding model" "" -- "$SQ" embed "$W/ce-real" --input "$W/in.txt"
+cp -r "$W/m" "$W/tok"
+/usr/bin/python3 - "$W/tok/config.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1])); c["architectures"] = ["BertForTokenClassification"]
+json.dump(c, open(sys.argv[1], "w"))
+PY
+expect_error "a token classifier refused by name" "BertForTokenClassification" "" -- "$SQ" embed "$W/tok" --input "$W/in.txt"
 
 # 5. Prompts: --prefix TEXT, or --prompt NAME from config_sentence_transformers.json.
 printf 'query: what is a cat\nquery: short one\n' >"$W/prefixed.txt"

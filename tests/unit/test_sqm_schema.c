@@ -82,6 +82,18 @@ static const meta_line meta_t2t[] = {
     {"tokenizer.vocab_size", "  vocab_size: 20"}, {"tokenizer.unk_id", "  unk_id: 0"},
     {"tokenizer.model_max_length", "  model_max_length: 16"}, {NULL, NULL}};
 
+/* A cross-encoder / sequence classifier: BERT with the pooler as tanh head
+ * and a score linear of 3 labels; fp32 embeddings. */
+static const meta_line meta_ce[] = {
+    {"format", "format: squint-model"}, {"format_version", "format_version: 1"},
+    CONFIG(24, 32, 32, "post", "gelu", "learned", "true", "tanh", 2),
+    {"config.num_labels", "  num_labels: 3"},
+    {"config.score_activation", "  score_activation: softmax"},
+    {"labels", "labels:"}, {"labels", "  - contradiction"}, {"labels", "  - entailment"},
+    {"labels", "  - neutral"},
+    {"pooling", "pooling: cls"}, {"normalize", "normalize: false"}, {"max_seq", "max_seq: 16"},
+    {"embeddings_type", "embeddings_type: fp32"}, WORDPIECE(24), {NULL, NULL}};
+
 typedef struct model {
     const char *id;
     const meta_line *meta;
@@ -114,6 +126,7 @@ static const model models[] = {
     {"bert", meta_bert, qt_bert, "layer.0.qkv", "layer.0.ffn_down", "layer.1.ffn_down"},
     {"bert-f32", meta_bert_f32, qt_f32, NULL, NULL, NULL},
     {"t2t", meta_t2t, qt_t2t, "layer.0.res", "layer.1.ffn_down", "layer.0.ffn_down"},
+    {"cross-encoder", meta_ce, qt_bert, NULL, NULL, NULL},
 };
 #define N_MODELS (sizeof models / sizeof *models)
 
