@@ -28,17 +28,26 @@ static int64_t queued_texts(const sq_batcher *b)
 static void run_jobs(sq_batcher *b, sq_embed_job *first)
 {
     int64_t n = 0, ntok = 0;
-    for (sq_embed_job *j = first; j; j = j->next)
+    bool types = false, logits = false;
+    for (sq_embed_job *j = first; j; j = j->next) {
         n += j->seqs.n, ntok += j->seqs.offsets[j->seqs.n];
-    const int H = b->model->enc.cfg.hidden;
+        types |= j->seqs.types != NULL;
+        logits |= j->logits != NULL;
+    }
+    const int H = b->model->enc.cfg.hidden, NL = b->model->enc.cfg.num_labels;
     sq_token_seqs all = {.n = n};
     all.offsets = malloc((size_t)(n + 1) * sizeof *all.offsets);
     all.ids = malloc((size_t)(ntok ? ntok : 1) * sizeof *all.ids);
     all.source = malloc((size_t)(n ? n : 1) * sizeof *all.source);
+    if (types) /* pairs: token types; jobs of single texts get type 0 */
+        all.types = calloc((size_t)(ntok ? ntok : 1), sizeof *all.types);
     sq_embed_result res = {.n = n, .dim = H, .emb = malloc((size_t)(n ? n : 1) * H * sizeof(float))};
+    if (logits && NL > 0)
+        res.logits = malloc((size_t)(n ? n : 1) * NL * sizeof(float));
     sq_err err = {0};
     int rc = -1;
-    if (!all.offsets || !all.ids || !all.source || !res.emb) {
+    if (!all.offsets || !all.ids || !all.source || !res.emb || (types && !all.types) ||
+        (logits && NL > 0 && !res.logits)) {
         sq_err_set(&err, "out of memory for a batch of %lld texts", (long long)n);
     } else {
         int64_t s = 0, t = 0;
@@ -46,6 +55,8 @@ static void run_jobs(sq_batcher *b, sq_embed_job *first)
         for (sq_embed_job *j = first; j; j = j->next) {
             int64_t jt = j->seqs.offsets[j->seqs.n];
             memcpy(all.ids + t, j->seqs.ids, (size_t)jt * sizeof *all.ids);
+            if (j->seqs.types)
+                memcpy(all.types + t, j->seqs.types, (size_t)jt * sizeof *all.types);
             for (int64_t i = 0; i < j->seqs.n; i++) {
                 all.offsets[s + i + 1] = t + j->seqs.offsets[i + 1];
                 all.source[s + i] = s + i;
@@ -67,12 +78,16 @@ static void run_jobs(sq_batcher *b, sq_embed_job *first)
             memcpy(j->emb, res.emb + (size_t)s * H, (size_t)j->seqs.n * H * sizeof(float));
             if (j->normalize)
                 sq_l2_normalize_rows(j->emb, (int)j->seqs.n, H);
+            if (j->logits && res.logits)
+                memcpy(j->logits, res.logits + (size_t)s * NL,
+                       (size_t)j->seqs.n * NL * sizeof(float));
         } else {
             j->err = err;
         }
         s += j->seqs.n;
     }
-    free(all.offsets), free(all.ids), free(all.source), free(res.emb);
+    free(all.offsets), free(all.ids), free(all.types), free(all.source), free(res.emb);
+    free(res.logits);
 }
 
 static void *batcher_main(void *arg)

@@ -19,9 +19,12 @@
 #include "metrics.h"
 
 typedef struct sq_embed_job {
-    sq_token_seqs seqs; /* in: one truncated sequence per text (sq_tokenize_texts) */
+    sq_token_seqs seqs; /* in: one truncated sequence per text (sq_tokenize_texts), or
+                           per pair with token types (sq_tokenize_pairs) */
     bool normalize;     /* in: L2-normalize this job's rows */
     float *emb;         /* in: [seqs.n][dim], filled */
+    float *logits;      /* in: NULL, or [seqs.n][num_labels] of a sequence classifier,
+                           filled */
     int rc;             /* out: 0, or -1 with err */
     sq_err err;
     bool done;

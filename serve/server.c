@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "batcher.h"
+#include "seq_classify.h"
 #include "embed_model.h"
 #include "eval_metrics.h"
 #include "head.h"
@@ -180,15 +181,38 @@ static enum MHD_Result handle_get(server *s, struct MHD_Connection *c, conn_req 
         sq_sb_printf(&sb, "{\"status\":\"%s\"}", draining ? "draining" : "ok");
     else
         sq_sb_printf(&sb,
-                     "{\"model\":\"%s\",\"dim\":%d,\"max_seq\":%d,\"quantized\":%s,"
+                     "{\"model\":\"%s\",\"task\":\"%s\",\"dim\":%d,\"max_seq\":%d,\"quantized\":%s,"
                      "\"pooling\":\"%s\",\"normalize\":%s,\"max_inputs\":%lld,"
                      "\"max_tokens\":%lld,\"max_body\":%zu}",
-                     s->name, s->dim, s->model.max_seq, s->model.is_sqm ? "true" : "false",
+                     s->name, sq_model_is_classifier(&s->model) ? "cross-encoder" : "embedding",
+                     s->dim, s->model.max_seq, s->model.is_sqm ? "true" : "false",
                      sq_pooling_name(s->model.pool.pooling),
                      s->model.pool.normalize ? "true" : "false", (long long)s->o->max_inputs,
                      (long long)s->o->max_tokens, s->o->max_body);
     return reply(s, c, r, draining && r->ep == SQ_EP_HEALTH ? 503 : 200, "application/json", &sb,
                  NULL);
+}
+
+/* A cross-encoder's /rerank: texts[0] is the query, each document makes the
+ * pair (query, document). */
+static int tokenize_rerank_pairs(server *s, const sq_embed_request *req, sq_token_seqs *seqs,
+                                 sq_err *err)
+{
+    int64_t n = req->n - 1;
+    const char **q = malloc((size_t)(n > 0 ? n : 1) * sizeof *q);
+    size_t *ql = malloc((size_t)(n > 0 ? n : 1) * sizeof *ql);
+    int rc = -1;
+    if (!q || !ql) {
+        sq_err_set(err, "out of memory");
+    } else {
+        for (int64_t i = 0; i < n; i++)
+            q[i] = req->texts[0], ql[i] = req->lens[0];
+        rc = sq_tokenize_pairs(&s->model, q, ql, req->texts + 1, req->lens + 1, n,
+                               s->model.max_seq, seqs, err);
+    }
+    free(q);
+    free(ql);
+    return rc;
 }
 
 static enum MHD_Result handle_embed(server *s, struct MHD_Connection *c, conn_req *r)
@@ -199,6 +223,11 @@ static enum MHD_Result handle_embed(server *s, struct MHD_Connection *c, conn_re
     if (r->ep == SQ_EP_CLASSIFY && !s->has_head)
         return reply_error(s, c, r, 404, NULL,
                            "no classification head: start the server with --head HEAD.json");
+    const bool cross = sq_model_is_classifier(&s->model);
+    if (cross && r->ep != SQ_EP_RERANK)
+        return reply_error(s, c, r, 400, NULL,
+                           "the model is a cross-encoder: it scores query/document pairs "
+                           "(POST /rerank), it gives no embeddings");
     const sq_api_kind k = r->ep == SQ_EP_EMBEDDINGS ? SQ_API_OPENAI : SQ_API_TEI;
     sq_embed_request req;
     char msg[512];
@@ -220,8 +249,9 @@ static enum MHD_Result handle_embed(server *s, struct MHD_Connection *c, conn_re
     /* Tokenizing is cheap and runs on this connection's thread: one thread,
      * not an OpenMP team per request. */
     omp_set_num_threads(1);
-    if (sq_tokenize_texts(&s->model, req.texts, req.lens, req.n, s->model.max_seq, false,
-                          &job.seqs, &err) != 0) {
+    if ((cross ? tokenize_rerank_pairs(s, &req, &job.seqs, &err)
+               : sq_tokenize_texts(&s->model, req.texts, req.lens, req.n, s->model.max_seq,
+                                   false, &job.seqs, &err)) != 0) {
         ret = reply_error(s, c, r, 400, NULL, "%s", err.msg);
         goto out;
     }
@@ -235,7 +265,9 @@ static enum MHD_Result handle_embed(server *s, struct MHD_Connection *c, conn_re
     }
     job.normalize = req.normalize < 0 ? s->model.pool.normalize : req.normalize == 1;
     job.emb = malloc((size_t)req.n * s->dim * sizeof(float));
-    if (!job.emb) {
+    if (cross)
+        job.logits = malloc((size_t)req.n * sizeof(float));
+    if (!job.emb || (cross && !job.logits)) {
         ret = reply_error(s, c, r, 500, NULL, "out of memory for %lld embeddings",
                           (long long)req.n);
         goto out;
@@ -254,11 +286,15 @@ static enum MHD_Result handle_embed(server *s, struct MHD_Connection *c, conn_re
     }
     sq_metrics_texts(&s->metrics, req.n);
     sq_strbuf sb = {0};
-    if (r->ep == SQ_EP_RERANK) { /* rows are normalized: the dot product is the cosine */
+    if (r->ep == SQ_EP_RERANK) {
         double *score = malloc((size_t)req.n * sizeof *score);
         int64_t *order = malloc((size_t)req.n * sizeof *order);
+        if (score && order && cross) /* one pair per document */
+            sq_scores_from_logits(s->model.enc.cfg.score_act, 1, job.logits, req.n - 1, score);
         if (!score || !order ||
-            sq_rank_by_cosine(job.emb, job.emb + s->dim, req.n - 1, s->dim, score, order) != 0) {
+            (cross ? sq_rank_scores(score, req.n - 1, order)
+                   : sq_rank_by_cosine(job.emb, job.emb + s->dim, req.n - 1, s->dim, score,
+                                       order)) != 0) {
             free(score), free(order);
             ret = reply_error(s, c, r, 500, NULL, "out of memory");
             goto out;
@@ -281,6 +317,7 @@ static enum MHD_Result handle_embed(server *s, struct MHD_Connection *c, conn_re
     ret = reply(s, c, r, 200, "application/json", &sb, NULL);
 out:
     free(job.emb);
+    free(job.logits);
     sq_token_seqs_free(&job.seqs);
     sq_api_request_free(&req);
     return ret;
@@ -454,6 +491,13 @@ int sq_serve_run(const sq_serve_opts *o, sq_err *err)
     if (s->model.is_sqm && sq_linear_isa(&isa, err) != 0)
         goto out;
     s->dim = s->model.enc.cfg.hidden;
+    if (sq_model_is_classifier(&s->model) &&
+        (s->model.enc.cfg.num_labels != 1 || o->head_path)) {
+        sq_err_set(err, "%s: a sequence classifier is served as a cross-encoder (POST /rerank): "
+                        "it needs one label (it has %d) and takes no --head",
+                   o->model_path, s->model.enc.cfg.num_labels);
+        goto out;
+    }
     if (o->head_path) {
         if (sq_head_read(o->head_path, &s->head, err) != 0)
             goto out;
