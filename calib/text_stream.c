@@ -58,6 +58,15 @@ int sq_text_stream_open(const char *path, const char *field, const char *id_fiel
     return 0;
 }
 
+int sq_text_stream_pairs(sq_text_stream *s, const char *pair_field, sq_err *err)
+{
+    if (!s->field)
+        return sq_err_set(err, "%s: text pairs need JSONL input (a .jsonl file or --field)",
+                          s->ls.name ? s->ls.name : "input");
+    s->pair_field = pair_field;
+    return 0;
+}
+
 void sq_text_stream_close(sq_text_stream *s)
 {
     if (s->own_fd)
@@ -73,6 +82,8 @@ void sq_text_chunk_clear(sq_text_chunk *c)
         free(c->text[i]);
         if (c->id_json)
             free(c->id_json[i]);
+        if (c->text2)
+            free(c->text2[i]);
     }
     c->n = 0;
 }
@@ -83,10 +94,24 @@ void sq_text_chunk_free(sq_text_chunk *c)
     free(c->text);
     free(c->len);
     free(c->id_json);
+    free(c->text2);
+    free(c->len2);
     memset(c, 0, sizeof *c);
 }
 
-static int push(sq_text_chunk *c, const char *t, size_t n, char *id, bool with_ids)
+static char *copy_text(const char *t, size_t n)
+{
+    char *copy = malloc(n + 1);
+    if (copy) {
+        memcpy(copy, t, n);
+        copy[n] = '\0';
+    }
+    return copy;
+}
+
+/* Append a text (and its id, and its second text t2 when reading pairs). */
+static int push(sq_text_chunk *c, const char *t, size_t n, char *id, bool with_ids,
+                const char *t2, size_t n2)
 {
     if (c->n == c->cap) {
         int64_t nc = c->cap ? 2 * c->cap : 256;
@@ -99,19 +124,29 @@ static int push(sq_text_chunk *c, const char *t, size_t n, char *id, bool with_i
         char **d = with_ids ? realloc(c->id_json, (size_t)nc * sizeof *d) : NULL;
         if (d)
             c->id_json = d;
-        if (!a || !l || (with_ids && !d))
+        char **a2 = t2 ? realloc(c->text2, (size_t)nc * sizeof *a2) : NULL;
+        if (a2)
+            c->text2 = a2;
+        size_t *l2 = t2 ? realloc(c->len2, (size_t)nc * sizeof *l2) : NULL;
+        if (l2)
+            c->len2 = l2;
+        if (!a || !l || (with_ids && !d) || (t2 && (!a2 || !l2)))
             return -1;
         c->cap = nc;
     }
-    char *copy = malloc(n + 1);
-    if (!copy)
+    char *copy = copy_text(t, n), *copy2 = t2 ? copy_text(t2, n2) : NULL;
+    if (!copy || (t2 && !copy2)) {
+        free(copy);
         return -1;
-    memcpy(copy, t, n);
-    copy[n] = '\0';
+    }
     c->text[c->n] = copy;
     c->len[c->n] = n;
     if (with_ids)
         c->id_json[c->n] = id;
+    if (t2) {
+        c->text2[c->n] = copy2;
+        c->len2[c->n] = n2;
+    }
     c->n++;
     return 0;
 }
@@ -142,7 +177,7 @@ int64_t sq_text_stream_next(sq_text_stream *s, int64_t max, sq_text_chunk *c, sq
             break;
         unsigned long long no = (unsigned long long)s->ls.line_no;
         if (!s->field) {
-            if (push(c, line, len, NULL, false) != 0)
+            if (push(c, line, len, NULL, false, NULL, 0) != 0)
                 return sq_err_set(err, "%s: out of memory", s->ls.name);
             continue;
         }
@@ -158,6 +193,12 @@ int64_t sq_text_stream_next(sq_text_stream *s, int64_t max, sq_text_chunk *c, sq
             return sq_err_set(err, "%s:%llu: field \"%s\" is missing or not a string", s->ls.name,
                               no, s->field);
         }
+        json_t *v2 = s->pair_field ? sq_json_get_path(obj, s->pair_field) : NULL;
+        if (s->pair_field && !json_is_string(v2)) {
+            json_decref(obj);
+            return sq_err_set(err, "%s:%llu: field \"%s\" is missing or not a string", s->ls.name,
+                              no, s->pair_field);
+        }
         char *id = NULL;
         if (with_ids) {
             json_t *iv = sq_json_get_path(obj, s->id_field);
@@ -169,7 +210,10 @@ int64_t sq_text_stream_next(sq_text_stream *s, int64_t max, sq_text_chunk *c, sq
             }
             id = json_dumps(iv, JSON_COMPACT | JSON_ENCODE_ANY);
         }
-        int p = (with_ids && !id) ? -1 : push(c, json_string_value(v), json_string_length(v), id, with_ids);
+        int p = (with_ids && !id) ? -1
+                                  : push(c, json_string_value(v), json_string_length(v), id,
+                                         with_ids, v2 ? json_string_value(v2) : NULL,
+                                         v2 ? json_string_length(v2) : 0);
         json_decref(obj);
         if (p != 0) {
             free(id);

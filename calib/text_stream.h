@@ -21,6 +21,7 @@ typedef struct sq_text_stream {
     bool own_fd;
     const char *field;    /* JSONL text field (dotted), NULL for plain lines */
     const char *id_field; /* JSONL id field (dotted) or NULL */
+    const char *pair_field; /* JSONL second text field (dotted) or NULL: text pairs */
     sq_line_source ls;
     int64_t count;        /* texts handed out so far */
 } sq_text_stream;
@@ -32,6 +33,8 @@ typedef struct sq_text_chunk {
     char **text;
     size_t *len;
     char **id_json; /* NULL without an id field */
+    char **text2;   /* text pairs (a pair field): each text's second text; else NULL */
+    size_t *len2;
 } sq_text_chunk;
 
 /* path "-" is standard input. field NULL: plain text unless path ends in
@@ -39,6 +42,9 @@ typedef struct sq_text_chunk {
 int sq_text_stream_open(const char *path, const char *field, const char *id_field,
                         sq_text_stream *s, sq_err *err);
 void sq_text_stream_close(sq_text_stream *s);
+/* Read text pairs: each JSONL line also holds a second text at the dotted
+ * path pair_field (chunk.text2). Requires JSONL input. */
+int sq_text_stream_pairs(sq_text_stream *s, const char *pair_field, sq_err *err);
 
 /* Replace c's content with up to max texts. Returns the count (0: end of
  * input) or -1 with err as "name:LINE: problem". */

@@ -18,6 +18,7 @@
 
 static const char *const help =
     "usage: squint rerank MODEL --query TEXT --docs FILE [options]\n"
+    "       squint rerank MODEL --pairs FILE.jsonl [--field Q --pair-field D] [options]\n"
     "\n"
     "Rank documents for a query. MODEL (a .sqm or a checkpoint) is either\n"
     "  a bi-encoder (an embedding model): the score of a document is the cosine of its\n"
@@ -35,6 +36,11 @@ static const char *const help =
     "  --field PATH          JSONL field holding the text (default 'text' for .jsonl)\n"
     "  --id-field PATH       JSONL field (string or integer) copied to each output line as \"id\"\n"
     "  --top-k K             write the K best only (default: all)\n"
+    "  --pairs FILE          score each JSONL line's pair instead (fields --field, default\n"
+    "                        'query', and --pair-field, default 'document'); one line per\n"
+    "                        pair in input order: {\"index\":0,\"score\":0.93} (bi-encoder:\n"
+    "                        the cosine of the two embeddings; --query-prefix applies to\n"
+    "                        the first text)\n"
     "  --output FILE         JSONL (default: standard output)\n"
     "  --max-seq N           truncation length in tokens (default: the model's)\n"
     "  --batch N             sequences per forward pass (default 32)\n"
@@ -75,19 +81,131 @@ static int cross_encode(sq_embed_model *m, const char *q, size_t qlen, const cha
     return rc;
 }
 
+/* Scores of n pairs (a[i], b[i]) in input order: a cross-encoder's
+ * activated logit (logits filled), or a bi-encoder's cosine of the two
+ * embeddings. */
+static int score_pairs(sq_embed_model *m, const sq_text_chunk *c, const sq_embed_opts *o,
+                       float *logits, double *scores, sq_err *err)
+{
+    const char *const *a = (const char *const *)c->text, *const *b = (const char *const *)c->text2;
+    if (sq_model_is_classifier(m)) {
+        if (m->enc.cfg.num_labels != 1)
+            return sq_err_set(err, "the model is a sequence classifier with %d labels; pair "
+                                   "scores need a cross-encoder with one relevance logit",
+                              m->enc.cfg.num_labels);
+        if (sq_classify_texts(m, a, c->len, b, c->len2, c->n, o, logits, err) != 0)
+            return -1;
+        sq_scores_from_logits(m->enc.cfg.score_act, 1, logits, c->n, scores);
+        return 0;
+    }
+    sq_embed_result ra = {0}, rb = {0};
+    int rc = sq_embed_texts(m, a, c->len, c->n, o, &ra, err) == 0 &&
+                     sq_embed_texts(m, b, c->len2, c->n, o, &rb, err) == 0
+                 ? 0
+                 : -1;
+    for (int64_t i = 0; rc == 0 && i < c->n; i++)
+        scores[i] = sq_cosine(ra.emb + (size_t)i * ra.dim, rb.emb + (size_t)i * rb.dim, ra.dim);
+    sq_embed_result_free(&ra);
+    sq_embed_result_free(&rb);
+    return rc;
+}
+
+/* --pairs: every line's pair scored, streamed in chunks, in input order. */
+static int run_pairs(const char *model_arg, const char *path, const char *field,
+                     const char *pair_field, const char *id_field, const char *qprefix,
+                     const char *output, int batch, int max_seq)
+{
+    sq_err err = {0};
+    sq_text_stream in;
+    if (sq_text_stream_open(path, field, id_field, &in, &err) != 0)
+        return cli_fail("rerank", &err);
+    if (sq_text_stream_pairs(&in, pair_field, &err) != 0) {
+        sq_text_stream_close(&in);
+        return cli_fail("rerank", &err);
+    }
+    sq_embed_model m;
+    if (sq_embed_model_open(model_arg, &m, &err) != 0) {
+        sq_text_stream_close(&in);
+        return cli_fail("rerank", &err);
+    }
+    const int chunk = 1024;
+    sq_embed_opts o = {.batch = batch, .max_seq = max_seq ? max_seq : m.max_seq,
+                       .pooling = m.pool.pooling, .normalize = true};
+    sq_text_chunk c = {0};
+    float *logits = malloc(chunk * sizeof *logits);
+    double *scores = malloc(chunk * sizeof *scores);
+    sq_atomic_file af = {0};
+    FILE *fp = stdout;
+    int64_t n, done = 0;
+    int rc = SQ_EXIT_OK;
+    if (!logits || !scores) {
+        sq_err_set(&err, "out of memory");
+        goto fail;
+    }
+    if (strcmp(output, "-") != 0) {
+        if (sq_atomic_open(&af, output, &err) != 0)
+            goto fail;
+        fp = af.fp;
+    }
+    while ((n = sq_text_stream_next(&in, chunk, &c, &err)) > 0) {
+        if ((*qprefix && sq_text_chunk_prefix(&c, qprefix) != 0 &&
+             sq_err_set(&err, "out of memory")) ||
+            score_pairs(&m, &c, &o, logits, scores, &err) != 0)
+            goto fail;
+        for (int64_t i = 0; i < n; i++) {
+            fprintf(fp, "{\"index\":%lld", (long long)(done + i));
+            if (c.id_json)
+                fprintf(fp, ",\"id\":%s", c.id_json[i]);
+            if (scores[i] == scores[i])
+                fprintf(fp, ",\"score\":%.9g", scores[i]);
+            else
+                fprintf(fp, ",\"score\":null");
+            if (sq_model_is_classifier(&m))
+                fprintf(fp, ",\"logit\":%.9g", (double)logits[i]);
+            fputs("}\n", fp);
+        }
+        if (!af.fp)
+            fflush(stdout);
+        done += n;
+    }
+    if (n < 0)
+        goto fail;
+    if (af.fp) {
+        if (sq_atomic_commit(&af, &err) != 0)
+            goto fail;
+    } else if (fflush(stdout) != 0 || ferror(stdout)) {
+        sq_err_set(&err, "standard output: write error");
+        goto fail;
+    }
+    goto done;
+fail:
+    if (af.fp)
+        sq_atomic_abort(&af);
+    rc = cli_fail("rerank", &err);
+done:
+    sq_text_chunk_free(&c);
+    free(logits);
+    free(scores);
+    sq_embed_model_close(&m);
+    sq_text_stream_close(&in);
+    return rc;
+}
+
 int cmd_rerank(int argc, char **argv)
 {
-    enum { O_QUERY = 256, O_QPREFIX, O_DOCS, O_FIELD, O_ID, O_TOPK, O_MAXSEQ };
+    enum { O_QUERY = 256, O_QPREFIX, O_DOCS, O_FIELD, O_ID, O_TOPK, O_MAXSEQ, O_PAIRS,
+           O_PAIRF };
     static const struct option opts[] = {
         {"query", required_argument, 0, O_QUERY}, {"query-prefix", required_argument, 0, O_QPREFIX},
         {"docs", required_argument, 0, O_DOCS},   {"field", required_argument, 0, O_FIELD},
         {"id-field", required_argument, 0, O_ID}, {"top-k", required_argument, 0, O_TOPK},
-        {"max-seq", required_argument, 0, O_MAXSEQ},
+        {"max-seq", required_argument, 0, O_MAXSEQ}, {"pairs", required_argument, 0, O_PAIRS},
+        {"pair-field", required_argument, 0, O_PAIRF},
         {"output", required_argument, 0, 'o'},    {"batch", required_argument, 0, 'b'},
         {"threads", required_argument, 0, 't'},   {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     const char *query = NULL, *qprefix = "", *docs = NULL, *field = NULL, *id_field = NULL,
-               *output = "-";
+               *output = "-", *pairs = NULL, *pair_field = NULL;
     long batch = 32, threads = 0, top_k = -1, max_seq = 0;
     optind = 1;
     int c;
@@ -98,6 +216,8 @@ int cmd_rerank(int argc, char **argv)
         case O_DOCS: docs = optarg; break;
         case O_FIELD: field = optarg; break;
         case O_ID: id_field = optarg; break;
+        case O_PAIRS: pairs = optarg; break;
+        case O_PAIRF: pair_field = optarg; break;
         case O_TOPK:
             if (!cli_parse_int(optarg, 1, RERANK_MAX_DOCS, &top_k))
                 return cli_usage_error("rerank", "--top-k must be an integer in [1, 1000000]");
@@ -121,8 +241,19 @@ int cmd_rerank(int argc, char **argv)
     }
     if (optind != argc - 1)
         return cli_usage_error("rerank", "expected exactly one MODEL argument");
+    if (pairs) {
+        if (query || docs || top_k > 0)
+            return cli_usage_error("rerank", "--pairs scores every line; it takes no --query, "
+                                             "--docs or --top-k");
+        sq_threads_init((int)threads);
+        return run_pairs(argv[optind], pairs, field ? field : "query",
+                         pair_field ? pair_field : "document", id_field, qprefix, output,
+                         (int)batch, (int)max_seq);
+    }
+    if (pair_field)
+        return cli_usage_error("rerank", "--pair-field goes with --pairs");
     if (!query || !docs)
-        return cli_usage_error("rerank", "--query and --docs are required");
+        return cli_usage_error("rerank", "--query and --docs (or --pairs) are required");
     sq_threads_init((int)threads);
     sq_err err = {0};
     sq_text_stream in;
