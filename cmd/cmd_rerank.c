@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "embedder.h"
 #include "eval_metrics.h"
+#include "eval_rerank.h"
 #include "seq_classify.h"
 #include "fileio.h"
 #include "text_stream.h"
@@ -53,63 +54,6 @@ static const char *const help =
     "example:\n"
     "  squint rerank bge-small.sqm --query \"what causes tides\" --docs candidates.txt --top-k 10\n";
 
-/* A cross-encoder's score of each (query, document) pair: its one logit
- * through the model's activation. */
-static int cross_encode(sq_embed_model *m, const char *q, size_t qlen, const char *const *docs,
-                        const size_t *dlens, int64_t n, const sq_embed_opts *o, float *logits,
-                        double *scores, sq_err *err)
-{
-    const sq_bert_config *c = &m->enc.cfg;
-    if (c->num_labels != 1)
-        return sq_err_set(err, "the model is a sequence classifier with %d labels; rerank needs "
-                               "a cross-encoder with one relevance logit",
-                          c->num_labels);
-    const char **qs = malloc((size_t)n * sizeof *qs);
-    size_t *ql = malloc((size_t)n * sizeof *ql);
-    int rc = -1;
-    if (!qs || !ql) {
-        sq_err_set(err, "out of memory");
-    } else {
-        for (int64_t i = 0; i < n; i++)
-            qs[i] = q, ql[i] = qlen;
-        rc = sq_classify_texts(m, qs, ql, docs, dlens, n, o, logits, err);
-        if (rc == 0)
-            sq_scores_from_logits(c->score_act, 1, logits, n, scores);
-    }
-    free(qs);
-    free(ql);
-    return rc;
-}
-
-/* Scores of n pairs (a[i], b[i]) in input order: a cross-encoder's
- * activated logit (logits filled), or a bi-encoder's cosine of the two
- * embeddings. */
-static int score_pairs(sq_embed_model *m, const sq_text_chunk *c, const sq_embed_opts *o,
-                       float *logits, double *scores, sq_err *err)
-{
-    const char *const *a = (const char *const *)c->text, *const *b = (const char *const *)c->text2;
-    if (sq_model_is_classifier(m)) {
-        if (m->enc.cfg.num_labels != 1)
-            return sq_err_set(err, "the model is a sequence classifier with %d labels; pair "
-                                   "scores need a cross-encoder with one relevance logit",
-                              m->enc.cfg.num_labels);
-        if (sq_classify_texts(m, a, c->len, b, c->len2, c->n, o, logits, err) != 0)
-            return -1;
-        sq_scores_from_logits(m->enc.cfg.score_act, 1, logits, c->n, scores);
-        return 0;
-    }
-    sq_embed_result ra = {0}, rb = {0};
-    int rc = sq_embed_texts(m, a, c->len, c->n, o, &ra, err) == 0 &&
-                     sq_embed_texts(m, b, c->len2, c->n, o, &rb, err) == 0
-                 ? 0
-                 : -1;
-    for (int64_t i = 0; rc == 0 && i < c->n; i++)
-        scores[i] = sq_cosine(ra.emb + (size_t)i * ra.dim, rb.emb + (size_t)i * rb.dim, ra.dim);
-    sq_embed_result_free(&ra);
-    sq_embed_result_free(&rb);
-    return rc;
-}
-
 /* --pairs: every line's pair scored, streamed in chunks, in input order. */
 static int run_pairs(const char *model_arg, const char *path, const char *field,
                      const char *pair_field, const char *id_field, const char *qprefix,
@@ -129,8 +73,7 @@ static int run_pairs(const char *model_arg, const char *path, const char *field,
         return cli_fail("rerank", &err);
     }
     const int chunk = 1024;
-    sq_embed_opts o = {.batch = batch, .max_seq = max_seq ? max_seq : m.max_seq,
-                       .pooling = m.pool.pooling, .normalize = true};
+    sq_embed_opts o = {.batch = batch, .max_seq = max_seq};
     sq_text_chunk c = {0};
     float *logits = malloc(chunk * sizeof *logits);
     double *scores = malloc(chunk * sizeof *scores);
@@ -150,7 +93,9 @@ static int run_pairs(const char *model_arg, const char *path, const char *field,
     while ((n = sq_text_stream_next(&in, chunk, &c, &err)) > 0) {
         if ((*qprefix && sq_text_chunk_prefix(&c, qprefix) != 0 &&
              sq_err_set(&err, "out of memory")) ||
-            score_pairs(&m, &c, &o, logits, scores, &err) != 0)
+            sq_eval_score_pairs(&m, (const char *const *)c.text, c.len,
+                                (const char *const *)c.text2, c.len2, n, &o, scores, logits,
+                                &err) != 0)
             goto fail;
         for (int64_t i = 0; i < n; i++) {
             fprintf(fp, "{\"index\":%lld", (long long)(done + i));
@@ -280,7 +225,6 @@ int cmd_rerank(int argc, char **argv)
     int64_t *order = malloc((size_t)(n ? n : 1) * sizeof *order);
     sq_embed_model m;
     bool model_open = false;
-    sq_embed_result res = {0};
     float *logits = NULL;
     sq_atomic_file af = {0};
     FILE *fp = stdout;
@@ -290,28 +234,19 @@ int cmd_rerank(int argc, char **argv)
         goto fail;
     }
     snprintf(q, qlen + 1, "%s%s", qprefix, query);
-    texts[0] = q, lens[0] = qlen;
-    for (int64_t i = 0; i < n; i++)
-        texts[i + 1] = all.text[i], lens[i + 1] = all.len[i];
     if (sq_embed_model_open(argv[optind], &m, &err) != 0)
         goto fail;
     model_open = true;
-    sq_embed_opts o = {.batch = (int)batch, .max_seq = max_seq ? (int)max_seq : m.max_seq,
-                       .pooling = m.pool.pooling, .normalize = true};
-    if (sq_model_is_classifier(&m)) {
-        logits = malloc((size_t)(n ? n : 1) * sizeof *logits);
-        if (!logits) {
-            sq_err_set(&err, "out of memory for %lld documents", (long long)n);
-            goto fail;
-        }
-        if (cross_encode(&m, q, qlen, texts + 1, lens + 1, n, &o, logits, scores, &err) != 0)
-            goto fail;
-    } else if (sq_embed_texts(&m, texts, lens, n + 1, &o, &res, &err) != 0) {
+    sq_embed_opts o = {.batch = (int)batch, .max_seq = (int)max_seq};
+    if (sq_model_is_classifier(&m) && !(logits = malloc((size_t)(n ? n : 1) * sizeof *logits))) {
+        sq_err_set(&err, "out of memory for %lld documents", (long long)n);
         goto fail;
-    } else {
-        for (int64_t i = 0; i < n; i++)
-            scores[i] = sq_cosine(res.emb, res.emb + (size_t)(i + 1) * res.dim, res.dim);
     }
+    for (int64_t i = 0; i < n; i++) /* the same query pointer: embedded once */
+        texts[i] = q, lens[i] = qlen;
+    if (n > 0 && sq_eval_score_pairs(&m, texts, lens, (const char *const *)all.text, all.len, n,
+                                     &o, scores, logits, &err) != 0)
+        goto fail;
     if (sq_rank_scores(scores, n, order) != 0) {
         sq_err_set(&err, "out of memory");
         goto fail;
@@ -348,7 +283,6 @@ fail:
         sq_atomic_abort(&af);
     rc = cli_fail("rerank", &err);
 done:
-    sq_embed_result_free(&res);
     if (model_open)
         sq_embed_model_close(&m);
     sq_text_chunk_free(&all);
