@@ -18,6 +18,7 @@
 #include "npy.h"
 #include "eval_gates.h"
 #include "eval_report.h"
+#include "eval_rerank.h"
 #include "linear.h"
 #include "threads.h"
 
@@ -40,9 +41,13 @@ static const char *const help =
     "                       .npy of its embeddings of exactly these inputs (float32 [n, dim],\n"
     "                       e.g. an earlier run's --output): the reference is then not re-run\n"
     "  --task T             auto (default), plain, stsb, scifact or sst2\n"
+    "  --retriever MODEL    rerank instead: each BEIR query's top --candidates documents by this\n"
+    "                       bi-encoder, reordered by MODEL's and the reference's pair scores\n"
+    "  --candidates K       documents per query to rerank (default 100)\n"
     "  --report FILE        write every figure as JSON\n"
     "  --gate LIST          name=value[,name=value...]: cos_mean, cos_min, centred_cos_mean,\n"
     "                       topk_overlap (minimums),\n"
+    "                       score_spearman (minimum; pair scores),\n"
     "                       stsb_spearman_drop, ndcg10_drop (maximums), topk_k; repeatable,\n"
     "                       overrides the recipe's gates\n"
     "  --recipe FILE        take the gates from this recipe's gates: section\n"
@@ -63,14 +68,25 @@ static const char *const help =
     "and recall@100 of cosine ranking; sst2: 5-fold accuracy of a logistic-regression probe.\n"
     "Drops are reference minus MODEL. Exit: 0 all gates pass, 1 a gate failed (named), 2 bad input.\n"
     "\n"
-    "example:\n"
-    "  squint embed-run bge-small.sqm --reference bge-small/ --input texts.txt --gate cos_mean=0.99\n";
+    "Pair scores: when MODEL is a cross-encoder (BertForSequenceClassification), or with\n"
+    "--retriever, embed-run scores pairs instead: the STS-B sentence pairs, or each BEIR\n"
+    "query with its --candidates top documents from the retriever. A pair's score is the\n"
+    "cross-encoder's (activated) logit or a bi-encoder's cosine. Metrics: Spearman of MODEL's\n"
+    "scores vs the reference's over all pairs (gate score_spearman), |score difference|, the\n"
+    "pairs whose rank moved most; stsb: Spearman vs the gold scores; BEIR: nDCG@10 of the\n"
+    "reranked candidates (and of the retriever's own order).\n"
+    "\n"
+    "examples:\n"
+    "  squint embed-run bge-small.sqm --reference bge-small/ --input texts.txt --gate cos_mean=0.99\n"
+    "  squint embed-run reranker.sqm --reference reranker/ --input scifact/ --retriever bge.sqm \\\n"
+    "      --gate score_spearman=0.99,ndcg10_drop=0.01\n";
 
 typedef struct run_args {
-    const char *model, *reference, *input, *field, *output, *report, *recipe;
+    const char *model, *reference, *input, *field, *output, *report, *recipe, *retriever;
     sq_eval_task task;
-    long batch, max_seq, threads, topk, limit;
+    long batch, max_seq, threads, topk, limit, candidates;
     bool quiet;
+    bool cli_gate[SQ_GATE_COUNT]; /* set by --gate (not only by the recipe) */
 } run_args;
 
 /* ---- printing ---- */
@@ -83,6 +99,8 @@ static const char *task_label(const char *name)
         return "nDCG@10";
     if (strcmp(name, "recall100") == 0)
         return "recall@100";
+    if (strcmp(name, "accuracy") == 0)
+        return "accuracy";
     return "probe accuracy";
 }
 
@@ -187,7 +205,7 @@ static int embed_with(const char *path, const char *label, const run_args *a,
 static int parse_args(int argc, char **argv, run_args *a, sq_recipe *rec, sq_err *err)
 {
     enum { O_FIELD = 256, O_REF, O_TASK, O_REPORT, O_GATE, O_RECIPE, O_TOPK, O_LIMIT, O_MAXSEQ,
-           O_QUIET };
+           O_QUIET, O_RETRIEVER, O_CANDIDATES };
     static const struct option opts[] = {
         {"input", required_argument, 0, 'i'},      {"output", required_argument, 0, 'o'},
         {"field", required_argument, 0, O_FIELD},  {"reference", required_argument, 0, O_REF},
@@ -196,8 +214,10 @@ static int parse_args(int argc, char **argv, run_args *a, sq_recipe *rec, sq_err
         {"topk", required_argument, 0, O_TOPK},    {"limit", required_argument, 0, O_LIMIT},
         {"batch", required_argument, 0, 'b'},      {"max-seq", required_argument, 0, O_MAXSEQ},
         {"threads", required_argument, 0, 't'},    {"quiet", no_argument, 0, O_QUIET},
+        {"retriever", required_argument, 0, O_RETRIEVER},
+        {"candidates", required_argument, 0, O_CANDIDATES},
         {"help", no_argument, 0, 'h'},             {0, 0, 0, 0}};
-    *a = (run_args){.task = SQ_TASK_AUTO, .batch = 32};
+    *a = (run_args){.task = SQ_TASK_AUTO, .batch = 32, .candidates = 100};
     /* Gate specs are applied after the recipe is loaded so they override it. */
     char **gate_specs = calloc((size_t)argc, sizeof *gate_specs);
     int n_specs = 0, rc = -1;
@@ -215,6 +235,13 @@ static int parse_args(int argc, char **argv, run_args *a, sq_recipe *rec, sq_err
         case O_RECIPE: a->recipe = optarg; break;
         case O_GATE: gate_specs[n_specs++] = optarg; break;
         case O_QUIET: a->quiet = true; break;
+        case O_RETRIEVER: a->retriever = optarg; break;
+        case O_CANDIDATES:
+            if (!cli_parse_int(optarg, 1, 100000, &a->candidates)) {
+                sq_err_set(err, "--candidates must be an integer in [1, 100000]");
+                goto done;
+            }
+            break;
         case O_TASK:
             if (sq_eval_task_parse(optarg, &a->task) != 0) {
                 sq_err_set(err, "--task must be auto, plain, stsb, scifact or sst2");
@@ -278,8 +305,14 @@ static int parse_args(int argc, char **argv, run_args *a, sq_recipe *rec, sq_err
             goto done;
         }
         int bad = 0;
-        for (char *s = strtok_r(list, ",", &save); s && !bad; s = strtok_r(NULL, ",", &save))
+        for (char *s = strtok_r(list, ",", &save); s && !bad; s = strtok_r(NULL, ",", &save)) {
             bad = sq_recipe_set_gate(rec, s, err) != 0;
+            char name[64];
+            snprintf(name, sizeof name, "%.*s", (int)strcspn(s, "="), s);
+            int id = sq_gate_lookup(name);
+            if (!bad && id >= 0)
+                a->cli_gate[id] = true;
+        }
         free(list);
         if (bad)
             goto done;
@@ -297,6 +330,128 @@ static int parse_args(int argc, char **argv, run_args *a, sq_recipe *rec, sq_err
     rc = 0;
 done:
     free(gate_specs);
+    return rc;
+}
+
+/* ---- pair scoring (a cross-encoder, or --retriever reranking) ---- */
+
+typedef struct stage_progress {
+    cli_progress p;
+    const char *stage;
+    bool quiet, open;
+} stage_progress;
+
+static void stage_update(void *ctx, const char *stage, int64_t done, int64_t total)
+{
+    stage_progress *s = ctx;
+    if (s->quiet)
+        return;
+    if (!s->open || strcmp(s->stage, stage) != 0) {
+        if (s->open)
+            cli_progress_finish(&s->p);
+        cli_progress_init(&s->p, stage);
+        s->stage = stage;
+        s->open = true;
+    }
+    cli_progress_update(&s->p, done, total);
+}
+
+static void print_pairs(FILE *fp, const sq_eval_input *in, const sq_eval_rerank_opts *o,
+                        const sq_eval_rerank *r, const sq_eval_gate *gr, int ng)
+{
+    fprintf(fp, "model      %s (%s, %.2fs)\n", o->model,
+            r->cross_model ? "cross-encoder" : "bi-encoder cosine", r->model_s);
+    fprintf(fp, "reference  %s (%s, %.2fs)\n", o->reference,
+            r->cross_reference ? "cross-encoder" : "bi-encoder cosine", r->reference_s);
+    if (o->retriever)
+        fprintf(fp, "retriever  %s (top %d candidates per query, %.2fs)\n", o->retriever,
+                o->candidates, r->retriever_s);
+    fprintf(fp, "task       %s, %lld pairs", sq_eval_task_name(in->task), (long long)r->n_pairs);
+    if (r->n_queries)
+        fprintf(fp, " (%lld queries)", (long long)r->n_queries);
+    fprintf(fp, "\nscores     Spearman(model, reference) %.6f  |diff| max %.4g mean %.4g\n",
+            r->score_spearman, r->max_abs, r->mean_abs);
+    for (int k = 0; k < r->n_worst && k < 3; k++) {
+        int64_t i = r->worst[k];
+        fprintf(fp, "worst %d    pair %lld: model %.5g reference %.5g: %.60s | %.60s\n", k + 1,
+                (long long)i, r->model[i], r->reference[i], r->a[i], r->b[i]);
+    }
+    const char *label = task_label(r->task_metric);
+    if (!isnan(r->task_retriever))
+        fprintf(fp, "%-10s retriever order %.4f\n", label, r->task_retriever);
+    fprintf(fp, "%-10s model %.4f  reference %.4f  drop %+.4f\n", label, r->task_model,
+            r->task_reference, r->task_reference - r->task_model);
+    for (int i = 0; i < ng; i++) {
+        const sq_gate_info *gi = sq_gate_get(gr[i].id);
+        if (!gr[i].measurable)
+            fprintf(fp, "gate %-20s FAIL  cannot be measured: %s\n", gi->name, gr[i].why);
+        else
+            fprintf(fp, "gate %-20s %s  %.6f %s %g\n", gi->name, gr[i].pass ? "PASS" : "FAIL",
+                    gr[i].measured, gi->is_max ? "<=" : ">=", gr[i].threshold);
+    }
+}
+
+static int run_pairs(run_args *a, sq_recipe *rec, const sq_eval_input *in, double t_start)
+{
+    sq_err err = {0};
+    if (!a->reference)
+        return cli_usage_error(CMD, "scoring pairs needs --reference (the model to compare with)");
+    if (a->output)
+        return cli_usage_error(CMD, "--output writes embeddings; a pair scoring run has none");
+    if (sq_eval_is_npy_path(a->reference))
+        return cli_usage_error(CMD, "a pair scoring run needs a reference model, not embeddings");
+    /* A recipe's embedding gates do not apply to pair scores; --gate ones are kept (and fail
+     * as not measurable). */
+    for (int i = 0; i < SQ_GATE_COUNT; i++)
+        if (rec->gates.set[i] && !a->cli_gate[i] && i != SQ_GATE_SCORE_SPEARMAN &&
+            i != SQ_GATE_STSB_SPEARMAN_DROP && i != SQ_GATE_NDCG10_DROP) {
+            fprintf(stderr, "squint %s: the recipe's gate %s does not apply to pair scores: "
+                            "skipped\n", CMD, sq_gate_get((sq_gate_id)i)->name);
+            rec->gates.set[i] = false;
+        }
+    stage_progress sp = {.quiet = a->quiet};
+    sq_eval_rerank_opts o = {.model = a->model, .reference = a->reference,
+                             .retriever = a->retriever, .candidates = (int)a->candidates,
+                             .batch = (int)a->batch, .max_seq = (int)a->max_seq,
+                             .progress = stage_update, .progress_ctx = &sp};
+    sq_eval_rerank r;
+    int rc = sq_eval_rerank_run(&o, in, &r, &err);
+    if (sp.open)
+        cli_progress_finish(&sp.p);
+    json_t *report = NULL;
+    if (rc != 0) {
+        sq_eval_rerank_free(&r);
+        return cli_fail(CMD, &err);
+    }
+    sq_eval_metrics mt = {.pairs = true, .score_spearman = r.score_spearman, .n_task = 1};
+    mt.task[0] = (sq_eval_task_metric){r.task_metric, r.task_model, r.task_reference};
+    sq_eval_gate gr[SQ_GATE_COUNT];
+    int ng = sq_eval_gates(&rec->gates, in, &mt, gr);
+    bool pass = sq_eval_gates_pass(gr, ng);
+    print_pairs(stdout, in, &o, &r, gr, ng);
+    rc = SQ_EXIT_OK;
+    if (a->report) {
+        sq_isa isa = SQ_ISA_SCALAR;
+        sq_linear_isa(&isa, NULL);
+        sq_eval_report_info info = {.input = a->input, .limit = a->limit, .isa = sq_isa_name(isa),
+                                    .threads = sq_threads_count(),
+                                    .total_s = cli_now() - t_start};
+        report = sq_eval_rerank_report_json(&info, in, &o, &r, gr, ng, pass);
+        if (sq_eval_report_write(a->report, report, &err) != 0)
+            rc = cli_fail(CMD, &err);
+    }
+    if (rc == SQ_EXIT_OK && !pass) {
+        fprintf(stderr, "squint %s: gate failed:", CMD);
+        for (int i = 0, first = 1; i < ng; i++)
+            if (!gr[i].pass) {
+                fprintf(stderr, "%s %s", first ? "" : ",", sq_gate_get(gr[i].id)->name);
+                first = 0;
+            }
+        fputc('\n', stderr);
+        rc = SQ_EXIT_FAIL;
+    }
+    json_decref(report);
+    sq_eval_rerank_free(&r);
     return rc;
 }
 
@@ -324,8 +479,18 @@ int cmd_embed_run(int argc, char **argv)
     sq_eval_model m = {0}, ref = {0};
     json_t *report = NULL;
     int rc = SQ_EXIT_BADINPUT;
+    bool cross = false;
+    if (!a.retriever && sq_eval_is_classifier(a.model, &cross, &err) != 0) {
+        rc = cli_fail(CMD, &err);
+        sq_recipe_free(&rec);
+        return rc;
+    }
     if (sq_eval_input_load(a.input, a.field, a.task, a.limit, &in, &err) != 0)
         goto fail;
+    if (cross || a.retriever) {
+        rc = run_pairs(&a, &rec, &in, t_start);
+        goto done;
+    }
     double input_s = cli_now() - t_start;
     if (embed_with(a.model, CMD, &a, &in, &m, &err) != 0)
         goto fail;

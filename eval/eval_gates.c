@@ -8,6 +8,11 @@ bool sq_eval_gate_value(sq_gate_id id, const sq_eval_input *in, const sq_eval_me
                        const char **why)
 {
     *why = NULL;
+    if (mt->pairs && id != SQ_GATE_SCORE_SPEARMAN && id != SQ_GATE_STSB_SPEARMAN_DROP &&
+        id != SQ_GATE_NDCG10_DROP) {
+        *why = "not defined when scoring pairs (a cross-encoder or --retriever run)";
+        return false;
+    }
     switch (id) {
     case SQ_GATE_COS_MEAN: *v = mt->cos.mean; return true;
     case SQ_GATE_COS_MIN: *v = mt->cos.min; return true;
@@ -33,6 +38,14 @@ bool sq_eval_gate_value(sq_gate_id id, const sq_eval_input *in, const sq_eval_me
             return false;
         }
         *v = mt->task[0].reference - mt->task[0].model;
+        return !isnan(*v);
+    case SQ_GATE_SCORE_SPEARMAN:
+        if (!mt->pairs) {
+            *why = "needs pair scores (a cross-encoder, or --retriever reranking)";
+            return false;
+        }
+        *v = mt->score_spearman;
+        *why = isnan(*v) ? "Spearman undefined (constant scores)" : NULL;
         return !isnan(*v);
     default: *why = "unknown gate"; return false;
     }

@@ -37,6 +37,21 @@ static json_t *counts_json(const sq_eval_input *in)
     return c;
 }
 
+static json_t *gates_json(const sq_eval_gate *gr, int ng)
+{
+    json_t *gates = json_array();
+    for (int i = 0; i < ng; i++) {
+        const sq_gate_info *gi = sq_gate_get(gr[i].id);
+        json_t *g = json_pack("{s:s, s:s, s:o, s:o, s:b}", "name", gi->name, "op",
+                              gi->is_max ? "<=" : ">=", "threshold", jnum(gr[i].threshold),
+                              "measured", jnum(gr[i].measured), "pass", gr[i].pass);
+        if (!gr[i].measurable)
+            json_object_set_new(g, "error", json_string(gr[i].why));
+        json_array_append_new(gates, g);
+    }
+    return gates;
+}
+
 json_t *sq_eval_report_json(const sq_eval_report_info *info, const sq_eval_input *in,
                             const sq_eval_model *m, const sq_eval_model *ref,
                             const sq_eval_metrics *mt, const sq_eval_gate *gr, int ng, bool pass)
@@ -80,16 +95,7 @@ json_t *sq_eval_report_json(const sq_eval_report_info *info, const sq_eval_input
                                           jnum(mt->task[i].reference - mt->task[i].model)));
         json_object_set_new(metrics, sq_eval_task_name(in->task), t);
     }
-    json_t *gates = json_array();
-    for (int i = 0; i < ng; i++) {
-        const sq_gate_info *gi = sq_gate_get(gr[i].id);
-        json_t *g = json_pack("{s:s, s:s, s:o, s:o, s:b}", "name", gi->name, "op",
-                              gi->is_max ? "<=" : ">=", "threshold", jnum(gr[i].threshold),
-                              "measured", jnum(gr[i].measured), "pass", gr[i].pass);
-        if (!gr[i].measurable)
-            json_object_set_new(g, "error", json_string(gr[i].why));
-        json_array_append_new(gates, g);
-    }
+    json_t *gates = gates_json(gr, ng);
     return json_pack("{s:s, s:s, s:s, s:o, s:o, s:s, s:i, s:I, s:o, s:o, s:o, s:b, "
                      "s:{s:o, s:o, s:o, s:o, s:o}}",
                      "command", "embed-run", "input", info->input, "task",
@@ -113,4 +119,39 @@ int sq_eval_report_write(const char *path, json_t *r, sq_err *err)
         return sq_err_set(err, "%s: write failed", path);
     }
     return sq_atomic_commit(&af, err);
+}
+
+json_t *sq_eval_rerank_report_json(const sq_eval_report_info *info, const sq_eval_input *in,
+                                   const sq_eval_rerank_opts *o, const sq_eval_rerank *r,
+                                   const sq_eval_gate *gr, int ng, bool pass)
+{
+    json_t *worst = json_array();
+    for (int k = 0; k < r->n_worst; k++) {
+        int64_t i = r->worst[k];
+        json_array_append_new(worst, json_pack("{s:I, s:o, s:o, s:s, s:s}", "pair", (json_int_t)i,
+                                               "model", jnum(r->model[i]), "reference",
+                                               jnum(r->reference[i]), "a", r->a[i], "b",
+                                               r->b[i]));
+    }
+    json_t *task = json_pack("{s:o, s:o, s:o}", "model", jnum(r->task_model), "reference",
+                             jnum(r->task_reference), "drop",
+                             jnum(r->task_reference - r->task_model));
+    if (!isnan(r->task_retriever))
+        json_object_set_new(task, "retriever", jnum(r->task_retriever));
+    json_t *metrics = json_pack("{s:o, s:o, s:o, s:o, s:{s:o}}", "score_spearman",
+                                jnum(r->score_spearman), "max_abs_diff", jnum(r->max_abs),
+                                "mean_abs_diff", jnum(r->mean_abs), "worst_pairs", worst,
+                                sq_eval_task_name(in->task), r->task_metric, task);
+    return json_pack("{s:s, s:s, s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s}, s:s?, s:i, s:s, s:i, "
+                     "s:I, s:I, s:I, s:o, s:o, s:b, s:{s:o, s:o, s:o, s:o}}",
+                     "command", "embed-run", "mode", "pairs", "input", info->input, "task",
+                     sq_eval_task_name(in->task), "model", "path", o->model, "scores",
+                     r->cross_model ? "cross-encoder" : "cosine", "reference", "path",
+                     o->reference, "scores", r->cross_reference ? "cross-encoder" : "cosine",
+                     "retriever", o->retriever, "candidates", o->candidates, "isa", info->isa,
+                     "threads", info->threads, "limit", (json_int_t)info->limit, "pairs",
+                     (json_int_t)r->n_pairs, "queries", (json_int_t)r->n_queries, "metrics",
+                     metrics, "gates", gates_json(gr, ng), "pass", pass, "seconds", "retriever",
+                     jnum(r->retriever_s), "model", jnum(r->model_s), "reference",
+                     jnum(r->reference_s), "total", jnum(info->total_s));
 }

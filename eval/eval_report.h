@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "eval_gates.h"
+#include "eval_rerank.h"
 
 typedef struct sq_eval_report_info {
     const char *input; /* the input path as given */
@@ -21,6 +22,10 @@ typedef struct sq_eval_report_info {
 json_t *sq_eval_report_json(const sq_eval_report_info *info, const sq_eval_input *in,
                             const sq_eval_model *m, const sq_eval_model *ref,
                             const sq_eval_metrics *mt, const sq_eval_gate *gr, int ng, bool pass);
+/* The report of a pair scoring run (eval_rerank.h), a new reference. */
+json_t *sq_eval_rerank_report_json(const sq_eval_report_info *info, const sq_eval_input *in,
+                                   const sq_eval_rerank_opts *o, const sq_eval_rerank *r,
+                                   const sq_eval_gate *gr, int ng, bool pass);
 /* Write r to path atomically (indented, key order kept); r NULL (a failed
  * build) is an error. */
 int sq_eval_report_write(const char *path, json_t *r, sq_err *err);

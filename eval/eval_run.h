@@ -67,6 +67,11 @@ typedef struct sq_eval_metrics {
     sq_eval_task_metric task[2];
     int n_task;
     double seconds;
+    /* A pair scoring run (eval_rerank.h): no embeddings are compared (the
+     * cosine gates cannot be measured); score_spearman is Spearman(model
+     * pair scores, reference pair scores), NaN in an embedding run. */
+    bool pairs;
+    double score_spearman;
 } sq_eval_metrics;
 
 /* Every metric of model m against reference ref (same rows), k for the

@@ -47,6 +47,7 @@ static const sq_gate_info gate_table[SQ_GATE_COUNT] = {
     [SQ_GATE_STSB_SPEARMAN_DROP] = {"stsb_spearman_drop", 0.0, 1.0, true},
     [SQ_GATE_NDCG10_DROP] = {"ndcg10_drop", 0.0, 1.0, true},
     [SQ_GATE_CENTRED_COS_MEAN] = {"centred_cos_mean", -1.0, 1.0, false},
+    [SQ_GATE_SCORE_SPEARMAN] = {"score_spearman", -1.0, 1.0, false},
 };
 
 const sq_gate_info *sq_gate_get(sq_gate_id id)
