@@ -67,6 +67,16 @@ int sq_head_read(const char *path, sq_head *h, sq_err *err);
 int sq_head_for_model(const char *model_path, const sq_container *sqm, const char *head_path,
                       int dim, sq_head *h, sq_err *err);
 
+/* Has the .sqm model_path a stored head (a `class_head` metadata key)? False
+ * for anything else (a checkpoint, an unreadable file). */
+bool sq_head_stored_in(const char *model_path);
+
+/* Accuracy of h on n embeddings [n][dim] against gold SST-2 labels 0 / 1
+ * (class "0" / "1" of the head). Fails naming head_name when the head lacks
+ * one of the labels. */
+int sq_head_accuracy(const sq_head *h, const char *head_name, const float *emb, int64_t n,
+                     const int *gold, double *acc, sq_err *err);
+
 /* Class probabilities of n embeddings [n][dim] into probs [n][classes]. */
 void sq_head_apply(const sq_head *h, const float *emb, int64_t n, double *probs);
 

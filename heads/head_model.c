@@ -55,6 +55,17 @@ static int stored_head(const char *model_path, const sq_container *sqm, sq_head 
     return rc > 0 ? 0 : -1;
 }
 
+bool sq_head_stored_in(const char *model_path)
+{
+    sq_container c;
+    sq_err err;
+    if (!sq_sqm_sniff(model_path) || sq_container_open(model_path, SQ_KIND_SQM, &c, &err) != 0)
+        return false;
+    bool has = sq_sqm_has_class_head(&c);
+    sq_container_close(&c);
+    return has;
+}
+
 int sq_head_for_model(const char *model_path, const sq_container *sqm, const char *head_path,
                       int dim, sq_head *h, sq_err *err)
 {
