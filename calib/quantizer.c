@@ -214,7 +214,8 @@ static void yaml_tokenizer(sq_strbuf *sb, const sq_wordpiece_spec *t)
 static char *build_metadata(const sq_embed_model *m, const sq_calib_stats *st, uint64_t st_hash,
                             uint64_t model_digest, const char *model_arg, const sq_recipe *r,
                             const sq_scale_params *sp, const plan_linear *pl,
-                            const sq_quantize_report *rep, const char *emb_type)
+                            const sq_quantize_report *rep, const char *emb_type,
+                            const sq_sqm_class_head *ch)
 {
     const sq_bert_config *c = &m->enc.cfg;
     sq_pooling_config pc = m->pool;
@@ -285,6 +286,8 @@ static char *build_metadata(const sq_embed_model *m, const sq_calib_stats *st, u
             sq_sb_printf(&sb, ", outliers: %d", lr->n_outliers);
         sq_sb_printf(&sb, "}\n");
     }
+    if (ch)
+        sq_sqm_class_head_yaml(&sb, ch);
     if (sb.failed) {
         sq_sb_free(&sb);
         return NULL;
@@ -359,7 +362,8 @@ static int check_written(const char *path, sq_err *err)
     } while (0)
 
 static int write_sqm(const sq_embed_model *m, const plan_linear *pl, const char *meta,
-                     sq_qtype emb_qt, int zstd_level, const char *path, sq_err *err)
+                     sq_qtype emb_qt, const sq_sqm_class_head *ch, int zstd_level,
+                     const char *path, sq_err *err)
 {
     const sq_encoder *e = &m->enc;
     const sq_bert_config *c = &e->cfg;
@@ -498,6 +502,11 @@ static int write_sqm(const sq_embed_model *m, const plan_linear *pl, const char 
 #undef NAME
         }
     }
+    if (ch) { /* the classification head, last (SQM.md 3.1, 9) */
+        uint64_t dc[2] = {(uint64_t)ch->classes, (uint64_t)ch->dim};
+        ADD_REF("class_head.weight", SQ_CDT_F64, 2, dc, ch->W, dc[0] * dc[1] * 8);
+        ADD_REF("class_head.bias", SQ_CDT_F64, 1, dc, ch->b, dc[0] * 8);
+    }
     sq_container_writer_set_zstd(w, zstd_level);
     if (sq_container_writer_write(w, path, err) != 0 || check_written(path, err) != 0)
         goto out;
@@ -596,6 +605,10 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
                           model_arg);
     const sq_recipe *r = o->recipe;
     const sq_bert_config *c = &m->enc.cfg;
+    if (o->class_head && o->class_head->dim != c->hidden)
+        return sq_err_set(err, "%s: the head is for %d-dimensional embeddings, but %s gives %d",
+                          o->class_head->source ? o->class_head->source : "the head",
+                          o->class_head->dim, model_arg, c->hidden);
     const int L = c->layers, NL = L * SQ_LIN_KINDS;
     plan_linear *pl = calloc((size_t)NL, sizeof *pl);
     float **w_orig = calloc((size_t)NL, sizeof *w_orig); /* attn_out before the V fold */
@@ -896,12 +909,12 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
         goto out;
     sq_qtype emb_qt = r->weight_type;
     meta = build_metadata(m, st, st_hash, md.combined, model_arg, r, &sp, pl, rep,
-                          sq_qtype_get(emb_qt)->name);
+                          sq_qtype_get(emb_qt)->name, o->class_head);
     if (!meta) {
         sq_err_set(err, "out of memory building metadata");
         goto out;
     }
-    if (write_sqm(m, pl, meta, emb_qt, o->zstd_level, out_path, err) != 0)
+    if (write_sqm(m, pl, meta, emb_qt, o->class_head, o->zstd_level, out_path, err) != 0)
         goto out;
     uint64_t h;
     if (sq_hash_file(out_path, &rep->bytes_out, &h, err) != 0)

@@ -19,6 +19,7 @@
 #include "embed_model.h"
 #include "qtype.h"
 #include "recipe.h"
+#include "sqm_class_head.h"
 
 typedef struct sq_quantize_opts {
     const sq_recipe *recipe;
@@ -31,6 +32,9 @@ typedef struct sq_quantize_opts {
     int capture_rows;           /* calibration rows per linear for alpha search and errors */
     int zstd_level;             /* 0: plain file */
     bool dry_run;
+    /* a classification head to store (formats/SQM.md section 9); NULL: none.
+     * Its dim must be the model's hidden width (checked). */
+    const sq_sqm_class_head *class_head;
     void (*log)(void *ctx, const char *line); /* one line per tensor */
     void *log_ctx;
 } sq_quantize_opts;

@@ -14,15 +14,17 @@
 #include "threads.h"
 
 static const char *const help =
-    "usage: squint classify MODEL --head HEAD.json --input FILE [options]\n"
+    "usage: squint classify MODEL [--head HEAD] --input FILE [options]\n"
     "\n"
     "Classify texts: MODEL's sentence embeddings (as `squint embed` computes them) through\n"
-    "a head written by `squint train-head`. MODEL must be the model the head was trained\n"
-    "on (its embedding width is checked; the head's file records which model it was).\n"
+    "a head written by `squint train-head`, or the head stored in MODEL (a .sqm quantized\n"
+    "with --head). MODEL must be the model the head was trained on (its embedding width is\n"
+    "checked; the head's file records which model it was).\n"
     "Python pickles (SetFit's model_head.pkl) are refused: they can run arbitrary code.\n"
     "\n"
     "options:\n"
-    "  --head FILE           the head (JSON, formats/HEAD.md)\n"
+    "  --head FILE           the head (JSON or safetensors, formats/HEAD.md); overrides a\n"
+    "                        head stored in MODEL, required when MODEL has none\n"
     "  --input FILE          texts: one per line, or JSONL (see --field); '-' = stdin\n"
     "  --field PATH          JSONL field holding the text (default 'text' for .jsonl)\n"
     "  --id-field PATH       JSONL field (string or integer) copied to each output line as \"id\"\n"
@@ -36,7 +38,8 @@ static const char *const help =
     "  {\"index\":0,\"label\":\"1\",\"probs\":{\"0\":0.0312,\"1\":0.9688}}\n"
     "the label the most probable class. Input is streamed as by `squint embed`.\n"
     "example:\n"
-    "  squint classify model.sqm --head head.json --input reviews.txt --output labels.jsonl\n";
+    "  squint classify model.sqm --head head.json --input reviews.txt --output labels.jsonl\n"
+    "  squint classify model-with-head.sqm --input reviews.txt\n";
 
 int cmd_classify(int argc, char **argv)
 {
@@ -79,25 +82,24 @@ int cmd_classify(int argc, char **argv)
     }
     if (optind != argc - 1)
         return cli_usage_error("classify", "expected exactly one MODEL argument");
-    if (!head_path)
-        return cli_usage_error("classify", "--head is required");
     if (!input)
         return cli_usage_error("classify", "--input is required");
 
     sq_threads_init((int)threads);
     sq_err err = {0};
     sq_head head;
-    if (sq_head_read(head_path, &head, &err) != 0)
+    sq_embed_model m;
+    if (sq_embed_model_open(argv[optind], &m, &err) != 0)
         return cli_fail("classify", &err);
+    if (sq_head_for_model(argv[optind], m.is_sqm ? &m.sqm : NULL, head_path, m.enc.cfg.hidden,
+                          &head, &err) != 0) {
+        sq_embed_model_close(&m);
+        return cli_fail("classify", &err);
+    }
     sq_text_stream in;
     if (sq_text_stream_open(input, field, id_field, &in, &err) != 0) {
         sq_head_free(&head);
-        return cli_fail("classify", &err);
-    }
-    sq_embed_model m;
-    if (sq_embed_model_open(argv[optind], &m, &err) != 0) {
-        sq_text_stream_close(&in);
-        sq_head_free(&head);
+        sq_embed_model_close(&m);
         return cli_fail("classify", &err);
     }
     int rc = SQ_EXIT_OK;
@@ -110,12 +112,6 @@ int cmd_classify(int argc, char **argv)
     cli_progress_init(&prog, "classify");
     if (quiet)
         prog.enabled = false;
-    if (m.enc.cfg.hidden != head.dim) {
-        sq_err_set(&err, "%s: the head is for %d-dimensional embeddings, but %s gives %d (a head "
-                         "works only with the model it was trained on)",
-                   head_path, head.dim, argv[optind], m.enc.cfg.hidden);
-        goto fail;
-    }
     if (!labels_json)
         goto oom;
     for (int k = 0; k < head.classes; k++) {

@@ -15,6 +15,7 @@
 #include "cpu_features.h"
 #include "embed_output.h"
 #include "fileio.h"
+#include "head.h"
 #include "npy.h"
 #include "eval_gates.h"
 #include "eval_report.h"
@@ -48,8 +49,12 @@ static const char *const help =
     "  --gate LIST          name=value[,name=value...]: cos_mean, cos_min, centred_cos_mean,\n"
     "                       topk_overlap (minimums),\n"
     "                       score_spearman (minimum; pair scores),\n"
-    "                       stsb_spearman_drop, ndcg10_drop (maximums), topk_k; repeatable,\n"
-    "                       overrides the recipe's gates\n"
+    "                       stsb_spearman_drop, ndcg10_drop, max_accuracy_drop (maximums),\n"
+    "                       topk_k; repeatable, overrides the recipe's gates\n"
+    "  --head FILE          sst2: a classification head (`squint train-head`, JSON or\n"
+    "                       safetensors) whose dev accuracy is measured on both models;\n"
+    "                       default: the head stored in MODEL, if any. Gate:\n"
+    "                       max_accuracy_drop (percentage points)\n"
     "  --recipe FILE        take the gates from this recipe's gates: section\n"
     "  --topk K             k of the top-k overlap (default: the recipe's topk_k, else 10)\n"
     "  --limit N            only the first N texts / pairs / sentences; scifact: a corpus of N\n"
@@ -65,7 +70,8 @@ static const char *const help =
     "inputs apart); for a .sqm, per linear the input values and rows beyond its calibrated\n"
     "range; top-k overlap (for each text its k most similar other inputs under each model,\n"
     "mean shared fraction); stsb: Spearman of cosine(s1, s2) vs the gold score; scifact: nDCG@10\n"
-    "and recall@100 of cosine ranking; sst2: 5-fold accuracy of a logistic-regression probe.\n"
+    "and recall@100 of cosine ranking; sst2: 5-fold accuracy of a logistic-regression probe,\n"
+    "and with a head its accuracy on both models (embedded normalized as the head was trained).\n"
     "Drops are reference minus MODEL. Exit: 0 all gates pass, 1 a gate failed (named), 2 bad input.\n"
     "\n"
     "Pair scores: when MODEL is a cross-encoder (BertForSequenceClassification), or with\n"
@@ -82,7 +88,7 @@ static const char *const help =
     "      --gate score_spearman=0.99,ndcg10_drop=0.01\n";
 
 typedef struct run_args {
-    const char *model, *reference, *input, *field, *output, *report, *recipe, *retriever;
+    const char *model, *reference, *input, *field, *output, *report, *recipe, *retriever, *head;
     sq_eval_task task;
     long batch, max_seq, threads, topk, limit, candidates;
     bool quiet;
@@ -99,8 +105,8 @@ static const char *task_label(const char *name)
         return "nDCG@10";
     if (strcmp(name, "recall100") == 0)
         return "recall@100";
-    if (strcmp(name, "accuracy") == 0)
-        return "accuracy";
+    if (strcmp(name, "head_accuracy") == 0)
+        return "head acc";
     return "probe accuracy";
 }
 
@@ -171,8 +177,13 @@ static void print_summary(FILE *fp, const sq_eval_input *in, const sq_eval_model
     fprintf(fp, "top-%-2d     overlap %.4f\n", mt->topk_k, mt->topk);
     for (int i = 0; i < mt->n_task; i++) {
         const sq_eval_task_metric *t = &mt->task[i];
-        fprintf(fp, "%-10s model %.4f  reference %.4f  drop %+.4f\n", task_label(t->name),
-                t->model, t->reference, t->reference - t->model);
+        if (strcmp(t->name, "head_accuracy") == 0)
+            fprintf(fp, "%-10s model %.4f  reference %.4f  drop %+.2f points\n",
+                    task_label(t->name), t->model, t->reference,
+                    100.0 * (t->reference - t->model));
+        else
+            fprintf(fp, "%-10s model %.4f  reference %.4f  drop %+.4f\n", task_label(t->name),
+                    t->model, t->reference, t->reference - t->model);
     }
     for (int i = 0; i < ng; i++) {
         const sq_eval_gate *r = &gr[i];
@@ -187,13 +198,15 @@ static void print_summary(FILE *fp, const sq_eval_input *in, const sq_eval_model
 
 /* Embed with a progress line on stderr (unless --quiet). */
 static int embed_with(const char *path, const char *label, const run_args *a,
-                      const sq_eval_input *in, sq_eval_model *out, sq_err *err)
+                      const sq_eval_input *in, const bool *normalize, sq_eval_model *out,
+                      sq_err *err)
 {
     cli_progress prog;
     cli_progress_init(&prog, label);
     if (a->quiet)
         prog.enabled = false;
     sq_eval_embed_opts o = {.batch = (int)a->batch, .max_seq = (int)a->max_seq,
+                            .normalize = normalize,
                             .progress = cli_progress_update, .progress_ctx = &prog};
     int rc = sq_eval_embed(path, &o, in, out, err);
     cli_progress_finish(&prog);
@@ -205,7 +218,7 @@ static int embed_with(const char *path, const char *label, const run_args *a,
 static int parse_args(int argc, char **argv, run_args *a, sq_recipe *rec, sq_err *err)
 {
     enum { O_FIELD = 256, O_REF, O_TASK, O_REPORT, O_GATE, O_RECIPE, O_TOPK, O_LIMIT, O_MAXSEQ,
-           O_QUIET, O_RETRIEVER, O_CANDIDATES };
+           O_QUIET, O_RETRIEVER, O_CANDIDATES, O_HEAD };
     static const struct option opts[] = {
         {"input", required_argument, 0, 'i'},      {"output", required_argument, 0, 'o'},
         {"field", required_argument, 0, O_FIELD},  {"reference", required_argument, 0, O_REF},
@@ -216,6 +229,7 @@ static int parse_args(int argc, char **argv, run_args *a, sq_recipe *rec, sq_err
         {"threads", required_argument, 0, 't'},    {"quiet", no_argument, 0, O_QUIET},
         {"retriever", required_argument, 0, O_RETRIEVER},
         {"candidates", required_argument, 0, O_CANDIDATES},
+        {"head", required_argument, 0, O_HEAD},
         {"help", no_argument, 0, 'h'},             {0, 0, 0, 0}};
     *a = (run_args){.task = SQ_TASK_AUTO, .batch = 32, .candidates = 100};
     /* Gate specs are applied after the recipe is loaded so they override it. */
@@ -233,6 +247,7 @@ static int parse_args(int argc, char **argv, run_args *a, sq_recipe *rec, sq_err
         case O_REF: a->reference = optarg; break;
         case O_REPORT: a->report = optarg; break;
         case O_RECIPE: a->recipe = optarg; break;
+        case O_HEAD: a->head = optarg; break;
         case O_GATE: gate_specs[n_specs++] = optarg; break;
         case O_QUIET: a->quiet = true; break;
         case O_RETRIEVER: a->retriever = optarg; break;
@@ -322,9 +337,9 @@ static int parse_args(int argc, char **argv, run_args *a, sq_recipe *rec, sq_err
     bool any_gate = false;
     for (int i = 0; i < SQ_GATE_COUNT; i++)
         any_gate |= rec->gates.set[i];
-    if (!a->reference && (any_gate || a->report)) {
+    if (!a->reference && (any_gate || a->report || a->head)) {
         sq_err_set(err, "%s needs --reference (the metrics compare two models)",
-                   any_gate ? "a gate" : "--report");
+                   any_gate ? "a gate" : a->report ? "--report" : "--head");
         goto done;
     }
     rc = 0;
@@ -478,6 +493,8 @@ int cmd_embed_run(int argc, char **argv)
     sq_eval_input in;
     sq_eval_model m = {0}, ref = {0};
     json_t *report = NULL;
+    sq_head head = {0};
+    bool has_head = false;
     int rc = SQ_EXIT_BADINPUT;
     bool cross = false;
     if (!a.retriever && sq_eval_is_classifier(a.model, &cross, &err) != 0) {
@@ -492,8 +509,26 @@ int cmd_embed_run(int argc, char **argv)
         goto done;
     }
     double input_s = cli_now() - t_start;
-    if (embed_with(a.model, CMD, &a, &in, &m, &err) != 0)
+    /* A head (--head, else the one stored in MODEL) on an SST-2 set: both
+     * models embed as it was trained (normalized or not). */
+    if (a.head && in.task != SQ_TASK_SST2) {
+        sq_err_set(&err, "--head needs an SST-2 input (--task sst2): the head's accuracy is "
+                         "measured on its labels");
         goto fail;
+    }
+    if (a.head || (in.task == SQ_TASK_SST2 && a.reference && sq_head_stored_in(a.model))) {
+        if (sq_head_for_model(a.model, NULL, a.head, 0, &head, &err) != 0)
+            goto fail;
+        has_head = true;
+    }
+    const bool *norm = has_head ? &head.normalized : NULL;
+    if (embed_with(a.model, CMD, &a, &in, norm, &m, &err) != 0)
+        goto fail;
+    if (has_head && head.dim != m.res.dim) {
+        sq_err_set(&err, "%s: the head is for %d-dimensional embeddings, but %s gives %d",
+                   a.head ? a.head : a.model, head.dim, a.model, m.res.dim);
+        goto fail;
+    }
     /* Without --reference stdout may carry the embeddings (as in `embed`). */
     if ((a.output || !a.reference) && write_embeddings(a.output ? a.output : "-", NULL, &m.res, &err) != 0)
         goto fail;
@@ -502,7 +537,8 @@ int cmd_embed_run(int argc, char **argv)
         goto done;
     }
     if ((sq_eval_is_npy_path(a.reference) ? sq_eval_reference_npy(a.reference, &in, &ref, &err)
-                                  : embed_with(a.reference, "reference", &a, &in, &ref, &err)) != 0)
+                                  : embed_with(a.reference, "reference", &a, &in, norm, &ref,
+                                               &err)) != 0)
         goto fail;
     if (ref.res.dim != m.res.dim) {
         sq_err_set(&err, "%s gives %d-dimensional embeddings but %s gives %d", a.model, m.res.dim,
@@ -511,6 +547,16 @@ int cmd_embed_run(int argc, char **argv)
     }
     sq_eval_metrics mt = {0};
     sq_eval_measure(&in, &m, &ref, rec.gates.topk_k, &mt);
+    if (has_head) {
+        sq_eval_task_metric *t = &mt.task[mt.n_task];
+        const char *hn = a.head ? a.head : a.model;
+        t->name = "head_accuracy";
+        if (sq_head_accuracy(&head, hn, m.res.emb, m.res.n, in.sst2.label, &t->model, &err) != 0 ||
+            sq_head_accuracy(&head, hn, ref.res.emb, ref.res.n, in.sst2.label, &t->reference,
+                             &err) != 0)
+            goto fail;
+        mt.n_task++;
+    }
     sq_eval_gate gr[SQ_GATE_COUNT];
     int ng = sq_eval_gates(&rec.gates, &in, &mt, gr);
     bool pass = sq_eval_gates_pass(gr, ng);
@@ -543,6 +589,7 @@ fail:
     rc = cli_fail(CMD, &err);
 done:
     json_decref(report);
+    sq_head_free(&head);
     sq_eval_model_free(&m);
     sq_eval_model_free(&ref);
     sq_eval_input_free(&in);

@@ -10,6 +10,8 @@
 #include "cli.h"
 #include "embedder.h"
 #include "data_dir.h"
+#include "file_hash.h"
+#include "head.h"
 #include "quantizer.h"
 #include "threads.h"
 
@@ -30,6 +32,8 @@ static const char *const help =
     "  -o, --output FILE  the .sqm to write\n"
     "  --corpus FILE      replay these corpus files instead of the ones the statistics\n"
     "                     record (repeatable)\n"
+    "  --head FILE        store this classification head (from `squint train-head`, JSON or\n"
+    "                     safetensors) in the .sqm: `classify` and `serve` then need no --head\n"
     "  --int4-search      weighted-MSE scale search for int4-g128 groups\n"
     "  --compress[=L]     zstd-compress the file (level L, default 19); read transparently\n"
     "  --strict           an override that matches no linear is an error\n"
@@ -87,15 +91,17 @@ static void print_json(const sq_quantize_report *rep, const char *out, bool dry)
 
 int cmd_quantize(int argc, char **argv)
 {
-    enum { O_CALIB = 256, O_RECIPE, O_CORPUS, O_SEARCH, O_COMPRESS, O_STRICT, O_DRY, O_JSON };
+    enum { O_CALIB = 256, O_RECIPE, O_CORPUS, O_SEARCH, O_COMPRESS, O_STRICT, O_DRY, O_JSON,
+           O_HEAD };
     static const struct option opts[] = {
         {"calib", required_argument, 0, O_CALIB},   {"recipe", required_argument, 0, O_RECIPE},
         {"output", required_argument, 0, 'o'},      {"corpus", required_argument, 0, O_CORPUS},
         {"int4-search", no_argument, 0, O_SEARCH},  {"compress", optional_argument, 0, O_COMPRESS},
         {"strict", no_argument, 0, O_STRICT},       {"dry-run", no_argument, 0, O_DRY},
         {"json", no_argument, 0, O_JSON},           {"threads", required_argument, 0, 't'},
+        {"head", required_argument, 0, O_HEAD},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
-    const char *calib = NULL, *recipe_path = NULL, *out = NULL;
+    const char *calib = NULL, *recipe_path = NULL, *out = NULL, *head_path = NULL;
     const char **corpus = calloc((size_t)argc + 1, sizeof *corpus);
     size_t n_corpus = 0;
     long threads = 0, lvl;
@@ -108,6 +114,7 @@ int cmd_quantize(int argc, char **argv)
         case O_RECIPE: recipe_path = optarg; break;
         case 'o': out = optarg; break;
         case O_CORPUS: corpus[n_corpus++] = optarg; break;
+        case O_HEAD: head_path = optarg; break;
         case O_SEARCH: search = 1; break;
         case O_COMPRESS:
             if (!optarg)
@@ -159,9 +166,28 @@ int cmd_quantize(int argc, char **argv)
     }
     sq_calib_stats st;
     int have_st = 0;
+    sq_head head = {0};
+    sq_sqm_class_head ch = {0};
     if (m.is_sqm) {
         sq_err_set(&err, "%s is already a packed model: quantize the fp32 checkpoint", model_arg);
         goto fail;
+    }
+    /* The head is checked against the model before any calibration. */
+    if (head_path && sq_embed_model_require_embeddings(&m, model_arg, &err) != 0)
+        goto fail;
+    if (head_path) {
+        uint64_t hsize;
+        if (sq_head_for_model(model_arg, NULL, head_path, m.enc.cfg.hidden, &head, &err) != 0 ||
+            sq_hash_file(head_path, &hsize, &ch.xxh64, &err) != 0)
+            goto fail;
+        ch.classes = head.classes;
+        ch.dim = head.dim;
+        ch.labels = head.labels;
+        ch.W = head.W;
+        ch.b = head.b;
+        ch.normalized = head.normalized;
+        ch.source = (char *)head_path;
+        ch.has_xxh64 = true;
     }
     if (calib) {
         if (sq_calib_stats_load(calib, &st, &err) != 0)
@@ -187,7 +213,8 @@ int cmd_quantize(int argc, char **argv)
     sq_quantize_opts qo = {.recipe = &recipe, .strict = strict, .int4_search = search,
                            .bundled_corpus = bundled, .corpus = corpus, .n_corpus = n_corpus,
                            .batch = 16, .capture_rows = 512, .zstd_level = zstd_level,
-                           .dry_run = dry, .log = json ? NULL : log_line};
+                           .dry_run = dry, .log = json ? NULL : log_line,
+                           .class_head = head_path ? &ch : NULL};
     sq_quantize_report rep;
     if (dry && !have_st) {
         /* A plan needs no statistics: fake the identity check away. */
@@ -221,6 +248,9 @@ int cmd_quantize(int argc, char **argv)
             if (mc->head != SQ_HEAD_NONE)
                 printf("  %-22s [%5d x %5d]  fp32\n", "head", mc->hidden, mc->hidden);
             printf("  %-22s [%5d]          u8 (token strings)\n", "tokenizer.vocab", m.tok_spec.vocab_size);
+            if (head_path)
+                printf("  %-22s [%5d x %5d]  f64 (%s)\n", "class_head", head.classes, head.dim,
+                       head_path);
             for (int i = 0; i < rep.n_linears; i++) {
                 const sq_linear_report *l = &rep.linears[i];
                 if (l->n == 0)
@@ -249,6 +279,7 @@ fail:
 cleanup:
     if (have_st)
         sq_calib_stats_free(&st);
+    sq_head_free(&head);
     sq_embed_model_close(&m);
     sq_recipe_free(&recipe);
 done:

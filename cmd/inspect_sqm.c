@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "qtype.h"
+#include "sqm_class_head.h"
 #include "sqm_schema.h"
 #include "yaml_tree.h"
 
@@ -215,6 +216,33 @@ static json_t *verify_json(const sq_container *c)
     return o;
 }
 
+/* The stored classification head (SQM.md section 9): labels, C x D,
+ * provenance; {"error"} when it does not read; NULL when there is none. */
+static json_t *class_head_json(const sq_container *c)
+{
+    if (!sq_sqm_has_class_head(c))
+        return NULL;
+    sq_sqm_class_head ch;
+    sq_err err;
+    if (sq_sqm_class_head_read(c, &ch, &err) < 0)
+        return json_pack("{s:s}", "error", err.msg);
+    json_t *labels = json_array();
+    for (int k = 0; k < ch.classes; k++)
+        json_array_append_new(labels, json_string(ch.labels[k]));
+    json_t *o = json_pack("{s:s, s:i, s:i, s:o, s:b}", "kind", "softmax-linear", "classes",
+                          ch.classes, "dim", ch.dim, "labels", labels, "normalized",
+                          ch.normalized);
+    if (ch.source)
+        json_object_set_new(o, "source", json_string(ch.source));
+    if (ch.has_xxh64) {
+        char hex[17];
+        snprintf(hex, sizeof hex, "%016" PRIx64, ch.xxh64);
+        json_object_set_new(o, "xxh64", json_string(hex));
+    }
+    sq_sqm_class_head_free(&ch);
+    return o;
+}
+
 static json_t *build_report(const char *path, const sq_container *c, bool list_tensors)
 {
     char kb[8];
@@ -235,6 +263,9 @@ static json_t *build_report(const char *path, const sq_container *c, bool list_t
         json_object_set_new(r, "metadata", metadata_summary(root));
     else
         json_object_set_new(r, "metadata_error", json_string(err.msg));
+    json_t *ch = class_head_json(c);
+    if (ch)
+        json_object_set_new(r, "class_head", ch);
     json_object_set_new(r, "bytes", bytes_by_qtype(c));
     json_object_set_new(r, "linears", linears_table(c, yt_get(root, "linears")));
     json_object_set_new(r, "verify", verify_json(c));
@@ -328,6 +359,32 @@ static void print_metadata(const json_t *m)
     }
 }
 
+/* "class head:  2 labels x 384 (normalized), from head.json (xxh64 ...): neg, pos" */
+static void print_class_head(const json_t *ch)
+{
+    if (!ch)
+        return;
+    if (json_object_get(ch, "error")) {
+        printf("class head:  does not read: %s\n", str(ch, "error"));
+        return;
+    }
+    printf("class head:  %s labels x %s (softmax-linear, %s)", str(ch, "classes"), str(ch, "dim"),
+           json_is_true(json_object_get(ch, "normalized")) ? "normalized embeddings"
+                                                           : "unnormalized embeddings");
+    if (json_object_get(ch, "source"))
+        printf(", from %s", str(ch, "source"));
+    if (json_object_get(ch, "xxh64"))
+        printf(" (xxh64 %s)", str(ch, "xxh64"));
+    const json_t *labels = json_object_get(ch, "labels");
+    size_t n = json_array_size(labels), shown = n > 16 ? 16 : n;
+    printf(":");
+    for (size_t i = 0; i < shown; i++)
+        printf("%s %s", i ? "," : "", json_string_value(json_array_get(labels, i)));
+    if (shown < n)
+        printf(", ... (%zu more)", n - shown);
+    printf("\n");
+}
+
 static void print_num(const json_t *v, const char *fmt, int width)
 {
     char buf[48];
@@ -351,6 +408,7 @@ static void print_text(const json_t *r)
         print_metadata(json_object_get(r, "metadata"));
     else
         printf("metadata:    does not parse: %s\n", str(r, "metadata_error"));
+    print_class_head(json_object_get(r, "class_head"));
 
     const json_t *b = json_object_get(r, "bytes");
     printf("\ntensor bytes: fp32 %lld, int8 %lld, int4 %lld, other %lld, total %lld\n",

@@ -1,6 +1,7 @@
 #include "eval_gates.h"
 
 #include <math.h>
+#include <string.h>
 
 /* The measured value of a gate on this run; false with *why when the input
  * cannot give it. */
@@ -47,6 +48,16 @@ bool sq_eval_gate_value(sq_gate_id id, const sq_eval_input *in, const sq_eval_me
         *v = mt->score_spearman;
         *why = isnan(*v) ? "Spearman undefined (constant scores)" : NULL;
         return !isnan(*v);
+    case SQ_GATE_MAX_ACCURACY_DROP:
+        /* The head's accuracy, put into the metrics by embed-run (heads/). */
+        for (int i = 0; i < mt->n_task; i++)
+            if (strcmp(mt->task[i].name, "head_accuracy") == 0) {
+                *v = 100.0 * (mt->task[i].reference - mt->task[i].model);
+                return !isnan(*v);
+            }
+        *why = "needs a classification head (--head, or one stored in MODEL) and an SST-2 input "
+               "(--task sst2)";
+        return false;
     default: *why = "unknown gate"; return false;
     }
 }

@@ -61,7 +61,7 @@ int sq_eval_embed(const char *path, const sq_eval_embed_opts *eo, const sq_eval_
         .batch = (int)eo->batch,
         .max_seq = eo->max_seq ? (int)eo->max_seq : m.max_seq,
         .pooling = m.pool.pooling,
-        .normalize = m.pool.normalize,
+        .normalize = eo->normalize ? *eo->normalize : m.pool.normalize,
         .progress = eo->progress,
         .progress_ctx = eo->progress_ctx,
     };
@@ -86,7 +86,7 @@ int sq_eval_embed(const char *path, const sq_eval_embed_opts *eo, const sq_eval_
     rc = sq_embed_texts(&m, in->text, in->len, in->n, &o, &out->res, err);
     out->is_sqm = m.is_sqm;
     out->pooling = m.pool.pooling == SQ_POOL_MEAN ? "mean" : "cls";
-    out->normalize = m.pool.normalize;
+    out->normalize = o.normalize;
 done:
     sq_embed_model_close(&m);
     out->seconds = sq_eval_now() - t0;

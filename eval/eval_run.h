@@ -40,6 +40,7 @@ typedef struct sq_eval_model {
 typedef struct sq_eval_embed_opts {
     int batch;
     int max_seq; /* 0: the model's */
+    const bool *normalize; /* NULL: the model's; else L2-normalize or not (a head's) */
     void (*progress)(void *ctx, int64_t done, int64_t total);
     void *progress_ctx;
 } sq_eval_embed_opts;
@@ -64,7 +65,7 @@ typedef struct sq_eval_metrics {
     sq_cos_stats cos;
     double topk;
     int topk_k;
-    sq_eval_task_metric task[2];
+    sq_eval_task_metric task[3]; /* + "head_accuracy", added by embed-run */
     int n_task;
     double seconds;
     /* A pair scoring run (eval_rerank.h): no embeddings are compared (the

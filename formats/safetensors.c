@@ -114,6 +114,39 @@ static int parse_entry(const char *path, const char *name, json_t *v, uint64_t d
     return 0;
 }
 
+/* The string values of "__metadata__" (the format's; others are skipped). */
+static int keep_metadata(sq_safetensors *st, const json_t *meta)
+{
+    size_t n = json_object_size(meta);
+    st->meta_key = calloc(n ? n : 1, sizeof *st->meta_key);
+    st->meta_value = calloc(n ? n : 1, sizeof *st->meta_value);
+    if (!st->meta_key || !st->meta_value)
+        return -1;
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)meta, k, v)
+    {
+        if (!json_is_string(v))
+            continue;
+        st->meta_key[st->n_meta] = strdup(k);
+        st->meta_value[st->n_meta] = strndup(json_string_value(v), json_string_length(v));
+        if (!st->meta_key[st->n_meta] || !st->meta_value[st->n_meta]) {
+            st->n_meta++;
+            return -1;
+        }
+        st->n_meta++;
+    }
+    return 0;
+}
+
+const char *sq_safetensors_meta(const sq_safetensors *st, const char *key)
+{
+    for (int i = 0; i < st->n_meta; i++)
+        if (strcmp(st->meta_key[i], key) == 0)
+            return st->meta_value[i];
+    return NULL;
+}
+
 int sq_safetensors_open(const char *path, sq_safetensors *st, sq_err *err)
 {
     memset(st, 0, sizeof *st);
@@ -168,6 +201,10 @@ int sq_safetensors_open(const char *path, sq_safetensors *st, sq_err *err)
                 sq_err_set(err, "%s: \"__metadata__\" is not an object", path);
                 goto fail;
             }
+            if (keep_metadata(st, val) != 0) {
+                sq_err_set(err, "%s: out of memory", path);
+                goto fail;
+            }
             continue;
         }
         sq_st_tensor *t = &st->tensors[st->n_tensors];
@@ -216,6 +253,12 @@ void sq_safetensors_close(sq_safetensors *st)
     for (int i = 0; i < st->n_tensors; i++)
         free(st->tensors[i].name);
     free(st->tensors);
+    for (int i = 0; i < st->n_meta; i++) {
+        free(st->meta_key[i]);
+        free(st->meta_value[i]);
+    }
+    free(st->meta_key);
+    free(st->meta_value);
     sq_unmap_file(&st->mf);
     memset(st, 0, sizeof *st);
 }

@@ -36,6 +36,9 @@ typedef struct sq_safetensors {
     sq_mapped_file mf;
     sq_st_tensor *tensors; /* sorted by name */
     int n_tensors;
+    /* "__metadata__": its string values, in header order (others skipped) */
+    char **meta_key, **meta_value;
+    int n_meta;
 } sq_safetensors;
 
 const char *sq_st_dtype_name(sq_st_dtype dt);
@@ -46,6 +49,9 @@ void sq_safetensors_close(sq_safetensors *st);
 
 /* Lookup by exact name (binary search); NULL when absent. */
 const sq_st_tensor *sq_safetensors_find(const sq_safetensors *st, const char *name);
+
+/* The "__metadata__" string value of key; NULL when absent or not a string. */
+const char *sq_safetensors_meta(const sq_safetensors *st, const char *key);
 
 /* Copy a tensor into dst as f32 (F32 copied, F16/BF16 converted); other
  * dtypes, or NaN/Inf values, are errors naming the file and tensor. */

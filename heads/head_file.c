@@ -9,7 +9,8 @@
 
 #include "eval_metrics.h"
 #include "fileio.h"
-#include "utf8.h"
+#include "head_io.h"
+#include "sqm_class_head.h"
 
 int sq_head_alloc(sq_head *h, int classes, int dim, sq_err *err)
 {
@@ -126,6 +127,8 @@ int sq_head_write(const char *path, const sq_head *h, const sq_head_provenance *
     for (int c = 0; c < h->classes; c++)
         if (!isfinite(h->b[c]))
             return sq_err_set(err, "%s: the trained biases are not finite", path);
+    if (sq_head_ends_with(path, ".safetensors"))
+        return sq_head_write_safetensors(path, h, p, err);
     sq_atomic_file af;
     if (sq_atomic_open(&af, path, err) != 0)
         return -1;
@@ -138,10 +141,30 @@ int sq_head_write(const char *path, const sq_head *h, const sq_head_provenance *
 
 /* ---- reading ---- */
 
-static bool ends_with(const char *s, const char *suf)
+bool sq_head_ends_with(const char *s, const char *suf)
 {
     size_t a = strlen(s), b = strlen(suf);
     return a >= b && strcmp(s + a - b, suf) == 0;
+}
+
+int sq_head_labels_from_json(const char *path, const json_t *labels, sq_head *h, sq_err *err)
+{
+    if (!json_is_array(labels) || json_array_size(labels) != (size_t)h->classes)
+        return sq_err_set(err, "%s: \"labels\" must be an array of %d strings", path, h->classes);
+    for (int c = 0; c < h->classes; c++) {
+        json_t *l = json_array_get(labels, c);
+        if (!json_is_string(l) ||
+            !sq_class_label_valid(json_string_value(l), json_string_length(l)))
+            return sq_err_set(err, "%s: \"labels\"[%d] must be a string of 1 to 256 bytes "
+                                   "(no NUL)",
+                              path, c);
+        for (int k = 0; k < c; k++)
+            if (strcmp(h->labels[k], json_string_value(l)) == 0)
+                return sq_err_set(err, "%s: label '%s' appears twice", path, h->labels[k]);
+        if (!(h->labels[c] = strdup(json_string_value(l))))
+            return sq_err_set(err, "out of memory");
+    }
+    return 0;
 }
 
 static int refuse_pickle(const char *path, sq_err *err)
@@ -195,21 +218,8 @@ static int parse_head(const char *path, json_t *o, sq_head *h, sq_err *err)
     if (sq_head_alloc(h, C, D, err) != 0)
         return -1;
     h->normalized = json_is_true(norm);
-    for (int c = 0; c < C; c++) {
-        json_t *l = json_array_get(labels, c);
-        size_t n = json_is_string(l) ? json_string_length(l) : 0;
-        if (!json_is_string(l) || n == 0 || n > 256 ||
-            sq_utf8_valid_prefix(json_string_value(l), n) != n ||
-            strlen(json_string_value(l)) != n)
-            return sq_err_set(err, "%s: \"labels\"[%d] must be a string of 1 to 256 bytes "
-                                   "(no NUL)",
-                              path, c);
-        for (int k = 0; k < c; k++)
-            if (strcmp(h->labels[k], json_string_value(l)) == 0)
-                return sq_err_set(err, "%s: label '%s' appears twice", path, h->labels[k]);
-        if (!(h->labels[c] = strdup(json_string_value(l))))
-            return sq_err_set(err, "out of memory");
-    }
+    if (sq_head_labels_from_json(path, labels, h, err) != 0)
+        return -1;
     json_t *w = json_object_get(o, "weights");
     if (!json_is_array(w) || json_array_size(w) != (size_t)C)
         return sq_err_set(err, "%s: \"weights\" must hold %d rows (one per label)", path, C);
@@ -226,7 +236,7 @@ static int parse_head(const char *path, json_t *o, sq_head *h, sq_err *err)
 int sq_head_read(const char *path, sq_head *h, sq_err *err)
 {
     memset(h, 0, sizeof *h);
-    if (ends_with(path, ".pkl") || ends_with(path, ".pickle"))
+    if (sq_head_ends_with(path, ".pkl") || sq_head_ends_with(path, ".pickle"))
         return refuse_pickle(path, err);
     char *buf;
     size_t len;
@@ -236,6 +246,14 @@ int sq_head_read(const char *path, sq_head *h, sq_err *err)
     if (len >= 2 && u[0] == 0x80 && u[1] >= 2 && u[1] <= 5) {
         free(buf);
         return refuse_pickle(path, err);
+    }
+    /* safetensors: by the name, or by the first bytes (a u64 header length,
+     * then '{'; JSON starts with '{' or white space). */
+    if (sq_head_ends_with(path, ".safetensors") ||
+        (len >= 9 && u[8] == '{' && u[0] != '{' && u[0] != ' ' && u[0] != '\t' &&
+         u[0] != '\n' && u[0] != '\r')) {
+        free(buf);
+        return sq_head_read_safetensors(path, h, err);
     }
     json_error_t je;
     json_t *o = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);

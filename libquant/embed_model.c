@@ -8,6 +8,7 @@
 #include "bert_model.h"
 #include "fileio.h"
 #include "linear.h"
+#include "sqm_class_head.h"
 #include "sqm_model.h"
 #include "sqm_tokenizer.h"
 #include "tfjs_encoder.h"
@@ -58,6 +59,12 @@ int sq_sqm_check_runnable(const sq_container *c, sq_err *err)
     m.sqm = *c; /* borrowed: never closed here */
     int rc = load_sqm_parts(&m, err) == 0 ? 0 : named(c->path, err);
     sq_labels_free(m.labels, m.enc.cfg.num_labels);
+    /* A stored classification head (SQM.md section 9) must be readable too. */
+    sq_sqm_class_head ch;
+    if (rc == 0 && sq_sqm_class_head_read(c, &ch, err) < 0)
+        rc = named(c->path, err);
+    else if (rc == 0)
+        sq_sqm_class_head_free(&ch);
     sq_encoder_free(&m.enc);
     sq_tokenizer_free(m.tok);
     sq_wordpiece_spec_free(&m.tok_spec);

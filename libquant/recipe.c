@@ -48,6 +48,7 @@ static const sq_gate_info gate_table[SQ_GATE_COUNT] = {
     [SQ_GATE_NDCG10_DROP] = {"ndcg10_drop", 0.0, 1.0, true},
     [SQ_GATE_CENTRED_COS_MEAN] = {"centred_cos_mean", -1.0, 1.0, false},
     [SQ_GATE_SCORE_SPEARMAN] = {"score_spearman", -1.0, 1.0, false},
+    [SQ_GATE_MAX_ACCURACY_DROP] = {"max_accuracy_drop", 0.0, 100.0, true},
 };
 
 const sq_gate_info *sq_gate_get(sq_gate_id id)
@@ -1025,7 +1026,7 @@ int sq_recipe_set_gate(sq_recipe *r, const char *spec, sq_err *err)
         return 0;
     }
     return sq_err_set(err,
-                      "gate '%s': unknown gate (expected: cos_mean, cos_min, topk_overlap, "
-                      "stsb_spearman_drop, ndcg10_drop, topk_k)",
+                      "gate '%s': unknown gate (expected: cos_mean, cos_min, centred_cos_mean, "
+                      "topk_overlap, stsb_spearman_drop, ndcg10_drop, max_accuracy_drop, topk_k)",
                       spec);
 }

@@ -54,6 +54,7 @@ typedef enum sq_gate_id {
     SQ_GATE_NDCG10_DROP,        /* retrieval nDCG@10 drop, max */
     SQ_GATE_CENTRED_COS_MEAN,   /* mean centred cosine (reference mean embedding removed), min */
     SQ_GATE_SCORE_SPEARMAN,     /* Spearman of pair scores (cross-encoder, reranking), min */
+    SQ_GATE_MAX_ACCURACY_DROP,  /* classification head accuracy drop in points (SST-2), max */
     SQ_GATE_COUNT
 } sq_gate_id;
 

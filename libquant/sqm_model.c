@@ -113,6 +113,18 @@ int sq_sqm_read_meta(const sq_container *c, sq_sqm_schema_ctx *ctx, sq_sqm_info 
         ctx->unigram = strcmp(s, "unigram") == 0;
     if (tok && yt_get_int64(tok, "vocab_size", 1, 1 << 22, &v, &ignored) == 0)
         ctx->tok_vocab_size = v;
+    /* A classification head (SQM.md section 9): its label count sizes its
+     * tensors; the rest of the block is sqm_class_head.c's. */
+    const yt_node *ch = yt_get(r, "class_head"), *labels = ch ? yt_get(ch, "labels") : NULL;
+    if (ch) {
+        if (!labels || yt_kind_of(labels) != YT_SEQUENCE || yt_len(labels) < 2 ||
+            yt_len(labels) > 1024) {
+            sq_err_set(err, "%s: metadata class_head.labels must be a list of 2 to 1024 strings",
+                       c->path);
+            goto out;
+        }
+        ctx->class_head_classes = (int)yt_len(labels);
+    }
     rc = 0;
 out:
     yt_free(doc);

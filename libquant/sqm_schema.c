@@ -67,6 +67,11 @@ const sq_sqm_tensor_rule sq_sqm_tensor_rules[] = {
      "absent: none"},
     {"layer.%d.%s.outlier_weight", LN, SQ_DTR_F32, SQ_SHR_OUTLIERS_N, SQ_WHEN_PACKED, true, NEVER,
      "layer.%d.%s.outlier_index", "row o: column outlier_index[o] of W diag(s), finite"},
+    /* classification head (SQM.md section 9): both with metadata class_head, neither without */
+    {"class_head.weight", M, SQ_DTR_F64, SQ_SHR_CLS_H, SQ_WHEN_CLASS_HEAD, false,
+     SQ_WHEN_NO_CLASS_HEAD, "class_head.bias", "classification head W[class][hidden], finite"},
+    {"class_head.bias", M, SQ_DTR_F64, SQ_SHR_CLS, SQ_WHEN_CLASS_HEAD, false,
+     SQ_WHEN_NO_CLASS_HEAD, "class_head.weight", "classification head bias, finite"},
 };
 const size_t sq_sqm_n_tensor_rules = sizeof sq_sqm_tensor_rules / sizeof *sq_sqm_tensor_rules;
 _Static_assert(sizeof sq_sqm_tensor_rules / sizeof *sq_sqm_tensor_rules == SQ_ROW_COUNT,
@@ -152,6 +157,13 @@ const sq_sqm_meta_rule sq_sqm_meta_rules[] = {
     {"calibration", NULL, SQ_MT_MAPPING, false, NULL, "section 2.5", P},
     {"recipe", NULL, SQ_MT_STRING, false, NULL, "canonical recipe text", P},
     {"linears", NULL, SQ_MT_MAPPING, false, NULL, "section 2.5 (verify checks it)", P},
+    /* classification head (SQM.md section 9) */
+    {"class_head", NULL, SQ_MT_MAPPING, false, NULL, "section 9", L},
+    {"class_head.kind", NULL, SQ_MT_STRING, true, NULL, "softmax-linear", L},
+    {"class_head.labels", NULL, SQ_MT_STRING_LIST, true, NULL, "2 .. 1024 quoted strings", L},
+    {"class_head.normalized", NULL, SQ_MT_BOOL, true, NULL, "true | false", L},
+    {"class_head.source", NULL, SQ_MT_STRING, false, NULL, "the head file quantize read", P},
+    {"class_head.xxh64", NULL, SQ_MT_STRING, false, NULL, "16 hex digits", P},
 };
 const size_t sq_sqm_n_meta_rules = sizeof sq_sqm_meta_rules / sizeof *sq_sqm_meta_rules;
 #undef L
@@ -183,6 +195,8 @@ static bool when_holds(sq_sqm_when w, const sq_sqm_schema_ctx *ctx, sq_qtype lin
     case SQ_WHEN_LINEAR: return true; /* the caller knows the linear exists */
     case SQ_WHEN_PACKED: return lin_qt != SQ_QT_F32;
     case SQ_WHEN_ACT_ZERO: return lin_qt != SQ_QT_F32 && t && t->act_zero;
+    case SQ_WHEN_CLASS_HEAD: return ctx->class_head_classes > 0;
+    case SQ_WHEN_NO_CLASS_HEAD: return ctx->class_head_classes <= 0;
     }
     return false;
 }
@@ -272,6 +286,8 @@ int sq_sqm_expect_tensor(const sq_sqm_tensor_rule *r, const sq_sqm_schema_ctx *c
     case SQ_SHR_ONE: set_dims(ex, 1, 1, 0); break;
     case SQ_SHR_OUTLIERS: ex->any_len = true, set_dims(ex, 1, 0, 0); break;
     case SQ_SHR_OUTLIERS_N: ex->any_rows = true, set_dims(ex, 2, 0, (uint64_t)N); break;
+    case SQ_SHR_CLS_H: set_dims(ex, 2, (uint64_t)ctx->class_head_classes, H); break;
+    case SQ_SHR_CLS: set_dims(ex, 1, (uint64_t)ctx->class_head_classes, 0); break;
     }
     return 1;
 }
@@ -376,6 +392,11 @@ static int check_row(const sq_container *c, const sq_sqm_tensor_rule *r,
     else if (r->pair)
         snprintf(pair, sizeof pair, "%s", r->pair);
     if (!ex.applies) {
+        if (t && r->refuse_when == SQ_WHEN_NO_CLASS_HEAD && when_holds(r->refuse_when, ctx, lin_qt))
+            return sq_err_set_at(err, ex.name,
+                                 "%s: tensor \"%s\" without metadata class_head (formats/SQM.md "
+                                 "section 9)",
+                                 c->path, ex.name);
         if (t && r->refuse_when != SQ_WHEN_ALWAYS && when_holds(r->refuse_when, ctx, lin_qt))
             return sq_err_set_at(err, ex.name,
                                  "%s: tensor \"%s\": the linear is %s, which has no activation "

@@ -41,6 +41,9 @@ typedef enum sq_sqm_when {
     SQ_WHEN_LINEAR,     /* the layer has the linear (res: only where in(l) != H) */
     SQ_WHEN_PACKED,     /* ... and its weight is packed (int8 / int4) */
     SQ_WHEN_ACT_ZERO,   /* ... packed, of a type with an activation zero point (int8) */
+    /* classification head (SQM.md section 9) */
+    SQ_WHEN_CLASS_HEAD, /* metadata class_head present */
+    SQ_WHEN_NO_CLASS_HEAD, /* ... absent (refuse_when: its tensors alone are refused) */
 } sq_sqm_when;
 
 /* The allowed dtypes. */
@@ -76,6 +79,9 @@ typedef enum sq_sqm_shape_rule {
     SQ_SHR_ONE,        /* [1] */
     SQ_SHR_OUTLIERS,   /* [n], 1 <= n <= K (the loader checks n <= K) */
     SQ_SHR_OUTLIERS_N, /* [n, N], n that of the outlier_index (the loader checks) */
+    /* classification head (SQM.md section 9) */
+    SQ_SHR_CLS_H,      /* [C, H], C the count of class_head.labels */
+    SQ_SHR_CLS,        /* [C] */
 } sq_sqm_shape_rule;
 
 typedef struct sq_sqm_tensor_rule {
@@ -123,6 +129,9 @@ enum sq_sqm_row {
     SQ_ROW_LIN_ACT_ZERO,
     SQ_ROW_LIN_OUTLIER_INDEX,
     SQ_ROW_LIN_OUTLIER_WEIGHT,
+    /* classification head (SQM.md section 9) */
+    SQ_ROW_CLASS_HEAD_WEIGHT,
+    SQ_ROW_CLASS_HEAD_BIAS,
     SQ_ROW_COUNT
 };
 
@@ -137,6 +146,7 @@ typedef struct sq_sqm_schema_ctx {
     bool unigram;           /* tokenizer.type */
     int64_t tok_vocab_size; /* tokenizer.vocab_size; < 1: unknown (the tokenizer's own
                                parser refuses the metadata then) */
+    int class_head_classes; /* labels in metadata class_head; 0: no class head */
 } sq_sqm_schema_ctx;
 
 /* One tensor a row asks for. */
@@ -202,7 +212,7 @@ typedef enum sq_sqm_meta_type {
     SQ_MT_ID,      /* integer or null (-1 / null / absent: none) */
     SQ_MT_MAPPING,
     SQ_MT_INT_LIST,
-    SQ_MT_STRING_LIST,
+    SQ_MT_STRING_LIST, /* classification head labels (SQM.md section 9) */
 } sq_sqm_meta_type;
 
 typedef enum sq_sqm_meta_reader {

@@ -22,6 +22,7 @@
 #include "embed_model.h"
 #include "eval_metrics.h"
 #include "head.h"
+#include "sqm_class_head.h"
 #include "http_api.h"
 #include "linear.h"
 #include "metrics.h"
@@ -222,7 +223,8 @@ static enum MHD_Result handle_embed(server *s, struct MHD_Connection *c, conn_re
         return reply_error(s, c, r, 503, retry, "the server is shutting down");
     if (r->ep == SQ_EP_CLASSIFY && !s->has_head)
         return reply_error(s, c, r, 404, NULL,
-                           "no classification head: start the server with --head HEAD.json");
+                           "no classification head: start the server with --head HEAD, or serve a .sqm "
+                           "quantized with --head");
     const bool cross = sq_model_is_classifier(&s->model);
     if (cross && r->ep != SQ_EP_RERANK)
         return reply_error(s, c, r, 400, NULL,
@@ -498,15 +500,12 @@ int sq_serve_run(const sq_serve_opts *o, sq_err *err)
                    o->model_path, s->model.enc.cfg.num_labels);
         goto out;
     }
-    if (o->head_path) {
-        if (sq_head_read(o->head_path, &s->head, err) != 0)
+    /* /classify: the --head file, else the head stored in the .sqm, else none. */
+    if (o->head_path || (s->model.is_sqm && sq_sqm_has_class_head(&s->model.sqm))) {
+        if (sq_head_for_model(o->model_path, s->model.is_sqm ? &s->model.sqm : NULL,
+                              o->head_path, s->dim, &s->head, err) != 0)
             goto out;
         s->has_head = true;
-        if (s->head.dim != s->dim) {
-            sq_err_set(err, "%s: the head is for %d-dimensional embeddings, but %s gives %d",
-                       o->head_path, s->head.dim, o->model_path, s->dim);
-            goto out;
-        }
     }
     if (o->model_name)
         snprintf(s->name, sizeof s->name, "%s", o->model_name);

@@ -5,7 +5,7 @@
  *   GET  /info           the model: name, dim, max_seq, quantized
  *   GET  /metrics        Prometheus text (metrics.h)
  *   POST /rerank         {"query", "texts"} -> [{"index", "score"}] by cosine
- *   POST /classify       with a head (--head): [[{"label", "score"}], ...]
+ *   POST /classify       with a head (--head, or stored in the .sqm): [[{"label", "score"}], ...]
  * Concurrent requests are coalesced by the batcher (batcher.h); a full queue
  * answers 503 with Retry-After; a body over max_body, or more inputs or
  * tokens than allowed, 413; a bad body 400; every error is JSON. With an API

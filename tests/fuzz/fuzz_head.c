@@ -1,16 +1,19 @@
-/* Fuzz the classification head reader (heads/head.h, formats/HEAD.md): a
- * head file is hostile input. An accepted head must be consistent (classes
- * and dim in range, labels present) and usable: applying it to an embedding
- * gives probabilities that sum to 1. */
+/* Fuzz the classification head readers (heads/head.h, formats/HEAD.md): a
+ * head file is hostile input, JSON or safetensors. Every input is read
+ * twice: as head.json (JSON, or safetensors when its first bytes look like
+ * one) and as head.safetensors (the name forces the safetensors reader). An
+ * accepted head must be consistent (classes and dim in range, labels
+ * present) and usable: applying it to an embedding gives probabilities
+ * that sum to 1. */
 #include <math.h>
 #include <stdlib.h>
 
 #include "fuzz_util.h"
 #include "head.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+static void read_one(const char *name, const uint8_t *data, size_t size)
 {
-    char *path = fuzz_write("head.json", data, size);
+    char *path = fuzz_write(name, data, size);
     sq_head h;
     sq_err err;
     if (sq_head_read(path, &h, &err) == 0) {
@@ -35,5 +38,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         sq_head_free(&h);
     }
     free(path);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    read_one("head.json", data, size);
+    read_one("head.safetensors", data, size);
     return 0;
 }

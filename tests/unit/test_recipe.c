@@ -230,6 +230,7 @@ START_TEST(full_recipe_round_trip)
     for (int i = 0; i < SQ_GATE_COUNT; i++)
         ck_assert(r.gates.set[i]);
     ck_assert(r.gates.threshold[SQ_GATE_NDCG10_DROP] == 0.005);
+    ck_assert(r.gates.threshold[SQ_GATE_MAX_ACCURACY_DROP] == 0.5);
     ck_assert_int_eq(r.gates.topk_k, 5);
     assert_round_trip(&r);
     sq_recipe_free(&r);
@@ -472,7 +473,7 @@ static const struct {
      "x.yaml:3:5: unknown key 'typ' in an override (expected: match, type, smoothquant, alpha)"},
     {"gates:\n  cos_avg: 0.9\n",
      "x.yaml:2:3: unknown key 'cos_avg' in gates (expected: cos_mean, cos_min, topk_overlap, "
-     "stsb_spearman_drop, ndcg10_drop, centred_cos_mean, topk_k)"},
+     "stsb_spearman_drop, ndcg10_drop, centred_cos_mean, max_accuracy_drop, topk_k)"},
     /* alpha */
     {"smoothquant:\n  alpha: 1.5\n", "x.yaml:2:10: 'alpha' must be a number in [0, 1] or auto"},
     {"smoothquant:\n  alpha: -0.1\n", "x.yaml:2:10: 'alpha' must be a number in [0, 1] or auto"},
@@ -539,6 +540,8 @@ static const struct {
     /* gates */
     {"gates:\n  cos_mean: 1.5\n", "x.yaml:2:13: 'cos_mean' must be a number in [0, 1]"},
     {"gates:\n  ndcg10_drop: -0.01\n", "x.yaml:2:16: 'ndcg10_drop' must be a number in [0, 1]"},
+    {"gates:\n  max_accuracy_drop: 101\n",
+     "x.yaml:2:22: 'max_accuracy_drop' must be a number in [0, 100]"},
     {"gates:\n  topk_overlap: high\n", "x.yaml:2:17: 'topk_overlap' must be a number in [0, 1]"},
     {"gates:\n  topk_k: 0\n", "x.yaml:2:11: 'topk_k' must be an integer in [1, 1000]"},
     /* model */

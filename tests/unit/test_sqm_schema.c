@@ -69,6 +69,17 @@ static const meta_line meta_bert_f32[] = {
     CONFIG(24, 32, 32, "post", "gelu", "learned", "true", "none", 2),
     {"pooling", "pooling: mean"}, {"normalize", "normalize: false"}, {"max_seq", "max_seq: 16"},
     {"embeddings_type", "embeddings_type: fp32"}, WORDPIECE(24), {NULL, NULL}};
+/* BERT with a stored classification head (SQM.md section 9): 3 labels. */
+static const meta_line meta_bert_head[] = {
+    {"format", "format: squint-model"}, {"format_version", "format_version: 1"},
+    CONFIG(24, 32, 32, "post", "gelu", "learned", "true", "none", 2),
+    {"pooling", "pooling: cls"}, {"normalize", "normalize: true"}, {"max_seq", "max_seq: 16"},
+    {"embeddings_type", "embeddings_type: int8"}, {"activation_guard", "activation_guard: row"},
+    WORDPIECE(24), {"class_head", "class_head:"}, {"class_head.kind", "  kind: softmax-linear"},
+    {"class_head.labels", "  labels: [\"neg\", \"neu\", \"pos\"]"},
+    {"class_head.normalized", "  normalized: true"},
+    {"class_head.source", "  source: \"head.json\""},
+    {"class_head.xxh64", "  xxh64: \"0123456789abcdef\""}, {NULL, NULL}};
 /* USE Lite's shape: pre-LN, unigram, a widening layer 0 (E < H: res), tanh
  * head, no token types, no embedding LayerNorm; int4 embeddings. */
 static const meta_line meta_t2t[] = {
@@ -127,6 +138,7 @@ static const model models[] = {
     {"bert-f32", meta_bert_f32, qt_f32, NULL, NULL, NULL},
     {"t2t", meta_t2t, qt_t2t, "layer.0.res", "layer.1.ffn_down", "layer.0.ffn_down"},
     {"cross-encoder", meta_ce, qt_bert, NULL, NULL, NULL},
+    {"bert-head", meta_bert_head, qt_bert, NULL, NULL, NULL},
 };
 #define N_MODELS (sizeof models / sizeof *models)
 
@@ -401,6 +413,22 @@ START_TEST(pairs_refusals_and_strict)
     ck_assert(check(p, 0, &e1, &e2) != 0);
     ck_assert_str_eq(e2.subject, "layer.0.ffn_down.act_zero");
     free(p);
+    /* A classification head tensor without metadata class_head: refused,
+     * alone or as a pair (SQM.md section 9). */
+    o.extra = "class_head.bias";
+    p = build(&models[0], &o, "x.sqm");
+    ck_assert(check(p, 0, &e1, &e2) != 0);
+    ck_assert_str_eq(e1.subject, "class_head.bias");
+    ck_assert_str_eq(e2.subject, "class_head.bias");
+    ck_assert(strstr(e2.msg, "without metadata class_head") != NULL);
+    free(p);
+    /* A class head metadata block whose labels do not size the tensors. */
+    o.extra = NULL;
+    o.drop_key = "class_head.labels";
+    p = build(&models[3], &o, "x.sqm");
+    ck_assert(check(p, 0, &e1, &e2) != 0);
+    free(p);
+    o.drop_key = NULL;
     /* A tensor the model does not have (a third layer; companions of an f32
      * linear; res of a non-widening layer): ignored by the loader, refused
      * by the strict check (the writer's). */
