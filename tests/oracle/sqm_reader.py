@@ -12,6 +12,16 @@ CLI:
     sqm_reader.py MODEL.sqm --ids IDS.jsonl --out OUT.npy [--gelu spec|exact]
                   [--stats STATS.jsonl] [--explain SQUINT.npy [--tol 1e-5]]
                   [--hidden-out H.npy] [--pooling cls|mean] [--normalize|--no-normalize]
+    sqm_reader.py MODEL.sqm --pairs Q.jsonl D.jsonl --out LOGITS.npy [--max-seq M]
+                  [--scores-out S.jsonl] [--stats ..] [--explain SQUINT_LOGITS.npy]
+
+--pairs (a sequence classifier, config.num_labels > 0; SQM.md 6.11): line i
+of Q.jsonl and D.jsonl (`squint tokenize --ids-only`, [cls] .. [sep], not
+truncated) is the pair i; the reader strips the special tokens, builds the
+pair sequence with token types 0 / 1 and the document-first truncation to M,
+and computes the logits (CLS row, tanh head, score linear) and the scores
+(config.score_activation). --ablate types0|query-first deliberately breaks
+one rule (to show that a comparison notices).
 
 --gelu: spec (default) follows SQM.md 6.7's operation order; exact uses the
 mathematical erf (to see how much the definition matters).
@@ -947,6 +957,11 @@ class Model:
                                          "config.embedding_layernorm")
         c["pooling_head"] = _enum(cfg.get("pooling_head", "none"), "config.pooling_head",
                                   ("none", "tanh", "identity"))
+        # 2.3 / 6.11: a sequence classifier (cross-encoder or text classifier)
+        c["num_labels"] = _int(cfg.get("num_labels", 0), "config.num_labels", 0, 1024)
+        sa = cfg.get("score_activation", "identity")
+        c["score_activation"] = _enum(sa, "config.score_activation",
+                                      ("identity", "sigmoid", "tanh", "softmax"))
         if c["hidden"] % c["heads"] or c["embed_dim"] % c["heads"]:
             raise Refused("%s: heads does not divide hidden and embed_dim" % self.path)
         if c["hidden"] % 2 or c["embed_dim"] % 2:
@@ -967,6 +982,24 @@ class Model:
         self.tok = tok
         _enum(tok.get("type"), "tokenizer.type", ("wordpiece", "unigram"))
         _int(tok.get("vocab_size"), "tokenizer.vocab_size", 1, 4194304)
+        # 2.2 labels: required when num_labels > 0, exactly num_labels unique
+        # strings of 1..256 bytes each
+        self.labels = None
+        if c["num_labels"] > 0:
+            labels = md.get("labels")
+            if not isinstance(labels, list):
+                raise Refused("%s: labels is missing or not a sequence (config.num_labels %d)"
+                              % (self.path, c["num_labels"]))
+            if len(labels) != c["num_labels"]:
+                raise Refused("%s: labels has %d entries, config.num_labels says %d"
+                              % (self.path, len(labels), c["num_labels"]))
+            for lb in labels:
+                if not isinstance(lb, str) or not 1 <= len(lb.encode("utf-8")) <= 256:
+                    raise Refused("%s: label %r is not a string of 1..256 bytes"
+                                  % (self.path, lb))
+            if len(set(labels)) != len(labels):
+                raise Refused("%s: labels are not unique" % self.path)
+            self.labels = labels
 
     def _read_tensors(self):
         c = self.cfg
@@ -1002,11 +1035,16 @@ class Model:
             self.word = None
         del w
         self.pos = self.f32("embeddings.position", (P, E))
-        self.type0 = self.f32("embeddings.token_type", (T, E))[0] if T > 0 else None
+        # row tau for token type tau (6.1): 0 except the second text of a pair (6.11)
+        self.types = self.f32("embeddings.token_type", (T, E)) if T > 0 else None
+        self.type0 = self.types[0] if T > 0 else None
         if c["embedding_layernorm"]:
             self.emb_ln = (self.f32("embeddings.ln.gamma", (E,)), self.f32("embeddings.ln.beta", (E,)))
         if c["pooling_head"] in ("tanh", "identity"):
             self.head = (self.f32("head.weight", (H, H)), self.f32("head.bias", (H,)))
+        if c["num_labels"] > 0:                        # 3.2, 6.11
+            Lb = c["num_labels"]
+            self.score = (self.f32("score.weight", (Lb, H)), self.f32("score.bias", (Lb,)))
         self.layers = []
         for l in range(c["layers"]):
             D = E if l == 0 else H
@@ -1024,6 +1062,16 @@ class Model:
                 "D": D,
             }
             self.layers.append(L)
+
+    def cls_sep(self):
+        """The wordpiece [CLS] and [SEP] ids a pair is built with (6.11)."""
+        t = self.tok
+        ids = [t.get("cls_id"), t.get("sep_id")]
+        if t.get("type") != "wordpiece" or any(
+                i is None or isinstance(i, bool) or not isinstance(i, int) or i < 0 for i in ids):
+            raise Refused("%s: pairs need a wordpiece tokenizer with cls_id and sep_id"
+                          % self.path)
+        return ids[0], ids[1]
 
     # -- 4.2 word embedding rows
     def word_rows(self, ids):
@@ -1278,8 +1326,9 @@ def activation(u, kind, gelu="spec"):
     return (0.5 * u64 * (1.0 + e)).astype(f32)
 
 
-def encode(model, ids, stats=None, pooling=None, normalize=None, gelu="spec"):
-    """One sequence of token ids -> (embedding [dim] f32, hidden [L, H] f32)."""
+def encode(model, ids, stats=None, pooling=None, normalize=None, gelu="spec", types=None):
+    """One sequence of token ids -> (embedding [dim] f32, hidden [L, H] f32).
+    types: the token types (6.1), one per id; None: all 0."""
     c = model.cfg
     H = c["hidden"]
     pooling = pooling or model.pooling
@@ -1298,8 +1347,18 @@ def encode(model, ids, stats=None, pooling=None, normalize=None, gelu="spec"):
         hid = np.zeros((0, H), dtype=f32)
     else:
         e = model.word_rows(ids)                          # 6.1
-        if model.type0 is not None:
-            e = (e + model.type0).astype(f32)
+        if types is not None and len(types) != L:
+            raise ValueError("%d token types for %d ids" % (len(types), L))
+        if model.types is not None:
+            if types is None:
+                e = (e + model.type0).astype(f32)
+            else:
+                tt = np.asarray(types, dtype=np.int64)
+                if np.any((tt < 0) | (tt >= c["type_vocab"])):
+                    raise ValueError("token type outside 0 .. %d" % (c["type_vocab"] - 1))
+                e = (e + model.types[tt]).astype(f32)
+        elif types is not None and any(types):
+            raise ValueError("token type 1 without a token-type table (type_vocab 0)")
         e = (e + model.pos[:L]).astype(f32)
         if c["embedding_layernorm"]:
             e = layer_norm(e, *model.emb_ln, model.eps)
@@ -1341,6 +1400,74 @@ def encode(model, ids, stats=None, pooling=None, normalize=None, gelu="spec"):
 
 
 # ---------------------------------------------------------------------------
+# Sequence classifiers (SQM.md 6.11)
+
+
+def pair_lengths(n_a, n_b, M, order="document-first"):
+    """6.11: how many tokens of the query (p) and the document (q) a pair keeps
+    at truncation length M (B = M - 3 content tokens). order "query-first" is
+    the wrong rule, kept only to show that the comparison notices it."""
+    B = M - 3
+    if n_a + n_b <= B:
+        return n_a, n_b
+    if order == "query-first":                     # mirror image: not the spec
+        p = max(B - n_b, min(n_a, B // 2))
+        return p, min(B - p, n_b)
+    q = max(B - n_a, min(n_b, B // 2))
+    p = min(B - q, n_a)
+    return p, q
+
+
+def pair_input(model, a, b, M, order="document-first"):
+    """6.11: query tokens a, document tokens b (no special tokens) -> ids,
+    types, and the kept lengths p, q."""
+    cls_id, sep_id = model.cls_sep()
+    p, q = pair_lengths(len(a), len(b), M, order)
+    ids = [cls_id] + list(a[:p]) + [sep_id] + list(b[:q]) + [sep_id]
+    types = [0] * (p + 2) + [1] * (q + 1)
+    return ids, types, p, q
+
+
+def logits(model, ids, types, stats=None, gelu="spec"):
+    """6.11: [CLS] pooling, the tanh head, no normalization, then the score
+    linear (f32, 6.3): num_labels f32 logits."""
+    p, _h = encode(model, ids, stats, pooling="cls", normalize=False, gelu=gelu, types=types)
+    W, b = model.score
+    return (dot32(p[None, :], W.T)[0] + b).astype(f32)
+
+
+def scores(model, z):
+    """6.11: the activation, in double from the f32 logits."""
+    z = np.asarray(z, f32).astype(f64)
+    act = model.cfg["score_activation"]
+    if act == "identity":
+        return z
+    if act == "sigmoid":
+        return 1.0 / (1.0 + np.exp(-z))
+    if act == "tanh":
+        return np.tanh(z)
+    e = np.exp(z - z.max())
+    return e / e.sum()
+
+
+def read_pairs(model, qpath, dpath):
+    """Two `squint tokenize --ids-only` files (queries, documents), line i of
+    each the pair i: each line [cls] t_1 .. t_n [sep] (section 5); the
+    special tokens are stripped to get each text's tokens."""
+    cls_id, sep_id = model.cls_sep()
+    out = []
+    for path in (qpath, dpath):
+        seqs = read_ids(path)
+        for n, s in enumerate(seqs):
+            if len(s) < 2 or s[0] != cls_id or s[-1] != sep_id:
+                raise ValueError("%s: line %d is not [cls] ... [sep]" % (path, n + 1))
+        out.append([s[1:-1] for s in seqs])
+    if len(out[0]) != len(out[1]):
+        raise ValueError("%d queries, %d documents" % (len(out[0]), len(out[1])))
+    return list(zip(out[0], out[1]))
+
+
+# ---------------------------------------------------------------------------
 # CLI
 
 
@@ -1369,6 +1496,9 @@ def info(model):
              model.embeddings_type, model.guard))
     print("tokenizer: %s" % ", ".join("%s %s" % (k, v) for k, v in model.tok.items()
                                       if k != "added_tokens"))
+    if model.labels is not None:
+        print("classifier: %d labels %s, score_activation %s"
+              % (c["num_labels"], ", ".join(model.labels), c["score_activation"]))
     for l, Ly in enumerate(model.layers):
         for k in ("qkv", "attn_out", "ffn_up", "ffn_down", "res"):
             lin = Ly[k]
@@ -1382,16 +1512,17 @@ def info(model):
     print("checksums: OK")
 
 
-def explain(model, ids, ref, tol, near_ulps, kw, max_flips=2, max_cands=400):
+def explain(fn, ref, tol, near_ulps, max_flips=2, max_cands=400):
     """A sequence whose embedding differs from `ref` by more than tol: look
     for the documented cause (SQM.md 6.10), a quantizer input v_j within a
     few ulps of a half-integer that squint rounded the other way. Tries the
     candidates nearest first and stops at the first flip that brings the
     sequence within tol; else keeps the best one and searches again, up to
-    max_flips flips. Returns (flips, diff after them)."""
+    max_flips flips. fn(stats) computes the sequence's output vector (an
+    embedding, or a pair's logits). Returns (flips, diff after them)."""
     flips = []
     st = Stats(near_ulps=near_ulps)
-    p, _h = encode(model, ids, st, **kw)
+    p = fn(st)
     cur = float(np.max(np.abs(p.astype(f64) - ref)))
     for _ in range(max_flips):
         if cur <= tol:
@@ -1402,7 +1533,7 @@ def explain(model, ids, ref, tol, near_ulps, kw, max_flips=2, max_cands=400):
         best = None
         for c in cands[:max_cands]:
             st2 = Stats(near_ulps=near_ulps, flips=[f[:4] for f in flips] + [c[:4]])
-            p2, _ = encode(model, ids, st2, **kw)
+            p2 = fn(st2)
             d = float(np.max(np.abs(p2.astype(f64) - ref)))
             if best is None or d < best[0]:
                 best = (d, c, st2)
@@ -1438,6 +1569,18 @@ def main(argv):
                     help="compare with these embeddings; for each sequence off by more "
                          "than --tol, look for the rounding-boundary flips of SQM.md 6.10 "
                          "that explain it (results in --stats)")
+    ap.add_argument("--pairs", nargs=2, metavar=("QUERIES.jsonl", "DOCUMENTS.jsonl"),
+                    help="sequence classifier (SQM.md 6.11): score the pairs (line i of each "
+                         "file, as `squint tokenize --ids-only` prints them, untruncated); "
+                         "--out gets the logits [n, num_labels], --scores-out the scores")
+    ap.add_argument("--max-seq", type=int,
+                    help="with --pairs: the truncation length M (default: the metadata's "
+                         "max_seq)")
+    ap.add_argument("--scores-out", help="with --pairs: JSONL {index, score, logit, tokens, "
+                                          "query_tokens, document_tokens} per pair")
+    ap.add_argument("--ablate", choices=("types0", "query-first"),
+                    help="with --pairs, deliberately WRONG (to show the comparison fails): "
+                         "all token types 0, or truncation query first")
     ap.add_argument("--tol", type=float, default=1e-5)
     ap.add_argument("--near-ulps", type=float, default=8.0,
                     help="how close to a half-integer a candidate flip is, in f32 ulps "
@@ -1458,6 +1601,8 @@ def main(argv):
     if a.info:
         info(model)
         print("gelu erf: %s" % gelu)
+    if a.pairs:
+        return main_pairs(model, a, gelu)
     if not a.ids:
         if not a.info:
             print("sqm_reader: nothing to do (give --info or --ids/--out)", file=sys.stderr)
@@ -1497,7 +1642,8 @@ def main(argv):
             d = float(np.max(np.abs(p.astype(f64) - ref[n]))) if p.size else 0.0
             rec["diff"] = d
             if d > a.tol:
-                flips, after = explain(model, ids, ref[n], a.tol, a.near_ulps, kw)
+                fn = lambda st_, ids=ids: encode(model, ids, st_, **kw)[0]
+                flips, after = explain(fn, ref[n], a.tol, a.near_ulps)
                 rec["explained"] = after <= a.tol
                 rec["diff_after_flips"] = after
                 rec["flips"] = [{"linear": f[0], "phase": f[1], "row": f[2], "col": f[3],
@@ -1508,6 +1654,88 @@ def main(argv):
     np.save(a.out, E)
     if a.hidden_out:
         np.save(a.hidden_out, np.concatenate(hids).astype(f32))
+    if a.stats:
+        with open(a.stats, "w") as fh:
+            fh.write("\n".join(st_lines) + ("\n" if st_lines else ""))
+    return 0
+
+
+def main_pairs(model, a, gelu):
+    """--pairs: logits and scores of query/document pairs (SQM.md 6.11)."""
+    if model.cfg["num_labels"] == 0:
+        print("sqm_reader: %s is not a sequence classifier (config.num_labels 0)" % a.model,
+              file=sys.stderr)
+        return 2
+    if not a.out:
+        print("sqm_reader: --pairs needs --out", file=sys.stderr)
+        return 1
+    if (model.pooling, model.normalize, model.cfg["pooling_head"]) != ("cls", False, "tanh"):
+        # 6.11 fixes the pipeline (cls, tanh head, no normalization); the
+        # writer writes the metadata so. Follow 6.11, but say so.
+        print("sqm_reader: warning: metadata says pooling %s, normalize %s, pooling_head %s; "
+              "6.11 computes cls / tanh / no normalization" % (
+                  model.pooling, model.normalize, model.cfg["pooling_head"]), file=sys.stderr)
+    M = a.max_seq if a.max_seq is not None else model.max_seq
+    if not 5 <= M <= model.cfg["max_positions"]:
+        print("sqm_reader: --max-seq %d outside 5 .. %d" % (M, model.cfg["max_positions"]),
+              file=sys.stderr)
+        return 1
+    try:
+        pairs = read_pairs(model, a.pairs[0], a.pairs[1])
+    except Refused as e:
+        print("sqm_reader: %s" % e, file=sys.stderr)
+        return 2
+    except (OSError, ValueError, KeyError) as e:
+        print("sqm_reader: %s" % e, file=sys.stderr)
+        return 1
+    ref = None
+    if a.explain:
+        ref = np.load(a.explain).astype(f64)
+        if ref.ndim == 1:
+            ref = ref[:, None]
+        if ref.shape != (len(pairs), model.cfg["num_labels"]):
+            print("sqm_reader: %s is %s, expected [%d, %d]" % (
+                a.explain, list(ref.shape), len(pairs), model.cfg["num_labels"]),
+                file=sys.stderr)
+            return 1
+    order = "query-first" if a.ablate == "query-first" else "document-first"
+    outs, st_lines, sc_lines = [], [], []
+    for n, (qa, db) in enumerate(pairs):
+        ids, types, nq, nd = pair_input(model, qa, db, M, order)
+        if a.ablate == "types0":
+            types = [0] * len(types)
+        st = Stats()
+        try:
+            z = logits(model, ids, types, st, gelu)
+        except ValueError as e:
+            print("sqm_reader: pair %d: %s" % (n + 1, e), file=sys.stderr)
+            return 2
+        outs.append(z)
+        s = scores(model, z)
+        sc_lines.append(json.dumps({
+            "index": n, "score": float(s[0]) if len(s) == 1 else [float(v) for v in s],
+            "logit": float(z[0]) if len(z) == 1 else [float(v) for v in z],
+            "tokens": len(ids), "query_tokens": nq, "document_tokens": nd}))
+        rec = {"seq": n, "tokens": len(ids), "rows": st.rows,
+               "guarded_rows": st.guarded_rows,
+               "min_half_ulps": st.min_half_ulps if math.isfinite(st.min_half_ulps) else None,
+               "where": st.min_half_where}
+        if ref is not None:
+            d = float(np.max(np.abs(z.astype(f64) - ref[n])))
+            rec["diff"] = d
+            if d > a.tol:
+                fn = lambda st_, ids=ids, types=types: logits(model, ids, types, st_, gelu)
+                flips, after = explain(fn, ref[n], a.tol, a.near_ulps)
+                rec["explained"] = after <= a.tol
+                rec["diff_after_flips"] = after
+                rec["flips"] = [{"linear": f[0], "phase": f[1], "row": f[2], "col": f[3],
+                                 "ulps": f[4], "v": f[5]} for f in flips]
+        st_lines.append(json.dumps(rec))
+    Lb = model.cfg["num_labels"]
+    np.save(a.out, np.stack(outs).astype(f32) if outs else np.zeros((0, Lb), dtype=f32))
+    if a.scores_out:
+        with open(a.scores_out, "w") as fh:
+            fh.write("\n".join(sc_lines) + ("\n" if sc_lines else ""))
     if a.stats:
         with open(a.stats, "w") as fh:
             fh.write("\n".join(st_lines) + ("\n" if st_lines else ""))
