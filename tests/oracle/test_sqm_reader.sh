@@ -10,7 +10,13 @@
 # mean pooling, no normalization) x five recipes (int8 default with zero
 # points and the row guard; int4-g128; fp32 linears; int8 with guard: clip;
 # a mix of int8 / int4 / fp32 linears with a smoothed attn_out), plus the
-# zstd form and a corrupted file.
+# zstd form and a corrupted file. Cross-encoders (SQM.md 6.11): two tiny
+# BertForSequenceClassification fixtures (sigmoid with outlier channels;
+# identity) x int8 / int4 / fp32 (sigmoid) and int8 / int4 (identity), each at
+# the file's max_seq and at --max-seq 24: the reader's logits and scores of
+# 14 query/document pairs against `squint rerank --pairs`, and two
+# deliberately wrong readers (token types all 0; truncation query first)
+# that must disagree.
 #
 # Criterion (SQM.md 6.10): max |reader - squint| <= 1e-5 per component, for
 # every text. The one documented exception is a quantizer input v_j that lies
@@ -245,6 +251,134 @@ for pair in "tiny-fp32:embeddings fp32" "tiny-int4:embeddings int4-g128" "tiny-c
     info=$("$PY" "$READER" "$W/${pair%%:*}.sqm" --info --no-verify 2>&1)
     if ! grep -q -- "${pair#*:}" <<< "$info"; then
         echo "FAIL --info of ${pair%%:*}.sqm lacks '${pair#*:}'"; fail=1
+    fi
+done
+
+# Cross-encoders (sequence classifiers, SQM.md 6.11): the reader builds each
+# pair itself ([CLS] query [SEP] document [SEP], token types 0 / 1, the
+# document-first truncation) from the two texts' `squint tokenize --ids-only`
+# ids, and its logits must match `squint rerank --pairs` to TOL (the 6.10
+# exception explained pair by pair, as for embeddings); scores too. Each model
+# at the file's max_seq (64) and at --max-seq 24 (budget 21: long documents
+# cut to 10 tokens, long queries cut to what is left, a long query beside a
+# short document kept longer than half the budget).
+cat > "$W/pairs.jsonl" <<'EOF'
+{"query": "what causes tides", "document": "Tides are caused by the gravitational pull of the moon and the sun on the oceans of the earth, which raises the water on the side facing the moon and on the far side."}
+{"query": "who wrote hamlet", "document": "Hamlet is a tragedy written by William Shakespeare sometime between 1599 and 1601."}
+{"query": "how do vaccines work", "document": "The cat sat on the mat."}
+{"query": "", "document": "An empty query still forms a pair."}
+{"query": "a question with no document", "document": ""}
+{"query": "boiling point of water", "document": "Water boils at 100 degrees Celsius at sea level, and at lower temperatures at higher altitudes because the air pressure is lower there, which is why cooking pasta in the mountains takes longer than at the coast."}
+{"query": "what is the long and complicated reason that the committee gave for rejecting the ambitious proposal last week", "document": "The committee, having reviewed the evidence presented over the course of several long and contentious sessions, concluded that the proposal, while ambitious and well-intentioned, could not be adopted without substantial revisions to its budget, its timeline, and its governance structure."}
+{"query": "what is the long and complicated reason that the committee gave for rejecting the ambitious proposal last week", "document": "Too expensive."}
+{"query": "why is the sky blue during the day but red and orange at sunset over the ocean and the desert", "document": "Rayleigh scattering of sunlight by the molecules of the air."}
+{"query": "quantum entanglement", "document": "Quantum entanglement links the states of two particles regardless of distance; measuring one instantly constrains the outcomes of measurements on the other, a correlation Einstein called spooky action at a distance."}
+{"query": "Café naïve résumé 東京", "document": "Ünïcödé straße 北京 日本語 の テスト"}
+{"query": "1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20", "document": "21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45"}
+{"query": "is it going to rain tomorrow?", "document": "Please send the invoice to accounting by Friday."}
+{"query": "The quick brown fox jumps over the lazy dog.", "document": "THE QUICK BROWN FOX JUMPS OVER THE LAZY DOG 1234567890 3.14159 $100 50% off"}
+EOF
+NPAIRS=$(wc -l < "$W/pairs.jsonl")
+
+cat > "$W/compare_pairs.py" <<'EOF'
+# squint rerank --pairs JSONL -> logits .npy (for the reader's --explain);
+# with a reader --scores-out file: the order, the lengths and the scores.
+import json, sys
+import numpy as np
+mode = sys.argv[1]
+sq = [json.loads(l) for l in open(sys.argv[2])]
+if mode == "logits":
+    if [s["index"] for s in sq] != list(range(len(sq))):
+        print("squint rerank --pairs did not write the pairs in input order"); sys.exit(1)
+    z = np.array([[s["logit"]] if not isinstance(s["logit"], list) else s["logit"] for s in sq])
+    np.save(sys.argv[3], z)
+    sys.exit(0)
+# mode "scores": NAME SQUINT READER TOL
+name, rd, tol = sys.argv[3], [json.loads(l) for l in open(sys.argv[4])], float(sys.argv[5])
+ds = [float(np.max(np.abs(np.array(a["score"], float) - np.array(b["score"], float))))
+      for a, b in zip(sq, rd)]
+lens = " ".join("%d+%d" % (b["query_tokens"], b["document_tokens"]) for b in rd)
+bad = len(sq) != len(rd) or max(ds) > tol
+print("%s %-12s scores: max|diff| %.3g; pair lengths (query+document) %s"
+      % ("FAIL" if bad else "ok  ", name, max(ds), lens))
+sys.exit(1 if bad else 0)
+EOF
+
+run_ce() {  # FIXTURE RECIPE(default|int4|fp32) MAXSEQ(file|N)
+    local fx=$1 rc=$2 ms=$3 m="$W/$1-$2" t="$W/$1-$2-$3"
+    local rargs=() margs=()
+    [ "$rc" != default ] && rargs=(--recipe "$W/$rc.yaml")
+    [ "$ms" != file ] && margs=(--max-seq "$ms")
+    if [ ! -f "$m.sqm" ] && ! "$SQUINT" quantize "$W/$fx" --calib "$W/$fx.sqc" \
+            ${rargs[@]+"${rargs[@]}"} -o "$m.sqm" --threads 1 > "$m.q.log" 2>&1; then
+        echo "FAIL $fx-$rc: squint quantize: $(tail -2 "$m.q.log")"
+        return 1
+    fi
+    if ! "$SQUINT" rerank "$m.sqm" --pairs "$W/pairs.jsonl" ${margs[@]+"${margs[@]}"} \
+            --threads 1 --output "$t.squint.jsonl" > "$t.rr.log" 2>&1; then
+        echo "FAIL $fx-$rc-$ms: squint rerank: $(tail -2 "$t.rr.log")"
+        return 1
+    fi
+    "$PY" "$W/compare_pairs.py" logits "$t.squint.jsonl" "$t.squint.npy" || return 1
+    if ! "$PY" "$READER" "$m.sqm" --pairs "$W/$fx.q.ids.jsonl" "$W/$fx.d.ids.jsonl" \
+            ${margs[@]+"${margs[@]}"} --out "$t.reader.npy" --scores-out "$t.reader.jsonl" \
+            --gelu spec --stats "$t.stats.jsonl" --explain "$t.squint.npy" --tol "$TOL" \
+            > "$t.r.log" 2>&1; then
+        echo "FAIL $fx-$rc-$ms: reader: $(tail -3 "$t.r.log")"
+        return 1
+    fi
+    local r=0 out
+    out=$("$PY" "$W/compare.py" "$fx-$rc-$ms" "$t.squint.npy" "$t.reader.npy" \
+          "$t.stats.jsonl" "$TOL") || r=1
+    sed 's/ at text / at pair /; s/ dim 0 / /; s/texts /pairs /; s/     text /     pair /' <<< "$out"
+    out=$("$PY" "$W/compare_pairs.py" scores "$t.squint.jsonl" "$fx-$rc-$ms" \
+          "$t.reader.jsonl" "$TOL") || r=1
+    echo "  $out"
+    return $r
+}
+
+gen ce --shape tiny --seed 5 --outliers 2 --cross-encoder 1 --ce-activation sigmoid
+gen cei --shape tiny --seed 11 --cross-encoder 1 --ce-activation identity
+for fx in ce cei; do
+    if ! "$SQUINT" calibrate "$W/$fx" -o "$W/$fx.sqc" --quiet --threads 1 > "$W/$fx.cal.log" 2>&1; then
+        echo "FAIL: squint calibrate $fx: $(tail -2 "$W/$fx.cal.log")"
+        exit 1
+    fi
+    # each text's ids, untruncated; the reader strips [CLS] / [SEP] and cuts
+    if ! "$SQUINT" tokenize "$W/$fx" --input "$W/pairs.jsonl" --field query --ids-only \
+            --max-seq 4096 > "$W/$fx.q.ids.jsonl" 2> "$W/$fx.tq.log" ||
+       ! "$SQUINT" tokenize "$W/$fx" --input "$W/pairs.jsonl" --field document --ids-only \
+            --max-seq 4096 > "$W/$fx.d.ids.jsonl" 2> "$W/$fx.td.log"; then
+        echo "FAIL: squint tokenize $fx: $(tail -2 "$W/$fx.tq.log" "$W/$fx.td.log")"
+        exit 1
+    fi
+done
+echo "cross-encoders: $NPAIRS pairs per model, logits and scores of squint rerank --pairs"
+for c in ce:default ce:int4 ce:fp32 cei:default cei:int4; do
+    for ms in file 24; do
+        run_ce "${c%%:*}" "${c#*:}" "$ms" || fail=1
+    done
+done
+info=$("$PY" "$READER" "$W/cei-int4.sqm" --info --no-verify 2>&1)
+for want in "num_labels 1" "classifier: 1 labels .*score_activation identity" "embeddings int4-g128"; do
+    if ! grep -Eq -- "$want" <<< "$info"; then
+        echo "FAIL --info of cei-int4.sqm lacks '$want':"; echo "$info"; fail=1
+    fi
+done
+# The comparison has teeth: the reader with one 6.11 rule broken on purpose
+# (token types all 0; truncation query first) must disagree with squint.
+for ab in types0 query-first; do
+    t="$W/ce-default-24"
+    if "$PY" "$READER" "$W/ce-default.sqm" --pairs "$W/ce.q.ids.jsonl" "$W/ce.d.ids.jsonl" \
+            --max-seq 24 --out "$W/ab.npy" --ablate "$ab" > "$W/ab.log" 2>&1 &&
+       d=$("$PY" -c "
+import numpy as np
+print('%.3g' % np.abs(np.load('$W/ab.npy').astype(float) - np.load('$t.squint.npy')).max())") &&
+       "$PY" -c "import sys; sys.exit(0 if $d > 1e-2 else 1)"; then
+        echo "ok   ablation $ab (deliberately wrong reader) disagrees: max|logit diff| $d"
+    else
+        echo "FAIL ablation $ab: the wrong reader was not caught (${d:-error}: $(tail -1 "$W/ab.log"))"
+        fail=1
     fi
 done
 
