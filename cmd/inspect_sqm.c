@@ -52,7 +52,7 @@ static json_t *yaml_to_json(const yt_node *n)
 static json_t *metadata_summary(const yt_node *root)
 {
     static const char *const keys[] = {"format", "format_version", "tool", "architecture",
-                                       "config", "pooling", "normalize", "max_seq",
+                                       "config", "labels", "pooling", "normalize", "max_seq",
                                        "embeddings_type", "activation_guard", "tokenizer",
                                        "source", "calibration"};
     json_t *m = json_object();
@@ -328,8 +328,22 @@ static void print_metadata(const json_t *m)
         print_flat("config:", json_object_get(m, "config"));
     if (json_object_get(m, "tokenizer"))
         print_flat("tokenizer:", json_object_get(m, "tokenizer"));
-    printf("embedding:   pooling %s, normalize %s, max_seq %s\n", str(m, "pooling"),
-           str(m, "normalize"), str(m, "max_seq"));
+    const json_t *cfg = json_object_get(m, "config"), *labels = json_object_get(m, "labels");
+    const json_t *nl = cfg ? json_object_get(cfg, "num_labels") : NULL;
+    if (nl && json_integer_value(nl) > 0) { /* a sequence classifier (SQM.md 6.11) */
+        printf("classifier:  %lld label%s, scores %s:", (long long)json_integer_value(nl),
+               json_integer_value(nl) == 1 ? "" : "s", str(cfg, "score_activation"));
+        size_t n = json_array_size(labels), shown = n > 16 ? 16 : n;
+        for (size_t i = 0; i < shown; i++)
+            printf("%s %s", i ? "," : "", json_string_value(json_array_get(labels, i)));
+        if (shown < n)
+            printf(", ... (%zu more)", n - shown);
+        printf("  ([CLS] pooler, max_seq %s; pairs: [CLS] query [SEP] document [SEP])\n",
+               str(m, "max_seq"));
+    } else {
+        printf("embedding:   pooling %s, normalize %s, max_seq %s\n", str(m, "pooling"),
+               str(m, "normalize"), str(m, "max_seq"));
+    }
     /* Files written before the guard existed clip (the loader's default). */
     printf("activations: %s\n",
            json_object_get(m, "activation_guard") && !strcmp(str(m, "activation_guard"), "row")

@@ -26,9 +26,12 @@ static int load_sqm_parts(sq_embed_model *m, sq_err *err)
         return -1;
     m->pool = info.pool;
     m->max_seq = info.max_seq;
-    if (m->enc.cfg.num_labels > 0 &&
-        sq_sqm_labels(&m->sqm, m->enc.cfg.num_labels, &m->labels, err) != 0)
-        return -1;
+    if (m->enc.cfg.num_labels > 0) { /* SQM.md 6.11: [CLS], unnormalized, whatever the keys say */
+        m->pool.pooling = SQ_POOL_CLS;
+        m->pool.normalize = false;
+        if (sq_sqm_labels(&m->sqm, m->enc.cfg.num_labels, &m->labels, err) != 0)
+            return -1;
+    }
     return 0;
 }
 

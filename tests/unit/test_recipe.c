@@ -231,6 +231,7 @@ START_TEST(full_recipe_round_trip)
         ck_assert(r.gates.set[i]);
     ck_assert(r.gates.threshold[SQ_GATE_NDCG10_DROP] == 0.005);
     ck_assert(r.gates.threshold[SQ_GATE_MAX_ACCURACY_DROP] == 0.5);
+    ck_assert(r.gates.threshold[SQ_GATE_SCORE_SPEARMAN] == 0.99);
     ck_assert_int_eq(r.gates.topk_k, 5);
     assert_round_trip(&r);
     sq_recipe_free(&r);
@@ -473,7 +474,8 @@ static const struct {
      "x.yaml:3:5: unknown key 'typ' in an override (expected: match, type, smoothquant, alpha)"},
     {"gates:\n  cos_avg: 0.9\n",
      "x.yaml:2:3: unknown key 'cos_avg' in gates (expected: cos_mean, cos_min, topk_overlap, "
-     "stsb_spearman_drop, ndcg10_drop, centred_cos_mean, max_accuracy_drop, topk_k)"},
+     "stsb_spearman_drop, ndcg10_drop, centred_cos_mean, score_spearman, max_accuracy_drop, "
+     "topk_k)"},
     /* alpha */
     {"smoothquant:\n  alpha: 1.5\n", "x.yaml:2:10: 'alpha' must be a number in [0, 1] or auto"},
     {"smoothquant:\n  alpha: -0.1\n", "x.yaml:2:10: 'alpha' must be a number in [0, 1] or auto"},
