@@ -133,6 +133,19 @@ fi
 "$SQ" quantize "$W/nli" --calib "$W/nli.sqc" -o "$W/nli.sqm" >/dev/null 2>&1
 out=$("$SQ" inspect "$W/nli.sqm" 2>&1)
 [[ $out == *"num_labels 3, score_activation softmax"* ]] && pass "3 labels: softmax" || fail "nli inspect"
+"$SQ" classify "$W/nli.sqm" --input "$W/q40.jsonl" --field query --pair-field document --quiet >"$W/nli.jsonl"
+if $PY - "$W/nli.jsonl" <<'PY'
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1])]
+assert len(r) == 40
+for x in r:
+    p = x["probs"]
+    assert list(p) == ["class_0", "class_1", "class_2"] and abs(sum(p.values()) - 1) < 1e-6
+    assert x["label"] == max(p, key=p.get)
+assert len({x["label"] for x in r}) > 1 or len({round(x["probs"]["class_0"], 4) for x in r}) > 10
+PY
+then pass "classify: 3-label pairs, softmax probabilities"; else fail "classify pairs"; fi
+expect_error "classify: --head on a sequence classifier" "its own classifier" "" -- "$SQ" classify "$W/nli.sqm" --input "$W/docs.txt" --head "$W/none.json"
 expect_error "rerank refuses 3 labels" "3 labels" "$W/x.jsonl" -- "$SQ" rerank "$W/nli.sqm" --query q --docs "$W/docs.txt" --output "$W/x.jsonl"
 expect_error "embed refuses a cross-encoder" "not an embedding model" "$W/x.npy" -- "$SQ" embed "$W/ce8.sqm" --input "$W/docs.txt" --output "$W/x.npy"
 printf 'sentence\tlabel\nthe cat sat\t1\nthe dog ran\t0\n' >"$W/train.tsv"

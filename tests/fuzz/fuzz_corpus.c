@@ -1,6 +1,6 @@
 /* Fuzz the calibration corpus readers (calib/corpus.h): the input is written
  * to temp files whose extensions choose the reader: text, JSONL (default
- * field, a dotted field, forced QASPER), the QASPER JSON document, and the
+ * field, a dotted field, text pairs, forced QASPER), the QASPER JSON document, and the
  * compressed / archive containers its magic bytes suggest (plus .tar.gz
  * always, so libarchive also sees arbitrary bytes). Every sample is read. */
 #include <stdlib.h>
@@ -50,13 +50,16 @@ static int starts(const uint8_t *d, size_t n, const char *magic, size_t m)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    sq_corpus_opts plain = {SQ_CORPUS_AUTO, NULL, NULL, MAX_LINE};
-    sq_corpus_opts field = {SQ_CORPUS_JSONL, "meta.text", NULL, MAX_LINE};
-    sq_corpus_opts qasper = {SQ_CORPUS_QASPER, NULL, "all", MAX_LINE};
+    sq_corpus_opts plain = {.format = SQ_CORPUS_AUTO, .max_line = MAX_LINE};
+    sq_corpus_opts field = {.format = SQ_CORPUS_JSONL, .field = "meta.text", .max_line = MAX_LINE};
+    sq_corpus_opts qasper = {.format = SQ_CORPUS_QASPER, .qasper_parts = "all", .max_line = MAX_LINE};
+    sq_corpus_opts pairs = {.format = SQ_CORPUS_JSONL, .field = "query", .pair_field = "document",
+                            .max_line = MAX_LINE};
 
     try_ext(".txt", data, size, &plain);
     try_ext(".jsonl", data, size, &plain);
     try_ext(".jsonl", data, size, &field);
+    try_ext(".jsonl", data, size, &pairs);
     try_ext(".jsonl", data, size, &qasper);
     try_ext(".json", data, size, &plain);
     try_ext(".tar.gz", data, size, &plain);

@@ -34,7 +34,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     sq_err err;
     sq_bert_config cfg;
     char *cfg_path = fuzz_path("config.json");
-    sq_bert_config_load(cfg_path, &cfg, &err);
+    if (sq_bert_config_load(cfg_path, &cfg, &err) == 0 && cfg.num_labels > 0) {
+        char **labels;
+        if (sq_config_labels_load(cfg_path, cfg.num_labels, &labels, &err) == 0)
+            sq_labels_free(labels, cfg.num_labels);
+    }
     free(cfg_path);
 
     sq_pooling_config pc;
