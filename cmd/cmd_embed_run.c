@@ -149,6 +149,33 @@ static void print_clip_summary(FILE *fp, const sq_eval_model *m)
                                    : "clipped (guard clip)");
 }
 
+/* One line per gate: PASS / FAIL with the measurement, or why it could not
+ * be measured. */
+static void print_gates(FILE *fp, const sq_eval_gate *gr, int ng)
+{
+    for (int i = 0; i < ng; i++) {
+        const sq_eval_gate *r = &gr[i];
+        const sq_gate_info *gi = sq_gate_get(r->id);
+        if (!r->measurable)
+            fprintf(fp, "gate %-20s FAIL  cannot be measured: %s\n", gi->name, r->why);
+        else
+            fprintf(fp, "gate %-20s %s  %.6f %s %g\n", gi->name, r->pass ? "PASS" : "FAIL",
+                    r->measured, gi->is_max ? "<=" : ">=", r->threshold);
+    }
+}
+
+/* "squint embed-run: gate failed: a, b" on stderr. */
+static void print_failed_gates(const sq_eval_gate *gr, int ng)
+{
+    fprintf(stderr, "squint %s: gate failed:", CMD);
+    for (int i = 0, first = 1; i < ng; i++)
+        if (!gr[i].pass) {
+            fprintf(stderr, "%s %s", first ? "" : ",", sq_gate_get(gr[i].id)->name);
+            first = 0;
+        }
+    fputc('\n', stderr);
+}
+
 static void print_summary(FILE *fp, const sq_eval_input *in, const sq_eval_model *m, const sq_eval_model *ref,
                           const sq_eval_metrics *mt, const sq_eval_gate *gr, int ng)
 {
@@ -185,15 +212,7 @@ static void print_summary(FILE *fp, const sq_eval_input *in, const sq_eval_model
             fprintf(fp, "%-10s model %.4f  reference %.4f  drop %+.4f\n", task_label(t->name),
                     t->model, t->reference, t->reference - t->model);
     }
-    for (int i = 0; i < ng; i++) {
-        const sq_eval_gate *r = &gr[i];
-        const sq_gate_info *gi = sq_gate_get(r->id);
-        if (!r->measurable)
-            fprintf(fp, "gate %-20s FAIL  cannot be measured: %s\n", gi->name, r->why);
-        else
-            fprintf(fp, "gate %-20s %s  %.6f %s %g\n", gi->name, r->pass ? "PASS" : "FAIL",
-                    r->measured, gi->is_max ? "<=" : ">=", r->threshold);
-    }
+    print_gates(fp, gr, ng);
 }
 
 /* Embed with a progress line on stderr (unless --quiet). */
@@ -396,14 +415,7 @@ static void print_pairs(FILE *fp, const sq_eval_input *in, const sq_eval_rerank_
         fprintf(fp, "%-10s retriever order %.4f\n", label, r->task_retriever);
     fprintf(fp, "%-10s model %.4f  reference %.4f  drop %+.4f\n", label, r->task_model,
             r->task_reference, r->task_reference - r->task_model);
-    for (int i = 0; i < ng; i++) {
-        const sq_gate_info *gi = sq_gate_get(gr[i].id);
-        if (!gr[i].measurable)
-            fprintf(fp, "gate %-20s FAIL  cannot be measured: %s\n", gi->name, gr[i].why);
-        else
-            fprintf(fp, "gate %-20s %s  %.6f %s %g\n", gi->name, gr[i].pass ? "PASS" : "FAIL",
-                    gr[i].measured, gi->is_max ? "<=" : ">=", gr[i].threshold);
-    }
+    print_gates(fp, gr, ng);
 }
 
 static int run_pairs(run_args *a, sq_recipe *rec, const sq_eval_input *in, double t_start)
@@ -456,13 +468,7 @@ static int run_pairs(run_args *a, sq_recipe *rec, const sq_eval_input *in, doubl
             rc = cli_fail(CMD, &err);
     }
     if (rc == SQ_EXIT_OK && !pass) {
-        fprintf(stderr, "squint %s: gate failed:", CMD);
-        for (int i = 0, first = 1; i < ng; i++)
-            if (!gr[i].pass) {
-                fprintf(stderr, "%s %s", first ? "" : ",", sq_gate_get(gr[i].id)->name);
-                first = 0;
-            }
-        fputc('\n', stderr);
+        print_failed_gates(gr, ng);
         rc = SQ_EXIT_FAIL;
     }
     json_decref(report);
@@ -575,13 +581,7 @@ int cmd_embed_run(int argc, char **argv)
     }
     rc = SQ_EXIT_OK;
     if (!pass) {
-        fprintf(stderr, "squint %s: gate failed:", CMD);
-        for (int i = 0, first = 1; i < ng; i++)
-            if (!gr[i].pass) {
-                fprintf(stderr, "%s %s", first ? "" : ",", sq_gate_get(gr[i].id)->name);
-                first = 0;
-            }
-        fputc('\n', stderr);
+        print_failed_gates(gr, ng);
         rc = SQ_EXIT_FAIL;
     }
     goto done;

@@ -54,6 +54,16 @@ static const char *const help =
     "example:\n"
     "  squint rerank bge-small.sqm --query \"what causes tides\" --docs candidates.txt --top-k 10\n";
 
+/* Commit the output file, or flush standard output. */
+static int finish_output(sq_atomic_file *af, sq_err *err)
+{
+    if (af->fp)
+        return sq_atomic_commit(af, err);
+    if (fflush(stdout) != 0 || ferror(stdout))
+        return sq_err_set(err, "standard output: write error");
+    return 0;
+}
+
 /* --pairs: every line's pair scored, streamed in chunks, in input order. */
 static int run_pairs(const char *model_arg, const char *path, const char *field,
                      const char *pair_field, const char *id_field, const char *qprefix,
@@ -115,13 +125,8 @@ static int run_pairs(const char *model_arg, const char *path, const char *field,
     }
     if (n < 0)
         goto fail;
-    if (af.fp) {
-        if (sq_atomic_commit(&af, &err) != 0)
-            goto fail;
-    } else if (fflush(stdout) != 0 || ferror(stdout)) {
-        sq_err_set(&err, "standard output: write error");
+    if (finish_output(&af, &err) != 0)
         goto fail;
-    }
     goto done;
 fail:
     if (af.fp)
@@ -270,13 +275,8 @@ int cmd_rerank(int argc, char **argv)
             fprintf(fp, ",\"logit\":%.9g", (double)logits[i]);
         fputs("}\n", fp);
     }
-    if (af.fp) {
-        if (sq_atomic_commit(&af, &err) != 0)
-            goto fail;
-    } else if (fflush(stdout) != 0 || ferror(stdout)) {
-        sq_err_set(&err, "standard output: write error");
+    if (finish_output(&af, &err) != 0)
         goto fail;
-    }
     goto done;
 fail:
     if (af.fp)
