@@ -89,6 +89,7 @@ int cmd_bench(int argc, char **argv)
         {"threads", required_argument, 0, 't'},  {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     long batch = 32, seq = 256, lbatch = 1, lseq = 128, iters = 5, warmup = 1, threads = 0;
+    bool lseq_given = false;
     optind = 1;
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -97,7 +98,7 @@ int cmd_bench(int argc, char **argv)
         case 'b': dst = &batch; hi = 4096; break;
         case 's': dst = &seq; lo = 2; break;
         case 'B': dst = &lbatch; hi = 4096; break;
-        case 'S': dst = &lseq; lo = 2; break;
+        case 'S': dst = &lseq; lo = 2; lseq_given = true; break;
         case 'n': dst = &iters; hi = 10000; break;
         case 'w': dst = &warmup; lo = 0; hi = 10000; break;
         case 't': dst = &threads; hi = 1024; break;
@@ -134,10 +135,15 @@ int cmd_bench(int argc, char **argv)
         sq_embed_result_free(&r);
     }
     const sq_bert_config *cfg = &m.enc.cfg;
+    /* The latency length defaults to 128 tokens, or the model's length when shorter. */
+    if (!lseq_given && lseq > cfg->max_pos)
+        lseq = cfg->max_pos;
     if (seq > cfg->max_pos || lseq > cfg->max_pos) {
+        const int max_pos = cfg->max_pos; /* read before the model is closed */
         sq_embed_model_close(&m);
-        return cli_usage_error("bench", "sequence length exceeds the model's %d positions",
-                               cfg->max_pos);
+        return cli_usage_error("bench", "%s %ld exceeds the model's %d positions",
+                               seq > max_pos ? "--seq" : "--lat-seq", seq > max_pos ? seq : lseq,
+                               max_pos);
     }
     printf("model: %s  layers=%d hidden=%d heads=%d ffn=%d\n", argv[optind], cfg->layers,
            cfg->hidden, cfg->heads, cfg->ffn);

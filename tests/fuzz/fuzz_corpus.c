@@ -24,8 +24,15 @@ static void read_all(const char *path, const sq_corpus_opts *o)
         int rc = sq_corpus_next(c, &text, &len, &err);
         if (rc != 1)
             break;
-        if (strlen(text) != len)
+        if (o->pair_field) { /* a pair: "a NUL b", each side NUL-free */
+            size_t na, nb;
+            const char *b;
+            if (!sq_corpus_split_pair(text, len, &na, &b, &nb) || strlen(text) != na ||
+                strlen(b) != nb)
+                abort();
+        } else if (strlen(text) != len) {
             abort(); /* samples are NUL-free and NUL-terminated */
+        }
         sq_corpus_where(c);
     }
     if (sq_corpus_n_files(c) != 1 || !sq_corpus_files(c))
