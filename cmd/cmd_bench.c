@@ -26,9 +26,34 @@ static const char *const help =
     "  --iters N       timed repetitions (default 5)\n"
     "  --warmup N      untimed repetitions first (default 1)\n"
     "  --threads N     worker threads (default: $OMP_NUM_THREADS, else the CPUs this process may run on)\n"
+    "  --profile       then --iters more throughput passes timed per op (embeddings, LayerNorm,\n"
+    "                  activation quantize, each linear's GEMM, outlier channels, attention\n"
+    "                  Q.K^T / softmax / P.V, GELU, residuals): ms per pass and share\n"
     "\n"
     "example:\n"
     "  squint bench bge-small/ --batch 32 --seq 256 --threads 2\n";
+
+/* The per-op table of --profile: ms per forward pass and share of it. */
+static void print_profile(const sq_op_profile *p, const char *prec, long batch, long seq)
+{
+    if (p->forwards < 1)
+        return;
+    const double per = 1e3 / (double)p->forwards;
+    printf("profile (%s, batch %ld x %ld tokens, %lld forward passes, wall time per op):\n",
+           prec, batch, seq, (long long)p->forwards);
+    printf("  %-18s %10s %7s\n", "op", "ms/pass", "share");
+    double sum = 0;
+    for (int op = 0; op < SQ_OP_COUNT; op++) {
+        sum += p->seconds[op];
+        if (p->calls[op] > 0)
+            printf("  %-18s %10.2f %6.1f%%\n", sq_op_name((sq_op)op), p->seconds[op] * per,
+                   100.0 * p->seconds[op] / p->total);
+    }
+    double other = p->total - sum;
+    printf("  %-18s %10.2f %6.1f%%\n", "other", (other > 0 ? other : 0) * per,
+           100.0 * (other > 0 ? other : 0) / p->total);
+    printf("  %-18s %10.2f %6.1f%%\n", "total", p->total * per, 100.0);
+}
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -38,7 +63,7 @@ static int cmp_double(const void *a, const void *b)
 
 /* Median seconds of one forward pass over n_seq sequences of len tokens. */
 static int time_forward(const sq_embed_model *m, int n_seq, int len, int warmup, int iters,
-                        double *median, sq_err *err)
+                        double *median, sq_op_profile *prof, sq_err *err)
 {
     int T = n_seq * len;
     int32_t *ids = malloc((size_t)T * sizeof *ids);
@@ -62,6 +87,7 @@ static int time_forward(const sq_embed_model *m, int n_seq, int len, int warmup,
     }
     sq_batch b = {.n_seq = n_seq, .offsets = off, .ids = ids, .type_ids = NULL};
     for (int i = 0; i < warmup + iters; i++) {
+        ws.lin.prof = i >= warmup ? prof : NULL; /* the timed passes only */
         double t0 = cli_now();
         if (sq_encoder_forward(&m->enc, &ws, &b, hid, NULL, err) != 0)
             goto out;
@@ -87,9 +113,10 @@ int cmd_bench(int argc, char **argv)
         {"lat-batch", required_argument, 0, 'B'}, {"lat-seq", required_argument, 0, 'S'},
         {"iters", required_argument, 0, 'n'},    {"warmup", required_argument, 0, 'w'},
         {"threads", required_argument, 0, 't'},  {"help", no_argument, 0, 'h'},
+        {"profile", no_argument, 0, 'P'},
         {0, 0, 0, 0}};
     long batch = 32, seq = 256, lbatch = 1, lseq = 128, iters = 5, warmup = 1, threads = 0;
-    bool lseq_given = false;
+    bool lseq_given = false, profile = false;
     optind = 1;
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -103,6 +130,7 @@ int cmd_bench(int argc, char **argv)
         case 'w': dst = &warmup; lo = 0; hi = 10000; break;
         case 't': dst = &threads; hi = 1024; break;
         case 'h': fputs(help, stdout); return SQ_EXIT_OK;
+        case 'P': profile = true; continue;
         default: return cli_usage_error("bench", "invalid option");
         }
         if (!cli_parse_int(optarg, lo, hi, dst))
@@ -167,8 +195,11 @@ int cmd_bench(int argc, char **argv)
            count[SQ_QT_F32] == n_lin ? "openblas-sgemm" : sq_isa_name(isa));
     double tput, lat;
     int rc = SQ_EXIT_OK;
-    if (time_forward(&m, (int)batch, (int)seq, (int)warmup, (int)iters, &tput, &err) != 0 ||
-        time_forward(&m, (int)lbatch, (int)lseq, (int)warmup, (int)iters, &lat, &err) != 0) {
+    sq_op_profile prof = {0};
+    if (time_forward(&m, (int)batch, (int)seq, (int)warmup, (int)iters, &tput, NULL, &err) != 0 ||
+        time_forward(&m, (int)lbatch, (int)lseq, (int)warmup, (int)iters, &lat, NULL, &err) != 0 ||
+        (profile && time_forward(&m, (int)batch, (int)seq, (int)warmup, (int)iters, &(double){0}, &prof,
+                                 &err) != 0)) {
         rc = cli_fail("bench", &err);
     } else {
         struct rusage ru;
@@ -179,6 +210,8 @@ int cmd_bench(int argc, char **argv)
         printf("load_ms=%.1f  first_embedding_ms=%.1f  (open + checks; then one short text)\n",
                load_s * 1e3, first_s * 1e3);
         printf("peak_rss_mib=%.1f\n", ru.ru_maxrss / 1024.0);
+        if (profile)
+            print_profile(&prof, prec, batch, seq);
     }
     sq_embed_model_close(&m);
     return rc;

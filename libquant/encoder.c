@@ -100,7 +100,9 @@ int sq_workspace_reserve(sq_workspace *ws, const sq_encoder *enc, int max_tokens
         if (max_len < ws->max_len)
             max_len = ws->max_len;
     }
+    sq_op_profile *prof = ws->lin.prof; /* the caller's, kept across a regrow */
     sq_workspace_free(ws);
+    ws->lin.prof = prof;
     size_t T = (size_t)max_tokens, H = (size_t)enc->cfg.hidden, F = (size_t)enc->cfg.ffn;
     /* Every layer input is at most H wide (embed_dim <= hidden). */
     ws->qkv = alloc_floats(T * 3 * H);
@@ -166,21 +168,26 @@ static void embed(const sq_encoder *enc, const sq_batch *b, float *x)
  * ctx = softmax(Q K^T / sqrt(dh)) V per (sequence, head); qkv rows hold
  * [Q | K | V], each D wide; ctx rows are D wide. */
 static void attention(const sq_encoder *enc, const sq_batch *b, const float *qkv, float *ctx,
-                      float *scores, int max_len, int D, float *prange)
+                      float *scores, int max_len, int D, float *prange, sq_op_profile *prof)
 {
     const int H = D, A = enc->cfg.heads, dh = H / A, ld = 3 * H;
     const float scale = 1.0f / sqrtf((float)dh);
     const int jobs = b->n_seq * A;
     float pmin = 1.0f, pmax = 0.0f; /* min/max reductions are order-independent */
-#pragma omp parallel for schedule(dynamic, 1) reduction(min : pmin) reduction(max : pmax)
+    double t_qk = 0, t_sm = 0, t_pv = 0, wall = prof ? sq_op_now() : 0; /* thread time per step */
+#pragma omp parallel for schedule(dynamic, 1) reduction(min : pmin) reduction(max : pmax) \
+    reduction(+ : t_qk, t_sm, t_pv)
     for (int j = 0; j < jobs; j++) {
         int s = j / A, h = j % A;
         int t0 = b->offsets[s], L = b->offsets[s + 1] - t0;
         float *S = scores + (size_t)omp_get_thread_num() * max_len * max_len;
         const float *Q = qkv + (size_t)t0 * ld + h * dh;
         const float *K = Q + H, *V = Q + 2 * H;
+        double t = prof ? sq_op_now() : 0, u;
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, L, L, dh, scale, Q, ld, K, ld, 0.0f,
                     S, L);
+        if (prof)
+            u = sq_op_now(), t_qk += u - t, t = u;
         for (int r = 0; r < L; r++)
             sq_softmax_row(S + (size_t)r * L, L);
         if (prange)
@@ -188,12 +195,26 @@ static void attention(const sq_encoder *enc, const sq_batch *b, const float *qkv
                 pmin = S[i] < pmin ? S[i] : pmin;
                 pmax = S[i] > pmax ? S[i] : pmax;
             }
+        if (prof)
+            u = sq_op_now(), t_sm += u - t, t = u;
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, L, dh, L, 1.0f, S, L, V, ld, 0.0f,
                     ctx + (size_t)t0 * H + h * dh, H);
+        if (prof)
+            t_pv += sq_op_now() - t;
     }
     if (prange) {
         prange[0] = pmin;
         prange[1] = pmax;
+    }
+    if (prof) { /* attention's wall time, split by the threads' time in each step */
+        double w = sq_op_now() - wall, sum = t_qk + t_sm + t_pv;
+        if (sum > 0) {
+            prof->seconds[SQ_OP_ATTN_SCORES] += w * t_qk / sum;
+            prof->seconds[SQ_OP_SOFTMAX] += w * t_sm / sum;
+            prof->seconds[SQ_OP_ATTN_CONTEXT] += w * t_pv / sum;
+        }
+        prof->calls[SQ_OP_ATTN_SCORES]++, prof->calls[SQ_OP_SOFTMAX]++;
+        prof->calls[SQ_OP_ATTN_CONTEXT]++;
     }
 }
 
@@ -231,9 +252,26 @@ int sq_encoder_forward(const sq_encoder *enc, sq_workspace *ws, const sq_batch *
         return sq_err_set(err, "out of memory for a batch of %d tokens", T);
     float eps = (float)c->ln_eps;
     float *x = hidden_out;
+    sq_op_profile *prof = ws->lin.prof;
+    const double t_start = prof ? sq_op_now() : 0;
+    double t = t_start;
+#define OP(op)                                                                                     \
+    do {                                                                                           \
+        if (prof)                                                                                  \
+            t = sq_op_add(prof, op, t);                                                            \
+    } while (0)
+#define LIN(kind, in_, rows, out_)                                                                 \
+    do {                                                                                           \
+        ws->lin.gemm_op = (sq_op)(SQ_OP_GEMM_QKV + (kind));                                        \
+        sq_linear_forward(&L->lin[kind], in_, rows, out_, &ws->lin);                               \
+        if (prof)                                                                                  \
+            t = sq_op_now();                                                                       \
+    } while (0)
     embed(enc, b, x);
+    OP(SQ_OP_EMBED);
     if (enc->emb_ln_g)
         sq_add_layernorm(x, NULL, T, c->embed_dim, enc->emb_ln_g, enc->emb_ln_b, eps);
+    OP(SQ_OP_LAYERNORM);
     const bool pre = c->norm == SQ_NORM_PRE;
     for (int l = 0; l < c->layers; l++) {
         const sq_encoder_layer *L = &enc->layers[l];
@@ -244,43 +282,62 @@ int sq_encoder_forward(const sq_encoder *enc, sq_workspace *ws, const sq_batch *
         if (pre) {
             sq_layernorm_to(x, ws->tmp, T, in, L->ln_attn_g, L->ln_attn_b, eps);
             a_in = ws->tmp;
+            OP(SQ_OP_LAYERNORM);
         }
         observe(obs, l, SQ_LIN_QKV, a_in, T, in);
-        sq_linear_forward(&L->lin[SQ_LIN_QKV], a_in, T, ws->qkv, &ws->lin);
+        LIN(SQ_LIN_QKV, a_in, T, ws->qkv);
         float prange[2];
         bool want_p = obs && obs->attn_probs;
-        attention(enc, b, ws->qkv, ws->ctx, ws->scores, ws->max_len, in, want_p ? prange : NULL);
+        attention(enc, b, ws->qkv, ws->ctx, ws->scores, ws->max_len, in, want_p ? prange : NULL,
+                  prof);
+        if (prof)
+            t = sq_op_now();
         if (want_p)
             obs->attn_probs(obs->ctx, l, prange[0], prange[1]);
         observe(obs, l, SQ_LIN_ATTN_OUT, ws->ctx, T, in);
-        sq_linear_forward(&L->lin[SQ_LIN_ATTN_OUT], ws->ctx, T, ws->tmp, &ws->lin);
+        LIN(SQ_LIN_ATTN_OUT, ws->ctx, T, ws->tmp);
         if (L->lin[SQ_LIN_RES].out > 0) {
             observe(obs, l, SQ_LIN_RES, x, T, in);
-            sq_linear_forward(&L->lin[SQ_LIN_RES], x, T, ws->res, &ws->lin);
+            LIN(SQ_LIN_RES, x, T, ws->res);
             memcpy(x, ws->res, (size_t)T * H * sizeof(float)); /* x is H wide from here */
+            OP(SQ_OP_RESIDUAL);
         }
-        if (pre)
+        if (pre) {
             sq_add_inplace(x, ws->tmp, (int64_t)T * H);
-        else
+            OP(SQ_OP_RESIDUAL);
+        } else {
             sq_add_layernorm(x, ws->tmp, T, H, L->ln_attn_g, L->ln_attn_b, eps);
+            OP(SQ_OP_LAYERNORM);
+        }
         /* FFN block. */
         const float *f_in = x;
         if (pre) {
             sq_layernorm_to(x, ws->tmp, T, H, L->ln_ffn_g, L->ln_ffn_b, eps);
             f_in = ws->tmp;
+            OP(SQ_OP_LAYERNORM);
         }
         observe(obs, l, SQ_LIN_FFN_UP, f_in, T, H);
-        sq_linear_forward(&L->lin[SQ_LIN_FFN_UP], f_in, T, ws->ffn, &ws->lin);
+        LIN(SQ_LIN_FFN_UP, f_in, T, ws->ffn);
         if (c->act == SQ_ACT_RELU)
             sq_relu_inplace(ws->ffn, (int64_t)T * c->ffn);
         else
             sq_gelu_inplace(ws->ffn, (int64_t)T * c->ffn);
+        OP(SQ_OP_ACTIVATION);
         observe(obs, l, SQ_LIN_FFN_DOWN, ws->ffn, T, c->ffn);
-        sq_linear_forward(&L->lin[SQ_LIN_FFN_DOWN], ws->ffn, T, ws->tmp, &ws->lin);
-        if (pre)
+        LIN(SQ_LIN_FFN_DOWN, ws->ffn, T, ws->tmp);
+        if (pre) {
             sq_add_inplace(x, ws->tmp, (int64_t)T * H);
-        else
+            OP(SQ_OP_RESIDUAL);
+        } else {
             sq_add_layernorm(x, ws->tmp, T, H, L->ln_ffn_g, L->ln_ffn_b, eps);
+            OP(SQ_OP_LAYERNORM);
+        }
+    }
+#undef OP
+#undef LIN
+    if (prof) {
+        prof->total += sq_op_now() - t_start;
+        prof->forwards++;
     }
     return 0;
 }

@@ -95,7 +95,9 @@ typedef struct sq_workspace {
     int max_tokens, max_len, n_threads;
     float *qkv, *ctx, *tmp, *ffn, *scores;
     float *res; /* residual projections (only when a layer widens) */
-    sq_linear_scratch lin; /* quantized linears: int8 activations, accumulators */
+    sq_linear_scratch lin; /* quantized linears: int8 activations, accumulators; lin.prof:
+                              a per-op profile (op_profile.h) the forward passes add to,
+                              NULL: none (set by the caller, kept by reserve) */
 } sq_workspace;
 
 int sq_workspace_reserve(sq_workspace *ws, const sq_encoder *enc, int max_tokens, int max_len);

@@ -130,6 +130,7 @@ static void quant_forward(const sq_linear *l, const float *x, int rows, float *y
     sq_linear_isa(&isa, NULL); /* refused ISAs are reported when the model is opened */
     const int kp = l->qw.k_pad;
     int guarded = 0;
+    double t = sc->prof ? sq_op_now() : 0;
     if (l->guard)
         guarded = sq_gemm_quantize_acts_guard(x, rows, l->in, (size_t)l->in, l->act_mult,
                                               l->act_zero, sc->qa, kp, (size_t)kp, sc->row_scale);
@@ -140,20 +141,30 @@ static void quant_forward(const sq_linear *l, const float *x, int rows, float *y
      * out_scale[n] + b[n] (int4: acc_f32 * act_scale + b[n]), product
      * rounded before the add, written tile by tile; sc->acc is only used by
      * the ISAs without the fused tile driver (scalar, amx). */
+    if (sc->prof)
+        t = sq_op_add(sc->prof, SQ_OP_QUANTIZE, t);
     sq_gemm_epilogue ep = {.out_scale = l->out_scale, .acc_off = l->acc_off,
                            .act_scale = l->act_scale, .bias = l->b, .y = y,
                            .ldy = (size_t)l->out, .row_scale = guarded ? sc->row_scale : NULL};
     sq_qtype_get(l->qtype)->gemm(isa, sc->qa, rows, (size_t)kp, &l->qw, &ep, sc->acc);
-    if (l->n_outliers > 0)
+    if (sc->prof)
+        t = sq_op_add(sc->prof, sc->gemm_op, t);
+    if (l->n_outliers > 0) {
         outlier_add(l, x, rows, y);
+        if (sc->prof)
+            sq_op_add(sc->prof, SQ_OP_OUTLIERS, t);
+    }
 }
 
 void sq_linear_forward(const sq_linear *l, const float *x, int rows, float *y,
                        const sq_linear_scratch *scratch)
 {
-    if (!sq_qtype_get(l->qtype)->gemm)
+    if (!sq_qtype_get(l->qtype)->gemm) {
+        double t = scratch && scratch->prof ? sq_op_now() : 0;
         f32_forward(l, x, rows, y);
-    else
+        if (scratch && scratch->prof)
+            sq_op_add(scratch->prof, scratch->gemm_op, t);
+    } else
         quant_forward(l, x, rows, y, scratch);
 }
 

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "qtype.h"
+#include "op_profile.h"
 #include "qweight.h"
 
 typedef struct sq_linear {
@@ -57,6 +58,10 @@ typedef struct sq_linear_scratch {
     int8_t *qa;
     int32_t *acc;
     float *row_scale; /* [rows]: the guard's per-row steps (0 = static) */
+    /* bench --profile: where the quantize step, the GEMM (under gemm_op)
+     * and the outlier side path add their time; NULL: not timed. */
+    sq_op_profile *prof;
+    sq_op gemm_op;
 } sq_linear_scratch;
 
 /* Prepare a quantized linear: act_mult from the SmoothQuant factors s (NULL:

@@ -177,4 +177,18 @@ for f in config.json 1_Pooling/config.json; do
     fail "$f as a FIFO: exit $rc ($msg)"
 done
 
+# bench: a run, its per-op profile (every op the encoder runs has a row,
+# the shares add up to the total), and the length errors.
+out=$("$SQ" bench "$W/m" --batch 2 --seq 16 --iters 2 --warmup 0 --threads 1 --profile 2>&1)
+if [[ $out == *"seq/s="* && $out == *"latency_ms="* ]] && /usr/bin/python3 -c '
+import re, sys
+rows = dict((m.group(1).strip(), float(m.group(3))) for m in
+            re.finditer(r"^  (\S.{0,17}?)\s+([0-9.]+)\s+([0-9.]+)%$", sys.argv[1], re.M))
+need = {"embeddings", "layernorm", "linear qkv", "linear attn_out", "linear ffn_up",
+        "linear ffn_down", "attn Q.K^T", "softmax", "attn P.V", "gelu/relu", "other", "total"}
+assert need <= set(rows), sorted(need - set(rows))
+assert abs(sum(v for k, v in rows.items() if k != "total") - 100) < 0.5, rows
+' "$out"; then pass "bench --profile: every op, shares sum to 100%"; else fail "bench --profile: $out"; fi
+expect_error "bench --seq beyond the model" "--seq 100 exceeds the model's 64 positions" "" -- "$SQ" bench "$W/m" --seq 100
+
 finish
