@@ -1,5 +1,6 @@
 /* Outlier input channels of a linear (outlier_select.h). */
 #include "outlier_select.h"
+#include "rank_order.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -25,19 +26,6 @@ static float median_finite(const float *v, int k, float *tmp)
     return tmp[(m - 1) / 2];
 }
 
-typedef struct cand {
-    double score;
-    int j;
-} cand;
-
-static int cmp_cand(const void *a, const void *b)
-{
-    const cand *x = a, *y = b;
-    if (x->score != y->score)
-        return x->score < y->score ? 1 : -1; /* larger score first */
-    return (x->j > y->j) - (x->j < y->j);
-}
-
 static int cmp_i32(const void *a, const void *b)
 {
     int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
@@ -48,11 +36,11 @@ int sq_select_outliers(const float *xmax, const float *w, int n, int k, double r
                        int max_out, int32_t *idx)
 {
     float *wmax = calloc((size_t)k, sizeof *wmax), *tmp = malloc((size_t)k * sizeof *tmp);
-    cand *c = malloc((size_t)k * sizeof *c);
-    if (!wmax || !tmp || !c) {
-        free(wmax);
-        free(tmp);
-        free(c);
+    double *score = malloc((size_t)k * sizeof *score); /* of the candidates */
+    int32_t *cj = malloc((size_t)k * sizeof *cj);         /* their channels */
+    int64_t *order = malloc((size_t)k * sizeof *order);
+    if (!wmax || !tmp || !score || !cj || !order) {
+        free(wmax), free(tmp), free(score), free(cj), free(order);
         return -1;
     }
     for (int r = 0; r < n; r++) {
@@ -72,15 +60,16 @@ int sq_select_outliers(const float *xmax, const float *w, int n, int k, double r
         double sx = use_x ? (double)xmax[j] / mx : 0, sw = use_w ? (double)wmax[j] / mw : 0;
         double s = sx > sw ? sx : sw;
         if (s > ratio)
-            c[nc++] = (cand){s, j};
+            score[nc] = s, cj[nc++] = j;
     }
-    qsort(c, (size_t)nc, sizeof *c, cmp_cand);
-    int m = nc < max_out ? nc : max_out;
-    for (int i = 0; i < m; i++)
-        idx[i] = c[i].j;
-    qsort(idx, (size_t)m, sizeof *idx, cmp_i32);
-    free(wmax);
-    free(tmp);
-    free(c);
+    /* the max_out largest (ties: the lower channel), then in channel order */
+    int m = -1;
+    if (sq_rank_scores(score, nc, order) == 0) {
+        m = nc < max_out ? nc : max_out;
+        for (int i = 0; i < m; i++)
+            idx[i] = cj[order[i]];
+        qsort(idx, (size_t)m, sizeof *idx, cmp_i32);
+    }
+    free(wmax), free(tmp), free(score), free(cj), free(order);
     return m;
 }

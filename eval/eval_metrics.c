@@ -1,4 +1,5 @@
 #include "eval_metrics.h"
+#include "rank_order.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -18,42 +19,12 @@ double sq_cosine(const float *a, const float *b, int dim)
     return ab / (sqrt(aa) * sqrt(bb));
 }
 
-typedef struct rank_item {
-    double s;
-    int64_t i;
-} rank_item;
-
-static int cmp_rank(const void *pa, const void *pb)
-{
-    const rank_item *a = pa, *b = pb;
-    bool na = isnan(a->s), nb = isnan(b->s);
-    if (na != nb)
-        return na ? 1 : -1;
-    if (!na && a->s != b->s)
-        return a->s < b->s ? 1 : -1;
-    return (a->i > b->i) - (a->i < b->i);
-}
-
 int sq_rank_by_cosine(const float *q, const float *D, int64_t n, int dim, double *scores,
                       int64_t *order)
 {
     for (int64_t i = 0; i < n; i++)
         scores[i] = sq_cosine(q, D + (size_t)i * dim, dim);
     return sq_rank_scores(scores, n, order);
-}
-
-int sq_rank_scores(const double *scores, int64_t n, int64_t *order)
-{
-    rank_item *r = malloc((size_t)(n > 0 ? n : 1) * sizeof *r);
-    if (!r)
-        return -1;
-    for (int64_t i = 0; i < n; i++)
-        r[i] = (rank_item){scores[i], i};
-    qsort(r, (size_t)n, sizeof *r, cmp_rank);
-    for (int64_t i = 0; i < n; i++)
-        order[i] = r[i].i;
-    free(r);
-    return 0;
 }
 
 static int cmp_double(const void *pa, const void *pb)

@@ -19,9 +19,8 @@ double sq_cosine(const float *a, const float *b, int dim);
  * index, NaN (a zero vector) last. Returns 0, or -1 when out of memory. */
 int sq_rank_by_cosine(const float *q, const float *D, int64_t n, int dim, double *scores,
                       int64_t *order);
-/* order[0..n) = indices by scores[], highest first, ties by lower index,
- * NaN last. 0, or -1 out of memory. */
-int sq_rank_scores(const double *scores, int64_t n, int64_t *order);
+/* sq_rank_scores (calib/rank_order.h) orders any scores the same way. */
+#include "rank_order.h"
 
 /* Statistics of cos(a[i], b[i]) over the rows of two [n][dim] matrices,
  * a the model and b the reference. Worst cases, not only the mean: the

@@ -1,6 +1,8 @@
 /* Request parsing and response bodies of squint serve (http_api.h). */
 #include "http_api.h"
 
+#include "rank_order.h"
+
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,19 +145,6 @@ int sq_api_parse_rerank(const char *body, size_t len, int64_t max_inputs, sq_emb
     return 0;
 }
 
-typedef struct ranked {
-    double score;
-    int64_t i;
-} ranked;
-
-static int cmp_ranked(const void *a, const void *b)
-{
-    const ranked *x = a, *y = b;
-    if (x->score != y->score)
-        return x->score < y->score ? 1 : -1;
-    return (x->i > y->i) - (x->i < y->i);
-}
-
 void sq_api_rerank_response(const double *scores, const int64_t *order, int64_t n,
                             sq_strbuf *sb)
 {
@@ -175,26 +164,27 @@ void sq_api_rerank_response(const double *scores, const int64_t *order, int64_t 
 void sq_api_classify_response(const double *probs, int64_t n, int classes,
                               const char *const *labels, sq_strbuf *sb)
 {
-    ranked *r = malloc((size_t)classes * sizeof *r);
-    if (!r) {
-        sb->failed = true;
-        return;
-    }
+    int64_t *order = malloc((size_t)classes * sizeof *order);
     sq_sb_printf(sb, "[");
-    for (int64_t i = 0; i < n; i++) {
-        for (int c = 0; c < classes; c++)
-            r[c] = (ranked){probs[(size_t)i * classes + c], c};
-        qsort(r, (size_t)classes, sizeof *r, cmp_ranked);
+    for (int64_t i = 0; i < n && order; i++) {
+        const double *p = probs + (size_t)i * classes;
+        if (sq_rank_scores(p, classes, order) != 0) {
+            free(order);
+            order = NULL;
+            break;
+        }
         sq_sb_printf(sb, "%s[", i ? "," : "");
         for (int c = 0; c < classes; c++) {
             sq_sb_printf(sb, "%s{\"label\":", c ? "," : "");
-            json_str(labels[r[c].i], sb);
-            sq_sb_printf(sb, ",\"score\":%.9g}", r[c].score);
+            json_str(labels[order[c]], sb);
+            sq_sb_printf(sb, ",\"score\":%.9g}", p[order[c]]);
         }
         sq_sb_printf(sb, "]");
     }
     sq_sb_printf(sb, "]");
-    free(r);
+    if (!order)
+        sb->failed = true;
+    free(order);
 }
 
 void sq_api_request_free(sq_embed_request *req)
