@@ -254,9 +254,8 @@ int sq_config_labels_load(const char *path, int num_labels, char ***labels, sq_e
         char key[16];
         snprintf(key, sizeof key, "%d", i);
         json_t *v = json_is_object(map) ? json_object_get(map, key) : NULL;
-        if (v && (!json_is_string(v) || json_string_length(v) == 0 ||
-                  json_string_length(v) > 256)) {
-            sq_err_set(err, "%s: id2label \"%s\" must be a string of 1..256 bytes", path, key);
+        if (v && !json_is_string(v)) {
+            sq_err_set(err, "%s: id2label \"%s\" is not a string", path, key);
             goto out;
         }
         char fallback[32];
@@ -265,11 +264,11 @@ int sq_config_labels_load(const char *path, int num_labels, char ***labels, sq_e
             sq_err_set(err, "out of memory");
             goto out;
         }
-        for (int j = 0; j < i; j++)
-            if (strcmp(l[j], l[i]) == 0) {
-                sq_err_set(err, "%s: id2label names \"%s\" twice", path, l[i]);
-                goto out;
-            }
+        const char *why = sq_label_problem(l, i);
+        if (why) {
+            sq_err_set(err, "%s: id2label \"%s\" (\"%.64s\") %s", path, key, l[i], why);
+            goto out;
+        }
     }
     *labels = l;
     l = NULL;
@@ -278,6 +277,17 @@ out:
     sq_labels_free(l, num_labels);
     json_decref(root);
     return rc;
+}
+
+const char *sq_label_problem(char *const *labels, int i)
+{
+    size_t n = strlen(labels[i]);
+    if (n == 0 || n > 256)
+        return "has no bytes or more than 256";
+    for (int j = 0; j < i; j++)
+        if (strcmp(labels[j], labels[i]) == 0)
+            return "appears twice";
+    return NULL;
 }
 
 void sq_labels_free(char **labels, int n)

@@ -101,6 +101,10 @@ int sq_bert_config_load(const char *path, sq_bert_config *cfg, sq_err *err);
  * malloc'd, freed with sq_labels_free. */
 int sq_config_labels_load(const char *path, int num_labels, char ***labels, sq_err *err);
 void sq_labels_free(char **labels, int n);
+/* The one rule for class names (config id2label, .sqm labels): labels[i]
+ * has 1..256 bytes and differs from labels[0..i). NULL when it holds, else
+ * what is wrong ("has no bytes or more than 256", "appears twice"). */
+const char *sq_label_problem(char *const *labels, int i);
 /* Reads modules.json (module types; any module squint cannot run is refused
  * by name), the Pooling module's config.json and the Transformer module's
  * sentence_bert_config.json (max_seq_length) under dir. Without modules.json:

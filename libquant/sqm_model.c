@@ -356,18 +356,13 @@ int sq_sqm_labels(const sq_container *c, int n, char ***labels, sq_err *err)
         const char *s;
         if (yt_as_string(yt_at(seq, (size_t)i), "a label", &s, err) != 0)
             goto out;
-        size_t len = strlen(s);
-        if (len == 0 || len > 256) {
-            yt_error(yt_at(seq, (size_t)i), err, "label %d must have 1..256 bytes", i);
-            goto out;
-        }
-        for (int j = 0; j < i; j++)
-            if (strcmp(l[j], s) == 0) {
-                yt_error(yt_at(seq, (size_t)i), err, "label \"%s\" appears twice", s);
-                goto out;
-            }
         if (!(l[i] = strdup(s))) {
             sq_err_set(err, "out of memory");
+            goto out;
+        }
+        const char *why = sq_label_problem(l, i);
+        if (why) {
+            yt_error(yt_at(seq, (size_t)i), err, "label %d (\"%.64s\") %s", i, s, why);
             goto out;
         }
     }
