@@ -35,6 +35,17 @@ bool cli_parse_int(const char *s, long lo, long hi, long *out)
     return true;
 }
 
+bool cli_parse_double(const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v >= lo && v <= hi))
+        return false;
+    *out = v;
+    return true;
+}
+
 double cli_now(void)
 {
     struct timespec ts;

@@ -30,12 +30,16 @@ int cmd_serve(int argc, char **argv);
 int cmd_rerank(int argc, char **argv);
 int cmd_train_head(int argc, char **argv);
 int cmd_classify(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
+int cmd_perplexity(int argc, char **argv);
 
 /* Print "squint CMD: message" to stderr; returns SQ_EXIT_BADINPUT. */
 int cli_fail(const char *cmd, const sq_err *err);
 int cli_usage_error(const char *cmd, const char *fmt, ...) SQ_PRINTF(2, 3);
 /* Strict integer parse of an option value in [lo, hi]. */
 bool cli_parse_int(const char *s, long lo, long hi, long *out);
+/* Strict parse of a finite number in [lo, hi]. */
+bool cli_parse_double(const char *s, double lo, double hi, double *out);
 
 /* A progress line on stderr, drawn only when stderr is a terminal. */
 typedef struct cli_progress {

@@ -22,6 +22,8 @@ static const sq_command commands[] = {
     {"tokenize", "the token ids a checkpoint or .sqm produces for each text", cmd_tokenize},
     {"bench", "throughput and latency of the encoder", cmd_bench},
     {"rerank", "order documents for a query by embedding cosine (bi-encoder)", cmd_rerank},
+    {"generate", "continue a prompt with a causal LM (llama2.c checkpoint), streamed", cmd_generate},
+    {"perplexity", "token-level perplexity of a causal LM over a text file", cmd_perplexity},
     {"serve", "HTTP embedding server (OpenAI /v1/embeddings, /embed, /metrics)", cmd_serve},
 };
 static const int n_commands = sizeof commands / sizeof commands[0];

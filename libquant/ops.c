@@ -259,3 +259,31 @@ void sq_softmax_row(float *x, int cols)
     else
         sq_softmax_row_scalar(x, cols);
 }
+
+static void rmsnorm_row(const float *x, float *y, int cols, const float *w, float eps)
+{
+    double ss = 0;
+    for (int c = 0; c < cols; c++)
+        ss += (double)x[c] * x[c];
+    float scale = (float)(1.0 / sqrt(ss / cols + eps));
+    for (int c = 0; c < cols; c++)
+        y[c] = w[c] * (x[c] * scale);
+}
+
+void sq_rmsnorm_to(const float *x, float *y, int rows, int cols, const float *w, float eps)
+{
+#pragma omp parallel for schedule(static) if (rows > 1)
+    for (int r = 0; r < rows; r++)
+        rmsnorm_row(x + (int64_t)r * cols, y + (int64_t)r * cols, cols, w, eps);
+}
+
+void sq_swiglu(const float *gu, float *h, int rows, int hidden)
+{
+#pragma omp parallel for schedule(static) if (rows > 1)
+    for (int r = 0; r < rows; r++) {
+        const float *g = gu + (int64_t)r * 2 * hidden, *u = g + hidden;
+        float *o = h + (int64_t)r * hidden;
+        for (int j = 0; j < hidden; j++)
+            o[j] = g[j] / (1.0f + expf(-g[j])) * u[j];
+    }
+}

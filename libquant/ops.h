@@ -1,4 +1,4 @@
-/* Elementwise and row operations of the encoder, in f32. */
+/* Elementwise and row operations of the encoder and the decoder, in f32. */
 #ifndef SQ_OPS_H
 #define SQ_OPS_H
 
@@ -26,5 +26,15 @@ void sq_softmax_row(float *x, int cols);
 /* The scalar versions, always available (tests compare them bit for bit). */
 void sq_gelu_inplace_scalar(float *x, int64_t n);
 void sq_softmax_row_scalar(float *x, int cols);
+
+/* Decoder (Llama-family) operations.
+ * y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w for rows [0, rows): RMSNorm,
+ * the sum of squares in a double accumulator, the scale rounded to float
+ * once per row. y may be x. */
+void sq_rmsnorm_to(const float *x, float *y, int rows, int cols, const float *w, float eps);
+/* SwiGLU on the fused gate/up rows: gu [rows][2 * hidden] holds the gate
+ * (w1) then the up projection (w3) of each row;
+ * h[r][j] = silu(gate[r][j]) * up[r][j], silu(g) = g / (1 + exp(-g)). */
+void sq_swiglu(const float *gu, float *h, int rows, int hidden);
 
 #endif

@@ -1,0 +1,153 @@
+/* squint generate: continue a prompt with a causal LM, streamed. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "generate.h"
+#include "threads.h"
+
+static const char *const help =
+    "usage: squint generate MODEL [--prompt TEXT] [options]\n"
+    "\n"
+    "Continue a prompt with a causal language model (Llama family), writing each token to\n"
+    "standard output as soon as it is produced. MODEL is a llama2.c checkpoint (.bin, the\n"
+    "legacy float32 export), run in fp32.\n"
+    "\n"
+    "options:\n"
+    "  --prompt TEXT       the text to continue (default: empty, generation starts from BOS)\n"
+    "  --max-tokens N      tokens to generate at most (default 256)\n"
+    "  --temperature T     0 = greedy (the default); > 0 samples from softmax(logits / T)\n"
+    "  --top-p P           nucleus sampling mass in (0, 1] (default 0.9; 1 = off)\n"
+    "  --seed S            the sampling seed, an unsigned 64-bit integer (default 0): the same\n"
+    "                      seed gives the same text\n"
+    "  --tokenizer FILE    llama2.c tokenizer (default: tokenizer.bin, then tok512.bin, next\n"
+    "                      to MODEL, the first with the model's vocabulary size)\n"
+    "  --ids               write the generated token ids (one line) instead of the text\n"
+    "  --threads N         worker threads (default: $OMP_NUM_THREADS, else the CPUs available)\n"
+    "  --quiet             no statistics on standard error\n"
+    "\n"
+    "The prompt is encoded as llama2.c does (BOS, a dummy-prefix space, byte fallback) and run\n"
+    "in one batched prefill; each further token is one forward with the KV cache. Generation\n"
+    "stops at EOS or BOS (llama2.c's models end a text with BOS), after N tokens, or when the\n"
+    "context is full. Statistics on standard error: prompt and generated tokens, the time to\n"
+    "the first token (TTFT: the prefill and the first sample) and the milliseconds per\n"
+    "further output token.\n"
+    "example:\n"
+    "  squint generate stories260K.bin --prompt 'Once upon a time' --max-tokens 64\n";
+
+typedef struct out_ctx {
+    bool ids;
+    int n;
+} out_ctx;
+
+static int emit_token(void *vctx, int32_t id, const char *piece, size_t len)
+{
+    out_ctx *o = vctx;
+    if (o->ids)
+        printf(o->n ? " %d" : "%d", (int)id);
+    else
+        fwrite(piece, 1, len, stdout);
+    o->n++;
+    /* A failed write (a closed pipe, a full disk) ends generation. */
+    return fflush(stdout) != 0 || ferror(stdout);
+}
+
+int cmd_generate(int argc, char **argv)
+{
+    enum { O_MAX = 256, O_TEMP, O_TOPP, O_SEED, O_TOK, O_IDS, O_QUIET };
+    static const struct option opts[] = {
+        {"prompt", required_argument, 0, 'p'},       {"max-tokens", required_argument, 0, O_MAX},
+        {"temperature", required_argument, 0, O_TEMP}, {"top-p", required_argument, 0, O_TOPP},
+        {"seed", required_argument, 0, O_SEED},      {"tokenizer", required_argument, 0, O_TOK},
+        {"ids", no_argument, 0, O_IDS},              {"threads", required_argument, 0, 't'},
+        {"quiet", no_argument, 0, O_QUIET},          {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
+    const char *prompt = "", *tokenizer = NULL;
+    long max_tokens = 256, threads = 0;
+    double temperature = 0.0, top_p = 0.9;
+    unsigned long long seed = 0;
+    bool ids = false, quiet = false;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, "p:t:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'p': prompt = optarg; break;
+        case O_MAX:
+            if (!cli_parse_int(optarg, 0, 1 << 20, &max_tokens))
+                return cli_usage_error("generate", "--max-tokens must be an integer in [0, 1048576]");
+            break;
+        case O_TEMP:
+            if (!cli_parse_double(optarg, 0.0, 100.0, &temperature))
+                return cli_usage_error("generate", "--temperature must be a number in [0, 100]");
+            break;
+        case O_TOPP:
+            if (!cli_parse_double(optarg, 0.0, 1.0, &top_p) || top_p <= 0.0)
+                return cli_usage_error("generate", "--top-p must be a number in (0, 1]");
+            break;
+        case O_SEED: {
+            char *end;
+            errno = 0;
+            seed = strtoull(optarg, &end, 10);
+            if (errno || end == optarg || *end || optarg[0] == '-')
+                return cli_usage_error("generate", "--seed must be an unsigned 64-bit integer");
+            break;
+        }
+        case O_TOK: tokenizer = optarg; break;
+        case O_IDS: ids = true; break;
+        case 't':
+            if (!cli_parse_int(optarg, 1, SQ_THREADS_MAX, &threads))
+                return cli_usage_error("generate", "--threads must be an integer in [1, 1024]");
+            break;
+        case O_QUIET: quiet = true; break;
+        case 'h': fputs(help, stdout); return SQ_EXIT_OK;
+        default: return cli_usage_error("generate", "invalid option");
+        }
+    }
+    if (optind != argc - 1)
+        return cli_usage_error("generate", "expected exactly one MODEL argument");
+    const int n_threads = sq_threads_init((int)threads);
+    sq_err err = {0};
+    sq_llama_model m;
+    if (sq_llama_model_open(argv[optind], tokenizer, &m, &err) != 0)
+        return cli_fail("generate", &err);
+    int32_t *pids = NULL;
+    int64_t np = sq_bpe_encode(m.tok, prompt, strlen(prompt), true, false, &pids);
+    if (np < 0) {
+        sq_llama_model_close(&m);
+        sq_err_set(&err, "out of memory encoding the prompt");
+        return cli_fail("generate", &err);
+    }
+    if (np >= m.dec.cfg.max_pos) {
+        sq_err_set(&err, "the prompt is %lld tokens; %s has a context of %d", (long long)np,
+                   argv[optind], m.dec.cfg.max_pos);
+        free(pids);
+        sq_llama_model_close(&m);
+        return cli_fail("generate", &err);
+    }
+    sq_gen_opts o = {.max_tokens = (int)max_tokens, .temperature = (float)temperature,
+                     .top_p = (float)top_p, .seed = seed};
+    out_ctx oc = {.ids = ids};
+    sq_gen_stats stats;
+    int rc = sq_generate(&m, pids, (int)np, &o, emit_token, &oc, &stats, &err);
+    free(pids);
+    sq_llama_model_close(&m);
+    if (rc != 0)
+        return cli_fail("generate", &err);
+    if (stats.stop == SQ_GEN_STOP_CALLER)
+        return SQ_EXIT_BADINPUT; /* stdout failed: main's check reports it */
+    fputc('\n', stdout);
+    fflush(stdout);
+    if (!quiet) {
+        const double tpot = stats.generated > 1 ? stats.decode_s * 1e3 / (stats.generated - 1) : 0.0;
+        fprintf(stderr,
+                "squint generate: %d prompt tokens, %d generated (stop: %s); TTFT %.3f ms, "
+                "%.3f ms per output token (%.0f tokens/s), %d thread%s\n",
+                stats.prompt_tokens, stats.generated, sq_gen_stop_name(stats.stop),
+                stats.ttft_s * 1e3, tpot, tpot > 0 ? 1e3 / tpot : 0.0, n_threads,
+                n_threads == 1 ? "" : "s");
+    }
+    return SQ_EXIT_OK;
+}

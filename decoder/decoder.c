@@ -1,0 +1,293 @@
+#include "decoder.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops.h"
+
+const char *sq_dec_linear_kind_name(sq_dec_linear_kind k)
+{
+    static const char *const names[] = {"qkv", "attn_out", "gate_up", "down"};
+    return k >= 0 && k < SQ_DEC_LIN_KINDS ? names[k] : "?";
+}
+
+/* An f32 linear of out x in, its weights gathered from up to two row
+ * blocks (a[0 .. na rows) then b[0 .. nb rows)), no bias (zeros). */
+static int make_linear(sq_linear *l, int in, const float *a, int na, const float *b, int nb,
+                       const float *c, int nc)
+{
+    memset(l, 0, sizeof *l);
+    l->in = in;
+    l->out = na + nb + nc;
+    l->qtype = SQ_QT_F32;
+    l->w = malloc((size_t)l->out * (size_t)in * sizeof(float));
+    l->b = calloc((size_t)l->out, sizeof(float));
+    if (!l->w || !l->b)
+        return -1;
+    float *w = l->w;
+    memcpy(w, a, (size_t)na * in * sizeof(float));
+    w += (size_t)na * in;
+    if (nb) {
+        memcpy(w, b, (size_t)nb * in * sizeof(float));
+        w += (size_t)nb * in;
+    }
+    if (nc)
+        memcpy(w, c, (size_t)nc * in * sizeof(float));
+    return 0;
+}
+
+static int rope_tables(sq_decoder *d)
+{
+    const int half = d->cfg.head_dim / 2;
+    const size_t n = (size_t)d->cfg.max_pos * half;
+    d->rope_cos = malloc(n * sizeof(float));
+    d->rope_sin = malloc(n * sizeof(float));
+    if (!d->rope_cos || !d->rope_sin)
+        return -1;
+    for (int j = 0; j < half; j++) {
+        /* theta^(-2j / head_dim), the angle in double, rounded once */
+        double freq = pow((double)d->cfg.rope_theta, -2.0 * j / d->cfg.head_dim);
+        for (int p = 0; p < d->cfg.max_pos; p++) {
+            d->rope_cos[(size_t)p * half + j] = (float)cos(p * freq);
+            d->rope_sin[(size_t)p * half + j] = (float)sin(p * freq);
+        }
+    }
+    return 0;
+}
+
+int sq_decoder_from_llama(sq_llama_ckpt *ck, sq_decoder *d, sq_err *err)
+{
+    memset(d, 0, sizeof *d);
+    const sq_llama_config *c = &ck->cfg;
+    sq_decoder_config *k = &d->cfg;
+    k->dim = c->dim;
+    k->hidden = c->hidden;
+    k->n_layers = c->n_layers;
+    k->n_heads = c->n_heads;
+    k->n_kv_heads = c->n_kv_heads;
+    k->head_dim = c->dim / c->n_heads;
+    k->kv_dim = k->head_dim * c->n_kv_heads;
+    k->vocab = c->vocab;
+    k->max_pos = c->seq_len;
+    k->norm_eps = c->norm_eps;
+    k->rope_theta = c->rope_theta;
+    k->bos = 1;
+    k->eos = 2;
+    k->tied_classifier = c->shared_classifier;
+    const size_t D = (size_t)k->dim, H = (size_t)k->hidden, KV = (size_t)k->kv_dim;
+    d->layers = calloc((size_t)k->n_layers, sizeof *d->layers);
+    if (!d->layers)
+        goto oom;
+    for (int l = 0; l < k->n_layers; l++) {
+        sq_decoder_layer *L = &d->layers[l];
+        if (make_linear(&L->lin[SQ_DEC_QKV], k->dim, ck->wq + l * D * D, k->dim,
+                        ck->wk + l * KV * D, k->kv_dim, ck->wv + l * KV * D, k->kv_dim) != 0 ||
+            make_linear(&L->lin[SQ_DEC_ATTN_OUT], k->dim, ck->wo + l * D * D, k->dim, NULL, 0,
+                        NULL, 0) != 0 ||
+            make_linear(&L->lin[SQ_DEC_GATE_UP], k->dim, ck->w1 + l * H * D, k->hidden,
+                        ck->w3 + l * H * D, k->hidden, NULL, 0) != 0 ||
+            make_linear(&L->lin[SQ_DEC_DOWN], k->hidden, ck->w2 + l * D * H, k->dim, NULL, 0,
+                        NULL, 0) != 0)
+            goto oom;
+        L->rms_att = malloc(D * sizeof(float));
+        L->rms_ffn = malloc(D * sizeof(float));
+        if (!L->rms_att || !L->rms_ffn)
+            goto oom;
+        memcpy(L->rms_att, ck->rms_att + l * D, D * sizeof(float));
+        memcpy(L->rms_ffn, ck->rms_ffn + l * D, D * sizeof(float));
+    }
+    /* Moved, not copied. */
+    d->tok_emb = ck->tok_emb;
+    ck->tok_emb = NULL;
+    d->rms_final = ck->rms_final;
+    ck->rms_final = NULL;
+    sq_linear *cl = &d->classifier;
+    cl->in = k->dim;
+    cl->out = k->vocab;
+    cl->qtype = SQ_QT_F32;
+    if (!(d->cls_bias = calloc((size_t)k->vocab, sizeof(float))))
+        goto oom;
+    if (k->tied_classifier) {
+        cl->w = d->tok_emb;
+        cl->b = d->cls_bias;
+        cl->borrowed = true;
+    } else {
+        cl->w = ck->wcls;
+        ck->wcls = NULL;
+        cl->b = d->cls_bias;
+        d->cls_bias = NULL; /* owned by the linear */
+    }
+    if (rope_tables(d) != 0)
+        goto oom;
+    sq_llama_ckpt_free(ck);
+    return 0;
+oom:
+    sq_llama_ckpt_free(ck);
+    sq_decoder_free(d);
+    return sq_err_set(err, "out of memory building the decoder");
+}
+
+void sq_decoder_free(sq_decoder *d)
+{
+    if (d->layers)
+        for (int l = 0; l < d->cfg.n_layers; l++) {
+            for (int k = 0; k < SQ_DEC_LIN_KINDS; k++)
+                sq_linear_free(&d->layers[l].lin[k]);
+            free(d->layers[l].rms_att);
+            free(d->layers[l].rms_ffn);
+        }
+    free(d->layers);
+    sq_linear_free(&d->classifier);
+    free(d->tok_emb);
+    free(d->rms_final);
+    free(d->cls_bias);
+    free(d->rope_cos);
+    free(d->rope_sin);
+    memset(d, 0, sizeof *d);
+}
+
+int sq_decoder_state_init(sq_decoder_state *st, const sq_decoder *d, int max_rows, int max_pos,
+                          sq_err *err)
+{
+    memset(st, 0, sizeof *st);
+    const sq_decoder_config *c = &d->cfg;
+    if (max_pos <= 0 || max_pos > c->max_pos)
+        max_pos = c->max_pos;
+    if (max_rows < 1)
+        max_rows = 1;
+    st->max_rows = max_rows;
+    st->max_pos = max_pos;
+    st->n_threads = omp_get_max_threads();
+    const size_t R = (size_t)max_rows;
+    const size_t cache = (size_t)c->n_layers * max_pos * c->kv_dim;
+    st->k_cache = malloc(cache * sizeof(float));
+    st->v_cache = malloc(cache * sizeof(float));
+    st->x = malloc(R * c->dim * sizeof(float));
+    st->xb = malloc(R * c->dim * sizeof(float));
+    st->qkv = malloc(R * (c->dim + 2 * c->kv_dim) * sizeof(float));
+    st->att = malloc(R * c->dim * sizeof(float));
+    st->gu = malloc(R * 2 * c->hidden * sizeof(float));
+    st->hb = malloc(R * c->hidden * sizeof(float));
+    st->scores = malloc((size_t)st->n_threads * max_pos * sizeof(float));
+    if (!st->k_cache || !st->v_cache || !st->x || !st->xb || !st->qkv || !st->att || !st->gu ||
+        !st->hb || !st->scores) {
+        sq_decoder_state_free(st);
+        return sq_err_set(err, "out of memory for the decoder state (%d positions)", max_pos);
+    }
+    return 0;
+}
+
+void sq_decoder_state_free(sq_decoder_state *st)
+{
+    free(st->k_cache);
+    free(st->v_cache);
+    free(st->x);
+    free(st->xb);
+    free(st->qkv);
+    free(st->att);
+    free(st->gu);
+    free(st->hb);
+    free(st->scores);
+    memset(st, 0, sizeof *st);
+}
+
+/* Rotate the adjacent pairs of each head of v (n_heads_here heads) by
+ * position p. */
+static void rope(const sq_decoder *d, float *v, int n_heads_here, int p)
+{
+    const int hd = d->cfg.head_dim, half = hd / 2;
+    const float *cs = d->rope_cos + (size_t)p * half, *sn = d->rope_sin + (size_t)p * half;
+    for (int h = 0; h < n_heads_here; h++) {
+        float *x = v + (size_t)h * hd;
+        for (int j = 0; j < half; j++) {
+            float a = x[2 * j], b = x[2 * j + 1];
+            x[2 * j] = a * cs[j] - b * sn[j];
+            x[2 * j + 1] = a * sn[j] + b * cs[j];
+        }
+    }
+}
+
+/* One chunk of n <= max_rows rows at positions pos.. through every layer;
+ * st->x holds the final hidden state (before the last RMSNorm). */
+static void run_chunk(const sq_decoder *d, sq_decoder_state *st, const int32_t *ids, int n,
+                      int pos)
+{
+    const sq_decoder_config *c = &d->cfg;
+    const int D = c->dim, KV = c->kv_dim, hd = c->head_dim, QKV = D + 2 * KV;
+    const int group = c->n_heads / c->n_kv_heads;
+    const float inv_sqrt = 1.0f / sqrtf((float)hd);
+    for (int r = 0; r < n; r++)
+        memcpy(st->x + (size_t)r * D, d->tok_emb + (size_t)ids[r] * D, (size_t)D * sizeof(float));
+    for (int l = 0; l < c->n_layers; l++) {
+        const sq_decoder_layer *L = &d->layers[l];
+        float *kc = st->k_cache + (size_t)l * st->max_pos * KV;
+        float *vc = st->v_cache + (size_t)l * st->max_pos * KV;
+        sq_rmsnorm_to(st->x, st->xb, n, D, L->rms_att, c->norm_eps);
+        sq_linear_forward(&L->lin[SQ_DEC_QKV], st->xb, n, st->qkv, NULL);
+        for (int r = 0; r < n; r++) {
+            float *q = st->qkv + (size_t)r * QKV;
+            rope(d, q, c->n_heads, pos + r);
+            rope(d, q + D, c->n_kv_heads, pos + r);
+            memcpy(kc + (size_t)(pos + r) * KV, q + D, (size_t)KV * sizeof(float));
+            memcpy(vc + (size_t)(pos + r) * KV, q + D + KV, (size_t)KV * sizeof(float));
+        }
+#pragma omp parallel for schedule(dynamic, 1) num_threads(st->n_threads) if (n * c->n_heads > 1)
+        for (int t = 0; t < n * c->n_heads; t++) {
+            const int r = t / c->n_heads, h = t % c->n_heads, p = pos + r;
+            const int kvo = (h / group) * hd;
+            const float *q = st->qkv + (size_t)r * QKV + (size_t)h * hd;
+            float *sc = st->scores + (size_t)omp_get_thread_num() * st->max_pos;
+            for (int s = 0; s <= p; s++) {
+                const float *k = kc + (size_t)s * KV + kvo;
+                float dot = 0.0f;
+                for (int i = 0; i < hd; i++)
+                    dot += q[i] * k[i];
+                sc[s] = dot * inv_sqrt;
+            }
+            sq_softmax_row(sc, p + 1);
+            float *o = st->att + (size_t)r * D + (size_t)h * hd;
+            memset(o, 0, (size_t)hd * sizeof(float));
+            for (int s = 0; s <= p; s++) {
+                const float *v = vc + (size_t)s * KV + kvo;
+                const float a = sc[s];
+                for (int i = 0; i < hd; i++)
+                    o[i] += a * v[i];
+            }
+        }
+        sq_linear_forward(&L->lin[SQ_DEC_ATTN_OUT], st->att, n, st->xb, NULL);
+        sq_add_inplace(st->x, st->xb, (int64_t)n * D);
+        sq_rmsnorm_to(st->x, st->xb, n, D, L->rms_ffn, c->norm_eps);
+        sq_linear_forward(&L->lin[SQ_DEC_GATE_UP], st->xb, n, st->gu, NULL);
+        sq_swiglu(st->gu, st->hb, n, c->hidden);
+        sq_linear_forward(&L->lin[SQ_DEC_DOWN], st->hb, n, st->xb, NULL);
+        sq_add_inplace(st->x, st->xb, (int64_t)n * D);
+    }
+}
+
+int sq_decoder_forward(const sq_decoder *d, sq_decoder_state *st, const int32_t *ids, int n,
+                       int pos, float *logits, bool all_logits, sq_err *err)
+{
+    const sq_decoder_config *c = &d->cfg;
+    if (n < 1 || pos < 0 || pos > st->max_pos - n)
+        return sq_err_set(err, "positions %d..%d are beyond the context of %d tokens", pos,
+                          pos + n - 1, st->max_pos);
+    for (int i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= c->vocab)
+            return sq_err_set(err, "token id %d is outside the vocabulary of %d", (int)ids[i],
+                              c->vocab);
+    for (int done = 0; done < n; done += st->max_rows) {
+        const int m = n - done < st->max_rows ? n - done : st->max_rows;
+        run_chunk(d, st, ids + done, m, pos + done);
+        if (all_logits) {
+            sq_rmsnorm_to(st->x, st->xb, m, c->dim, d->rms_final, c->norm_eps);
+            sq_linear_forward(&d->classifier, st->xb, m, logits + (size_t)done * c->vocab, NULL);
+        } else if (done + m == n) {
+            float *last = st->x + (size_t)(m - 1) * c->dim;
+            sq_rmsnorm_to(last, st->xb, 1, c->dim, d->rms_final, c->norm_eps);
+            sq_linear_forward(&d->classifier, st->xb, 1, logits, NULL);
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,88 @@
+/* THE decoder executor (Llama family): token embedding, n_layers of
+ *   x += Wo · Attention(RoPE(Wq · RMSNorm(x)), RoPE(Wk · ..), Wv · ..)
+ *   x += W2 · (silu(W1 · RMSNorm(x)) * (W3 · RMSNorm(x)))
+ * then RMSNorm and the classifier (tied to the embedding or separate).
+ * RoPE as llama2.c applies it: adjacent pairs (2j, 2j+1) inside each head
+ * rotated by pos * theta^(-2j / head_dim) (theta 10000). Grouped-query
+ * attention: query head h reads key/value head h / (n_heads / n_kv_heads),
+ * causal, over a KV cache. Every projection is an sq_linear with a qtype
+ * (linear.h): the fused q|k|v projection, the attention output, the fused
+ * gate|up projection (w1 then w3), the down projection (w2), and the
+ * classifier; today all f32, int8 / int4 packed panels plug in through the
+ * same sq_linear_forward.
+ *
+ * One forward runs n tokens at positions pos .. pos + n - 1 (a batched
+ * prefill, or one token of decoding) against a cache that holds positions
+ * < pos; attention is computed per (row, head) in a fixed order, so a
+ * prefill and token-by-token decoding agree up to the last bits of the
+ * f32 sgemm (which may round differently for 1 row and for many). */
+#ifndef SQ_DECODER_H
+#define SQ_DECODER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "linear.h"
+#include "llama_ckpt.h"
+
+typedef enum sq_dec_linear_kind {
+    SQ_DEC_QKV = 0,   /* [dim + 2 kv_dim][dim]: wq, wk, wv stacked */
+    SQ_DEC_ATTN_OUT,  /* wo [dim][dim] */
+    SQ_DEC_GATE_UP,   /* [2 hidden][dim]: w1 (gate) then w3 (up) */
+    SQ_DEC_DOWN,      /* w2 [dim][hidden] */
+    SQ_DEC_LIN_KINDS
+} sq_dec_linear_kind;
+
+const char *sq_dec_linear_kind_name(sq_dec_linear_kind k);
+
+typedef struct sq_decoder_config {
+    int dim, hidden, n_layers, n_heads, n_kv_heads, head_dim, kv_dim, vocab, max_pos;
+    float norm_eps, rope_theta;
+    int32_t bos, eos;
+    bool tied_classifier;
+} sq_decoder_config;
+
+typedef struct sq_decoder_layer {
+    sq_linear lin[SQ_DEC_LIN_KINDS];
+    float *rms_att, *rms_ffn; /* [dim], owned */
+} sq_decoder_layer;
+
+typedef struct sq_decoder {
+    sq_decoder_config cfg;
+    float *tok_emb;            /* [vocab][dim], owned */
+    sq_decoder_layer *layers;
+    float *rms_final;          /* [dim], owned */
+    sq_linear classifier;      /* [vocab][dim]; tied: borrows tok_emb and cls_bias */
+    float *cls_bias;           /* [vocab] zeros (the classifier has no bias) */
+    float *rope_cos, *rope_sin; /* [max_pos][head_dim / 2] */
+} sq_decoder;
+
+/* Build from a llama2.c checkpoint; the checkpoint's arrays are moved into
+ * the decoder or copied (the fused linears), and ck is freed either way. */
+int sq_decoder_from_llama(sq_llama_ckpt *ck, sq_decoder *d, sq_err *err);
+void sq_decoder_free(sq_decoder *d);
+
+/* The KV cache and the activation buffers of one sequence, planned once:
+ * no allocation in the forward pass. */
+typedef struct sq_decoder_state {
+    int max_rows; /* rows per internal step of a forward (prefill chunk) */
+    int max_pos;  /* positions the cache holds (<= cfg.max_pos) */
+    int n_threads;
+    float *k_cache, *v_cache; /* [n_layers][max_pos][kv_dim] */
+    float *x, *xb, *qkv, *att, *gu, *hb; /* max_rows rows each */
+    float *scores;            /* [n_threads][max_pos] */
+} sq_decoder_state;
+
+/* max_pos 0: the model's. */
+int sq_decoder_state_init(sq_decoder_state *st, const sq_decoder *d, int max_rows, int max_pos,
+                          sq_err *err);
+void sq_decoder_state_free(sq_decoder_state *st);
+
+/* Run ids[0 .. n) at positions pos .. pos + n - 1 (the cache must hold the
+ * positions before pos: the caller's running count). logits gets
+ * [n][vocab] when all_logits, else the last row's [vocab]. -1 with err on
+ * an id out of range or positions beyond the cache. */
+int sq_decoder_forward(const sq_decoder *d, sq_decoder_state *st, const int32_t *ids, int n,
+                       int pos, float *logits, bool all_logits, sq_err *err);
+
+#endif

@@ -1,0 +1,89 @@
+#include "llama_model.h"
+
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fileio.h"
+
+static char *dir_of(const char *path)
+{
+    char *copy = strdup(path);
+    if (!copy)
+        return NULL;
+    char *d = strdup(dirname(copy));
+    free(copy);
+    return d;
+}
+
+static int open_tokenizer(const char *path, const char *tokenizer, int vocab, sq_llama_model *m,
+                          sq_err *err)
+{
+    if (tokenizer) {
+        if (!(m->tok = sq_bpe_load(tokenizer, err)))
+            return -1;
+        if (sq_bpe_vocab_size(m->tok) != vocab)
+            return sq_err_set(err, "%s: %d tokens, but the model %s has a vocabulary of %d",
+                              tokenizer, (int)sq_bpe_vocab_size(m->tok), path, vocab);
+        return (m->tokenizer_path = strdup(tokenizer)) ? 0 : sq_err_set(err, "out of memory");
+    }
+    static const char *const names[] = {"tokenizer.bin", "tok512.bin"};
+    char *dir = dir_of(path);
+    if (!dir)
+        return sq_err_set(err, "out of memory");
+    char found[512] = "";
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char *cand = sq_path_join(dir, names[i]);
+        if (!cand)
+            break;
+        if (!sq_file_exists(cand)) {
+            free(cand);
+            continue;
+        }
+        sq_bpe *t = sq_bpe_load(cand, err);
+        if (!t) {
+            free(cand);
+            free(dir);
+            return -1;
+        }
+        if (sq_bpe_vocab_size(t) == vocab) {
+            m->tok = t;
+            m->tokenizer_path = cand;
+            free(dir);
+            return 0;
+        }
+        snprintf(found + strlen(found), sizeof found - strlen(found), "%s%s has %d tokens",
+                 found[0] ? "; " : " (", cand, (int)sq_bpe_vocab_size(t));
+        sq_bpe_free(t);
+        free(cand);
+    }
+    free(dir);
+    return sq_err_set(err, "%s: no tokenizer of %d tokens next to it (tokenizer.bin, tok512.bin%s%s): "
+                           "give one with --tokenizer",
+                      path, vocab, found[0] ? found : "", found[0] ? ")" : "");
+}
+
+int sq_llama_model_open(const char *path, const char *tokenizer, sq_llama_model *m, sq_err *err)
+{
+    memset(m, 0, sizeof *m);
+    sq_llama_ckpt ck;
+    if (sq_llama_ckpt_load(path, &ck, err) != 0)
+        return -1;
+    const int vocab = ck.cfg.vocab;
+    if (sq_decoder_from_llama(&ck, &m->dec, err) != 0)
+        return -1;
+    if (open_tokenizer(path, tokenizer, vocab, m, err) != 0) {
+        sq_llama_model_close(m);
+        return -1;
+    }
+    return 0;
+}
+
+void sq_llama_model_close(sq_llama_model *m)
+{
+    sq_decoder_free(&m->dec);
+    sq_bpe_free(m->tok);
+    free(m->tokenizer_path);
+    memset(m, 0, sizeof *m);
+}

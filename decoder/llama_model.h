@@ -1,0 +1,22 @@
+/* A causal LM ready to run: the decoder and its tokenizer, opened from a
+ * llama2.c checkpoint (.bin) and a llama2.c tokenizer file. Without an
+ * explicit tokenizer the files tokenizer.bin then tok512.bin next to the
+ * checkpoint are tried, and the first that exists with the model's
+ * vocabulary size is taken. */
+#ifndef SQ_LLAMA_MODEL_H
+#define SQ_LLAMA_MODEL_H
+
+#include "decoder.h"
+#include "tokenizer_bpe.h"
+
+typedef struct sq_llama_model {
+    sq_decoder dec;
+    sq_bpe *tok;
+    char *tokenizer_path; /* the tokenizer file used (malloc'd) */
+} sq_llama_model;
+
+/* tokenizer NULL: look next to the checkpoint. */
+int sq_llama_model_open(const char *path, const char *tokenizer, sq_llama_model *m, sq_err *err);
+void sq_llama_model_close(sq_llama_model *m);
+
+#endif
