@@ -131,13 +131,14 @@ static int copy_checked(const char *path, const tensor_spec *t, const uint8_t *s
     memcpy(d, src, (size_t)t->count * sizeof(float));
     for (uint64_t i = 0; i < t->count; i++)
         if (!isfinite(d[i])) {
+            const double v = d[i];
             free(d);
             if (t->per != t->count)
                 return sq_err_set(err, "%s: non-finite weight %g in %s (layer %" PRIu64
                                        ", element %" PRIu64 ")",
-                                  path, (double)d[i], t->name, i / t->per, i % t->per);
-            return sq_err_set(err, "%s: non-finite weight in %s (element %" PRIu64 ")", path,
-                              t->name, i);
+                                  path, v, t->name, i / t->per, i % t->per);
+            return sq_err_set(err, "%s: non-finite weight %g in %s (element %" PRIu64 ")", path,
+                              v, t->name, i);
         }
     *dst = d;
     return 0;
