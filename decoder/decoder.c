@@ -233,7 +233,10 @@ static void run_chunk(const sq_decoder *d, sq_decoder_state *st, const int32_t *
             memcpy(kc + (size_t)(pos + r) * KV, q + D, (size_t)KV * sizeof(float));
             memcpy(vc + (size_t)(pos + r) * KV, q + D + KV, (size_t)KV * sizeof(float));
         }
-#pragma omp parallel for schedule(dynamic, 1) num_threads(st->n_threads) if (n * c->n_heads > 1)
+        /* threads only when the scores are worth a team (decode steps of a
+         * small model are not) */
+        const int64_t work = (int64_t)n * c->n_heads * (pos + n) * hd;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(st->n_threads) if (work >= 65536)
         for (int t = 0; t < n * c->n_heads; t++) {
             const int r = t / c->n_heads, h = t % c->n_heads, p = pos + r;
             const int kvo = (h / group) * hd;

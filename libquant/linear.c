@@ -30,7 +30,7 @@ static void f32_tile(const sq_linear *l, const float *x, int r0, int r1, int c0,
 static void f32_forward(const sq_linear *l, const float *x, int rows, float *y)
 {
     int nr = (rows + ROW_BLOCK - 1) / ROW_BLOCK, nc = (l->out + COL_BLOCK - 1) / COL_BLOCK;
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, 1) if (nr * nc > 1)
     for (int t = 0; t < nr * nc; t++) {
         int r0 = (t / nc) * ROW_BLOCK, c0 = (t % nc) * COL_BLOCK;
         int r1 = r0 + ROW_BLOCK < rows ? r0 + ROW_BLOCK : rows;

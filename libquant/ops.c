@@ -47,7 +47,7 @@ void sq_layernorm_to(const float *x, float *y, int rows, int cols, const float *
 
 void sq_add_inplace(float *x, const float *a, int64_t n)
 {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= 16384)
     for (int64_t i = 0; i < n; i++)
         x[i] += a[i];
 }
