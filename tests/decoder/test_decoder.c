@@ -9,12 +9,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bpe_naive.h"
 #include "decoder.h"
 #include "llama_ckpt.h"
 #include "perplexity.h"
 #include "sampler.h"
 #include "test_util.h"
 #include "tokenizer_bpe.h"
+
+static uint64_t g_lcg = 42;
+static void heap_equals_naive(const sq_bpe *t, int rounds);
 
 /* ---- a tokenizer file in memory ---- */
 typedef struct buf {
@@ -106,6 +110,14 @@ START_TEST(bpe_merges)
      * dummy-prefix space), as run.c groups bytes: " \x80" is no piece, so
      * both become byte tokens */
     expect_ids(t, "\x80" "a", false, false, (int32_t[]){3 + 0x20, 3 + 0x80, A}, 3);
+    sq_bpe_free(t);
+}
+END_TEST
+
+START_TEST(bpe_heap_vs_naive_small)
+{
+    sq_bpe *t = small_vocab();
+    heap_equals_naive(t, 500);
     sq_bpe_free(t);
 }
 END_TEST
@@ -206,6 +218,35 @@ static sq_bpe *load_shared(const char *rel)
 
 /* Golden ids: Meta's Llama 2 example prompts, as llama2.c's test.c lists
  * them for its tokenizer.bin (SentencePiece's own encoding). */
+/* The heap-based encoder == run.c's quadratic loop (bpe_naive.c) on random
+ * texts from an alphabet with spaces, ASCII, multi-byte and invalid bytes. */
+static void heap_equals_naive(const sq_bpe *t, int rounds)
+{
+    static const char *const parts[] = {" ", "  ", "the", "e", "a", "o", "n", "s", "t", ".",
+                                        "\n", "\xc3\xa9", "\xe4\xb8\x96", "\xf0\x9f\x98\x80",
+                                        "\x80", "\xff", "Lily", "ing", ",", "'s"};
+    char text[512];
+    int32_t *ids, ref[600];
+    for (int r = 0; r < rounds; r++) {
+        size_t len = 0;
+        g_lcg = g_lcg * 6364136223846793005ull + 1442695040888963407ull;
+        int k = 1 + (int)(g_lcg >> 59);
+        for (int i = 0; i < k * 6; i++) {
+            g_lcg = g_lcg * 6364136223846793005ull + 1442695040888963407ull;
+            const char *p = parts[(size_t)(g_lcg >> 33) % 20];
+            if (len + strlen(p) >= sizeof text)
+                break;
+            memcpy(text + len, p, strlen(p));
+            len += strlen(p);
+        }
+        int64_t n = sq_bpe_encode(t, text, len, true, false, &ids);
+        int64_t m = bpe_naive_encode(t, text, len, ref);
+        ck_assert_int_eq(n, m);
+        ck_assert(memcmp(ids, ref, (size_t)n * sizeof *ids) == 0);
+        free(ids);
+    }
+}
+
 START_TEST(bpe_llama2_golden)
 {
     sq_bpe *t = load_shared("llama2c-tokenizer/tokenizer.bin");
@@ -231,6 +272,7 @@ START_TEST(bpe_llama2_golden)
                            6042, 354, 772, 440, 29878, 1318, 13, 4706, 715, 1878, 330, 3055, 1725,
                            1149, 330, 3055, 1725, 4639, 28754, 13, 4706, 923, 968, 1149},
                50);
+    heap_equals_naive(t, 300);
     sq_bpe_free(t);
 }
 END_TEST
@@ -265,6 +307,7 @@ START_TEST(bpe_tok512_round_trip)
     if (f)
         fclose(f);
     ck_assert_int_ge(n_lines, 18);
+    heap_equals_naive(t, 500);
     for (size_t k = 0; k < sizeof extra / sizeof extra[0]; k++) {
         int32_t *ids;
         int64_t n = sq_bpe_encode(t, extra[k], strlen(extra[k]), true, false, &ids);
@@ -279,7 +322,6 @@ END_TEST
 
 /* ---- checkpoints ---- */
 
-static uint64_t g_lcg = 42;
 static float rnd(void)
 {
     g_lcg = g_lcg * 6364136223846793005ull + 1442695040888963407ull;
@@ -539,6 +581,7 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, bpe_merges);
     tcase_add_test(tc, bpe_decode);
+    tcase_add_test(tc, bpe_heap_vs_naive_small);
     tcase_add_test(tc, bpe_hostile);
     tcase_add_test(tc, bpe_llama2_golden);
     tcase_add_test(tc, bpe_tok512_round_trip);
