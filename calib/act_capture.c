@@ -3,11 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-int sq_act_capture_init(sq_act_capture *c, const sq_bert_config *cfg, int max_rows, sq_err *err)
+int sq_act_capture_init(sq_act_capture *c, const sq_calib_stats *st, int max_rows, sq_err *err)
 {
     memset(c, 0, sizeof *c);
-    int n = cfg->layers * SQ_LIN_KINDS;
-    c->layers = cfg->layers;
+    int n = sq_calib_stats_layers(st) * SQ_LIN_KINDS;
+    c->layers = sq_calib_stats_layers(st);
     c->max_rows = max_rows;
     c->rows = calloc((size_t)n, sizeof *c->rows);
     c->n_rows = calloc((size_t)n, sizeof *c->n_rows);
@@ -21,8 +21,8 @@ int sq_act_capture_init(sq_act_capture *c, const sq_bert_config *cfg, int max_ro
     }
     for (int i = 0; i < n; i++) {
         int N;
-        if (!sq_linear_shape(cfg, i / SQ_LIN_KINDS, (sq_linear_kind)(i % SQ_LIN_KINDS), &N,
-                             &c->cols[i]))
+        if (!sq_calib_stats_shape(st, i / SQ_LIN_KINDS, (sq_linear_kind)(i % SQ_LIN_KINDS), &N,
+                                  &c->cols[i]))
             continue; /* absent linear: cols 0, no rows */
         c->rows[i] = malloc(((size_t)max_rows * c->cols[i] + 1) * sizeof(float));
         if (!c->rows[i] || sq_act_stats_init(&c->stats[i], c->cols[i], err) != 0) {

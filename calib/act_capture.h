@@ -9,6 +9,7 @@
 #define SQ_ACT_CAPTURE_H
 
 #include "act_stats.h"
+#include "calib_stats.h"
 #include "encoder.h"
 
 typedef struct sq_act_capture {
@@ -29,7 +30,8 @@ typedef struct sq_act_capture {
     sq_err first_err;
 } sq_act_capture;
 
-int sq_act_capture_init(sq_act_capture *c, const sq_bert_config *cfg, int max_rows, sq_err *err);
+/* For the linears of the model st describes (encoder or decoder). */
+int sq_act_capture_init(sq_act_capture *c, const sq_calib_stats *st, int max_rows, sq_err *err);
 void sq_act_capture_free(sq_act_capture *c);
 sq_observer sq_act_capture_observer(sq_act_capture *c);
 int sq_act_capture_check(const sq_act_capture *c, sq_err *err);

@@ -8,24 +8,35 @@
 
 #include "squint_version.h"
 
-int sq_calib_stats_init(sq_calib_stats *st, const sq_bert_config *cfg, sq_err *err)
+int sq_calib_stats_layers(const sq_calib_stats *st)
 {
-    memset(st, 0, sizeof *st);
-    st->cfg = *cfg;
-    int n = cfg->layers * SQ_LIN_KINDS;
+    return st->decoder ? st->dec.n_layers : st->cfg.layers;
+}
+
+bool sq_calib_stats_shape(const sq_calib_stats *st, int l, sq_linear_kind k, int *N, int *K)
+{
+    return st->decoder ? sq_decoder_linear_shape(&st->dec, k, N, K)
+                       : sq_linear_shape(&st->cfg, l, k, N, K);
+}
+
+/* The arrays for the shapes st describes (cfg or dec set). */
+static int init_arrays(sq_calib_stats *st, sq_err *err)
+{
+    const int L = sq_calib_stats_layers(st);
+    int n = L * SQ_LIN_KINDS;
     st->lin = calloc((size_t)n, sizeof *st->lin);
-    st->attn_pmin = malloc((size_t)cfg->layers * sizeof(float));
-    st->attn_pmax = malloc((size_t)cfg->layers * sizeof(float));
+    st->attn_pmin = malloc((size_t)L * sizeof(float));
+    st->attn_pmax = malloc((size_t)L * sizeof(float));
     if (!st->lin || !st->attn_pmin || !st->attn_pmax) {
         sq_calib_stats_free(st);
         return sq_err_set(err, "out of memory");
     }
-    for (int l = 0; l < cfg->layers; l++) {
+    for (int l = 0; l < L; l++) {
         st->attn_pmin[l] = 1.0f;
         st->attn_pmax[l] = 0.0f;
         for (int k = 0; k < SQ_LIN_KINDS; k++) {
             int N, C;
-            if (!sq_linear_shape(cfg, l, (sq_linear_kind)k, &N, &C))
+            if (!sq_calib_stats_shape(st, l, (sq_linear_kind)k, &N, &C))
                 continue; /* absent linear: zeroed statistics, never written */
             if (sq_act_stats_init(&st->lin[l * SQ_LIN_KINDS + k], C, err) != 0) {
                 sq_calib_stats_free(st);
@@ -38,6 +49,21 @@ int sq_calib_stats_init(sq_calib_stats *st, const sq_bert_config *cfg, sq_err *e
     return 0;
 }
 
+int sq_calib_stats_init(sq_calib_stats *st, const sq_bert_config *cfg, sq_err *err)
+{
+    memset(st, 0, sizeof *st);
+    st->cfg = *cfg;
+    return init_arrays(st, err);
+}
+
+int sq_calib_stats_init_decoder(sq_calib_stats *st, const sq_decoder_config *dec, sq_err *err)
+{
+    memset(st, 0, sizeof *st);
+    st->decoder = true;
+    st->dec = *dec;
+    return init_arrays(st, err);
+}
+
 static void free_digests(sq_file_digest *f, int n)
 {
     for (int i = 0; i < n; i++)
@@ -48,7 +74,7 @@ static void free_digests(sq_file_digest *f, int n)
 void sq_calib_stats_free(sq_calib_stats *st)
 {
     if (st->lin)
-        for (int i = 0; i < st->cfg.layers * SQ_LIN_KINDS; i++)
+        for (int i = 0; i < sq_calib_stats_layers(st) * SQ_LIN_KINDS; i++)
             sq_act_stats_free(&st->lin[i]);
     free(st->lin);
     free(st->attn_pmin);
@@ -129,12 +155,13 @@ int sq_calib_stats_merge(sq_calib_stats *dst, const sq_calib_stats *src, sq_err 
                           "statistics are from different models (model digest %016" PRIx64
                           " vs %016" PRIx64 ")",
                           dst->model_digest, src->model_digest);
-    if (memcmp(&dst->cfg, &src->cfg, sizeof dst->cfg) != 0)
+    if (dst->decoder != src->decoder || memcmp(&dst->cfg, &src->cfg, sizeof dst->cfg) != 0 ||
+        memcmp(&dst->dec, &src->dec, sizeof dst->dec) != 0)
         return sq_err_set(err, "statistics are from models of different shapes");
-    for (int i = 0; i < dst->cfg.layers * SQ_LIN_KINDS; i++)
+    for (int i = 0; i < sq_calib_stats_layers(dst) * SQ_LIN_KINDS; i++)
         if (dst->lin[i].channels > 0 && sq_act_stats_merge(&dst->lin[i], &src->lin[i], err) != 0)
             return -1;
-    for (int l = 0; l < dst->cfg.layers; l++) {
+    for (int l = 0; l < sq_calib_stats_layers(dst); l++) {
         if (src->attn_pmin[l] < dst->attn_pmin[l])
             dst->attn_pmin[l] = src->attn_pmin[l];
         if (src->attn_pmax[l] > dst->attn_pmax[l])

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "act_stats.h"
+#include "decoder_config.h"
 #include "encoder.h"
 #include "file_hash.h"
 #include "scale_select.h"
@@ -18,7 +19,9 @@
 #define SQ_SQC_FORMAT_VERSION 1
 
 typedef struct sq_calib_stats {
-    sq_bert_config cfg;
+    sq_bert_config cfg;    /* an encoder's (decoder false) */
+    bool decoder;          /* statistics of a causal LM: dec is its shape */
+    sq_decoder_config dec;
     sq_act_stats *lin;  /* [layers * SQ_LIN_KINDS], index layer * SQ_LIN_KINDS + kind */
     float *attn_pmin;   /* [layers] */
     float *attn_pmax;
@@ -47,6 +50,10 @@ typedef struct sq_calib_stats {
 } sq_calib_stats;
 
 int sq_calib_stats_init(sq_calib_stats *st, const sq_bert_config *cfg, sq_err *err);
+int sq_calib_stats_init_decoder(sq_calib_stats *st, const sq_decoder_config *dec, sq_err *err);
+/* The model's layers, and linear k's shape in layer l (false: no such linear). */
+int sq_calib_stats_layers(const sq_calib_stats *st);
+bool sq_calib_stats_shape(const sq_calib_stats *st, int l, sq_linear_kind k, int *N, int *K);
 void sq_calib_stats_free(sq_calib_stats *st);
 
 /* An encoder observer feeding st. After the run, sq_calib_stats_check. */

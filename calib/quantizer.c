@@ -627,7 +627,7 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
     /* 0. The statistics must be of this very model. */
     if (sq_model_digest_dir(m->model_dir, &md, err) != 0)
         goto out;
-    if (md.combined != st->model_digest || memcmp(&st->cfg, c, sizeof *c) != 0) {
+    if (st->decoder || md.combined != st->model_digest || memcmp(&st->cfg, c, sizeof *c) != 0) {
         sq_err_set(err, "%s: statistics are of a different model (model digest %016" PRIx64
                         ", statistics recorded %016" PRIx64 "); recalibrate",
                    st_path, md.combined, st->model_digest);
@@ -710,7 +710,7 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
 
     /* 2. Real activation rows of every linear input (a few sequences). */
     if (any_quant) {
-        if (sq_act_capture_init(&cap, c, o->capture_rows, err) != 0)
+        if (sq_act_capture_init(&cap, st, o->capture_rows, err) != 0)
             goto out;
         sq_observer obs = sq_act_capture_observer(&cap);
         logf_(o, "replaying calibration samples for activation rows ...");
@@ -799,7 +799,7 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
     for (int j = 0; j < kmax; j++)
         ones[j] = 1.0f;
     if (pass_b) {
-        if (sq_act_capture_init(&cap2, c, 0, err) != 0)
+        if (sq_act_capture_init(&cap2, st, 0, err) != 0)
             goto out;
         for (int i = 0; i < NL; i++) {
             if (pl[i].s) /* folded inputs arrive already divided by s */

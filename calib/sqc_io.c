@@ -49,8 +49,13 @@ static char *build_metadata(const sq_calib_stats *st)
     sq_sb_printf(&sb, "model:\n  source: ");
     sq_sb_yaml_str(&sb, st->model_source ? st->model_source : "");
     sq_sb_printf(&sb, "\n  digest: \"%016" PRIx64 "\"\n", st->model_digest);
-    sq_sb_printf(&sb, "  config:\n    architecture: bert\n");
-    sq_bert_config_to_yaml(&sb, c, "    ");
+    if (st->decoder) { /* calib/SQC.md: a causal LM's shape */
+        sq_sb_printf(&sb, "  config:\n    architecture: llama\n");
+        sq_decoder_config_to_yaml(&sb, &st->dec, "    ");
+    } else {
+        sq_sb_printf(&sb, "  config:\n    architecture: bert\n");
+        sq_bert_config_to_yaml(&sb, c, "    ");
+    }
     sq_sb_printf(&sb, "  files:");
     yaml_digests(&sb, "    ", st->model_files, st->n_model_files);
     sq_sb_printf(&sb, "corpus:\n  bundled: %s\n", st->corpus_bundled ? "true" : "false");
@@ -72,7 +77,7 @@ static char *build_metadata(const sq_calib_stats *st)
                  st->scale.skip_zeros ? "true" : "false");
     /* A readable summary; the tensors hold the authoritative numbers. */
     sq_sb_printf(&sb, "summary:\n");
-    for (int l = 0; l < c->layers; l++)
+    for (int l = 0; l < sq_calib_stats_layers(st); l++)
         for (int k = 0; k < SQ_LIN_KINDS; k++) {
             const sq_act_stats *a = sq_calib_stats_at(st, l, (sq_linear_kind)k);
             if (a->channels == 0)
@@ -102,7 +107,7 @@ typedef struct {
 
 int sq_calib_stats_save(const sq_calib_stats *st, const char *path, sq_err *err)
 {
-    const int L = st->cfg.layers;
+    const int L = sq_calib_stats_layers(st);
     sq_container_writer *w = sq_container_writer_new(SQ_KIND_SQC);
     char *meta = build_metadata(st);
     tensor_info *info = calloc((size_t)L * SQ_LIN_KINDS, sizeof *info);
@@ -223,7 +228,7 @@ static int parse_digests(const yt_node *seq, sq_file_digest **out, int *n, sq_er
 }
 
 static int parse_metadata(const sq_container *c, sq_calib_stats *st, sq_bert_config *cfg,
-                          sq_err *err)
+                          bool *decoder, sq_decoder_config *dec, sq_err *err)
 {
     yt_doc *doc = yt_parse_buffer(c->metadata, c->metadata_len, c->path, err);
     if (!doc)
@@ -250,7 +255,10 @@ static int parse_metadata(const sq_container *c, sq_calib_stats *st, sq_bert_con
         !(corpus = yt_require(r, "corpus", err)) || !(samp = yt_require(r, "sampling", err)) ||
         !(obs = yt_require(r, "observer", err)))
         goto out;
-    if (sq_bert_config_from_yaml(conf, cfg, err) != 0)
+    const yt_node *arch = yt_get(conf, "architecture");
+    *decoder = arch && yt_scalar(arch) && strcmp(yt_scalar(arch), "llama") == 0;
+    if (*decoder ? sq_decoder_config_from_yaml(conf, dec, err) != 0
+                 : sq_bert_config_from_yaml(conf, cfg, err) != 0)
         goto out;
     if (yt_get_string(model, "digest", &s, err) != 0)
         goto out;
@@ -373,12 +381,14 @@ int sq_calib_stats_load(const char *path, sq_calib_stats *st, sq_err *err)
         return -1;
     sq_calib_stats tmp = {0};
     sq_bert_config cfg;
+    sq_decoder_config dec = {0};
+    bool decoder = false;
     int rc = -1;
     if (sq_container_verify(&c, err) != 0)
         goto out;
-    if (parse_metadata(&c, &tmp, &cfg, err) != 0)
+    if (parse_metadata(&c, &tmp, &cfg, &decoder, &dec, err) != 0)
         goto out;
-    if (sq_calib_stats_init(st, &cfg, err) != 0)
+    if ((decoder ? sq_calib_stats_init_decoder(st, &dec, err) : sq_calib_stats_init(st, &cfg, err)) != 0)
         goto out;
     /* move provenance fields from tmp */
     sq_act_stats *lin = st->lin;
@@ -386,18 +396,21 @@ int sq_calib_stats_load(const char *path, sq_calib_stats *st, sq_err *err)
     *st = tmp;
     memset(&tmp, 0, sizeof tmp);
     st->cfg = cfg;
+    st->decoder = decoder;
+    st->dec = dec;
     st->lin = lin;
     st->attn_pmin = pmin;
     st->attn_pmax = pmax;
-    for (int l = 0; l < cfg.layers; l++)
+    const int L = sq_calib_stats_layers(st);
+    for (int l = 0; l < L; l++)
         for (int k = 0; k < SQ_LIN_KINDS; k++)
             if (st->lin[l * SQ_LIN_KINDS + k].channels > 0 &&
                 load_act(&c, l, k, &st->lin[l * SQ_LIN_KINDS + k], err) != 0)
                 goto out;
-    const float *attn = tensor_exact(&c, "attn_probs.range", SQ_CDT_F32, (uint64_t)cfg.layers, 2, err);
+    const float *attn = tensor_exact(&c, "attn_probs.range", SQ_CDT_F32, (uint64_t)L, 2, err);
     if (!attn)
         goto out;
-    for (int l = 0; l < cfg.layers; l++) {
+    for (int l = 0; l < L; l++) {
         st->attn_pmin[l] = attn[2 * l];
         st->attn_pmax[l] = attn[2 * l + 1];
     }

@@ -96,6 +96,12 @@ static int inspect_sqc(const char *path, int top, const char *method, int json)
         sq_calib_stats_free(&st);
         return cli_usage_error("inspect", "--method: %s", err.msg);
     }
+    if (st.decoder) { /* the widths the summary shows, from the causal LM's shape */
+        st.cfg.layers = st.dec.n_layers;
+        st.cfg.hidden = st.dec.dim;
+        st.cfg.heads = st.dec.n_heads;
+        st.cfg.ffn = st.dec.hidden;
+    }
     const sq_bert_config *c = &st.cfg;
     float *score = outlier_scores(&st);
     int *idx = malloc((size_t)(top > 0 ? top : 1) * sizeof *idx);
@@ -110,9 +116,9 @@ static int inspect_sqc(const char *path, int top, const char *method, int json)
     json_t *root = json_object(), *layers = json_array(), *outl = json_array();
     if (!json) {
         printf("%s: squint calibration statistics (format %d)\n", path, SQ_SQC_FORMAT_VERSION);
-        printf("model:    %s (digest %016" PRIx64 "), %d layers x %d hidden, %d heads, ffn %d\n",
-               st.model_source ? st.model_source : "?", st.model_digest, c->layers, c->hidden,
-               c->heads, c->ffn);
+        printf("model:    %s (digest %016" PRIx64 "), %s%d layers x %d hidden, %d heads, ffn %d\n",
+               st.model_source ? st.model_source : "?", st.model_digest,
+               st.decoder ? "causal LM (llama), " : "", c->layers, c->hidden, c->heads, c->ffn);
         printf("corpus:   %s, %d file(s)", st.corpus_bundled ? "bundled QASPER subset" : "user",
                st.n_corpus_files);
         for (int i = 0; i < st.n_corpus_files; i++)

@@ -7,12 +7,6 @@
 
 #include "ops.h"
 
-const char *sq_dec_linear_kind_name(sq_dec_linear_kind k)
-{
-    static const char *const names[] = {"qkv", "attn_out", "gate_up", "down"};
-    return k >= 0 && k < SQ_DEC_LIN_KINDS ? names[k] : "?";
-}
-
 /* An f32 linear of out x in, its weights gathered from up to two row
  * blocks (a[0 .. na rows) then b[0 .. nb rows)), no bias (zeros). */
 static int make_linear(sq_linear *l, int in, const float *a, int na, const float *b, int nb,
@@ -82,13 +76,13 @@ int sq_decoder_from_llama(sq_llama_ckpt *ck, sq_decoder *d, sq_err *err)
         goto oom;
     for (int l = 0; l < k->n_layers; l++) {
         sq_decoder_layer *L = &d->layers[l];
-        if (make_linear(&L->lin[SQ_DEC_QKV], k->dim, ck->wq + l * D * D, k->dim,
+        if (make_linear(&L->lin[SQ_LIN_QKV], k->dim, ck->wq + l * D * D, k->dim,
                         ck->wk + l * KV * D, k->kv_dim, ck->wv + l * KV * D, k->kv_dim) != 0 ||
-            make_linear(&L->lin[SQ_DEC_ATTN_OUT], k->dim, ck->wo + l * D * D, k->dim, NULL, 0,
+            make_linear(&L->lin[SQ_LIN_ATTN_OUT], k->dim, ck->wo + l * D * D, k->dim, NULL, 0,
                         NULL, 0) != 0 ||
-            make_linear(&L->lin[SQ_DEC_GATE_UP], k->dim, ck->w1 + l * H * D, k->hidden,
+            make_linear(&L->lin[SQ_LIN_FFN_UP], k->dim, ck->w1 + l * H * D, k->hidden,
                         ck->w3 + l * H * D, k->hidden, NULL, 0) != 0 ||
-            make_linear(&L->lin[SQ_DEC_DOWN], k->hidden, ck->w2 + l * D * H, k->dim, NULL, 0,
+            make_linear(&L->lin[SQ_LIN_FFN_DOWN], k->hidden, ck->w2 + l * D * H, k->dim, NULL, 0,
                         NULL, 0) != 0)
             goto oom;
         L->rms_att = malloc(D * sizeof(float));
@@ -135,13 +129,17 @@ void sq_decoder_free(sq_decoder *d)
         for (int l = 0; l < d->cfg.n_layers; l++) {
             for (int k = 0; k < SQ_DEC_LIN_KINDS; k++)
                 sq_linear_free(&d->layers[l].lin[k]);
-            free(d->layers[l].rms_att);
-            free(d->layers[l].rms_ffn);
+            if (!d->borrowed) {
+                free(d->layers[l].rms_att);
+                free(d->layers[l].rms_ffn);
+            }
         }
     free(d->layers);
     sq_linear_free(&d->classifier);
-    free(d->tok_emb);
-    free(d->rms_final);
+    if (!d->borrowed) {
+        free(d->tok_emb);
+        free(d->rms_final);
+    }
     free(d->cls_bias);
     free(d->rope_cos);
     free(d->rope_sin);
@@ -171,8 +169,21 @@ int sq_decoder_state_init(sq_decoder_state *st, const sq_decoder *d, int max_row
     st->gu = malloc(R * 2 * c->hidden * sizeof(float));
     st->hb = malloc(R * c->hidden * sizeof(float));
     st->scores = malloc((size_t)st->n_threads * max_pos * sizeof(float));
+    /* Quantized linears: the widest padded input (int4 pads K to 128) and
+     * the widest output. */
+    const size_t kmax = (size_t)(c->hidden > c->dim ? c->hidden : c->dim);
+    const size_t kpad = (kmax + 127) / 128 * 128;
+    size_t nmax = (size_t)(c->dim + 2 * c->kv_dim);
+    if ((size_t)2 * c->hidden > nmax)
+        nmax = (size_t)2 * c->hidden;
+    void *qa = NULL, *acc = NULL;
+    if (posix_memalign(&qa, 64, R * kpad) == 0)
+        st->lin.qa = qa;
+    if (posix_memalign(&acc, 64, R * nmax * sizeof(int32_t)) == 0)
+        st->lin.acc = acc;
+    st->lin.row_scale = malloc(R * sizeof(float));
     if (!st->k_cache || !st->v_cache || !st->x || !st->xb || !st->qkv || !st->att || !st->gu ||
-        !st->hb || !st->scores) {
+        !st->hb || !st->scores || !st->lin.qa || !st->lin.acc || !st->lin.row_scale) {
         sq_decoder_state_free(st);
         return sq_err_set(err, "out of memory for the decoder state (%d positions)", max_pos);
     }
@@ -190,6 +201,9 @@ void sq_decoder_state_free(sq_decoder_state *st)
     free(st->gu);
     free(st->hb);
     free(st->scores);
+    free(st->lin.qa);
+    free(st->lin.acc);
+    free(st->lin.row_scale);
     memset(st, 0, sizeof *st);
 }
 
@@ -209,6 +223,15 @@ static void rope(const sq_decoder *d, float *v, int n_heads_here, int p)
     }
 }
 
+/* The observer's look at a linear's input, then the linear. */
+static void linear(const sq_decoder_state *st, int layer, sq_linear_kind k, const sq_linear *lin,
+                   const float *x, int n, float *y)
+{
+    if (st->obs && st->obs->linear_input)
+        st->obs->linear_input(st->obs->ctx, layer, k, x, n, lin->in);
+    sq_linear_forward(lin, x, n, y, &st->lin);
+}
+
 /* One chunk of n <= max_rows rows at positions pos.. through every layer;
  * st->x holds the final hidden state (before the last RMSNorm). */
 static void run_chunk(const sq_decoder *d, sq_decoder_state *st, const int32_t *ids, int n,
@@ -225,7 +248,7 @@ static void run_chunk(const sq_decoder *d, sq_decoder_state *st, const int32_t *
         float *kc = st->k_cache + (size_t)l * st->max_pos * KV;
         float *vc = st->v_cache + (size_t)l * st->max_pos * KV;
         sq_rmsnorm_to(st->x, st->xb, n, D, L->rms_att, c->norm_eps);
-        sq_linear_forward(&L->lin[SQ_DEC_QKV], st->xb, n, st->qkv, NULL);
+        linear(st, l, SQ_LIN_QKV, &L->lin[SQ_LIN_QKV], st->xb, n, st->qkv);
         for (int r = 0; r < n; r++) {
             float *q = st->qkv + (size_t)r * QKV;
             rope(d, q, c->n_heads, pos + r);
@@ -259,12 +282,12 @@ static void run_chunk(const sq_decoder *d, sq_decoder_state *st, const int32_t *
                     o[i] += a * v[i];
             }
         }
-        sq_linear_forward(&L->lin[SQ_DEC_ATTN_OUT], st->att, n, st->xb, NULL);
+        linear(st, l, SQ_LIN_ATTN_OUT, &L->lin[SQ_LIN_ATTN_OUT], st->att, n, st->xb);
         sq_add_inplace(st->x, st->xb, (int64_t)n * D);
         sq_rmsnorm_to(st->x, st->xb, n, D, L->rms_ffn, c->norm_eps);
-        sq_linear_forward(&L->lin[SQ_DEC_GATE_UP], st->xb, n, st->gu, NULL);
+        linear(st, l, SQ_LIN_FFN_UP, &L->lin[SQ_LIN_FFN_UP], st->xb, n, st->gu);
         sq_swiglu(st->gu, st->hb, n, c->hidden);
-        sq_linear_forward(&L->lin[SQ_DEC_DOWN], st->hb, n, st->xb, NULL);
+        linear(st, l, SQ_LIN_FFN_DOWN, &L->lin[SQ_LIN_FFN_DOWN], st->hb, n, st->xb);
         sq_add_inplace(st->x, st->xb, (int64_t)n * D);
     }
 }
@@ -285,11 +308,11 @@ int sq_decoder_forward(const sq_decoder *d, sq_decoder_state *st, const int32_t 
         run_chunk(d, st, ids + done, m, pos + done);
         if (all_logits) {
             sq_rmsnorm_to(st->x, st->xb, m, c->dim, d->rms_final, c->norm_eps);
-            sq_linear_forward(&d->classifier, st->xb, m, logits + (size_t)done * c->vocab, NULL);
+            sq_linear_forward(&d->classifier, st->xb, m, logits + (size_t)done * c->vocab, &st->lin);
         } else if (done + m == n) {
             float *last = st->x + (size_t)(m - 1) * c->dim;
             sq_rmsnorm_to(last, st->xb, 1, c->dim, d->rms_final, c->norm_eps);
-            sq_linear_forward(&d->classifier, st->xb, 1, logits, NULL);
+            sq_linear_forward(&d->classifier, st->xb, 1, logits, &st->lin);
         }
     }
     return 0;

@@ -23,28 +23,18 @@
 #include <stdint.h>
 
 #include "linear.h"
+#include "decoder_config.h"
+#include "encoder.h"
 #include "llama_ckpt.h"
 
-typedef enum sq_dec_linear_kind {
-    SQ_DEC_QKV = 0,   /* [dim + 2 kv_dim][dim]: wq, wk, wv stacked */
-    SQ_DEC_ATTN_OUT,  /* wo [dim][dim] */
-    SQ_DEC_GATE_UP,   /* [2 hidden][dim]: w1 (gate) then w3 (up) */
-    SQ_DEC_DOWN,      /* w2 [dim][hidden] */
-    SQ_DEC_LIN_KINDS
-} sq_dec_linear_kind;
-
-const char *sq_dec_linear_kind_name(sq_dec_linear_kind k);
-
-typedef struct sq_decoder_config {
-    int dim, hidden, n_layers, n_heads, n_kv_heads, head_dim, kv_dim, vocab, max_pos;
-    float norm_eps, rope_theta;
-    int32_t bos, eos;
-    bool tied_classifier;
-} sq_decoder_config;
+/* The linears of a layer are the encoder's kinds (decoder_config.h):
+ * SQ_LIN_QKV (wq, wk, wv stacked), SQ_LIN_ATTN_OUT (wo), SQ_LIN_FFN_UP
+ * (w1 the gate, then w3), SQ_LIN_FFN_DOWN (w2); lin[SQ_LIN_RES] is empty. */
+#define SQ_DEC_LIN_KINDS SQ_LIN_RES
 
 typedef struct sq_decoder_layer {
     sq_linear lin[SQ_DEC_LIN_KINDS];
-    float *rms_att, *rms_ffn; /* [dim], owned */
+    float *rms_att, *rms_ffn; /* [dim], owned (borrowed: see sq_decoder.borrowed) */
 } sq_decoder_layer;
 
 typedef struct sq_decoder {
@@ -55,6 +45,9 @@ typedef struct sq_decoder {
     sq_linear classifier;      /* [vocab][dim]; tied: borrows tok_emb and cls_bias */
     float *cls_bias;           /* [vocab] zeros (the classifier has no bias) */
     float *rope_cos, *rope_sin; /* [max_pos][head_dim / 2] */
+    /* tok_emb, the RMSNorm weights and the classifier point into a mapped
+     * .sqm (dec_sqm.h): not freed */
+    bool borrowed;
 } sq_decoder;
 
 /* Build from a llama2.c checkpoint; the checkpoint's arrays are moved into
@@ -71,6 +64,10 @@ typedef struct sq_decoder_state {
     float *k_cache, *v_cache; /* [n_layers][max_pos][kv_dim] */
     float *x, *xb, *qkv, *att, *gu, *hb; /* max_rows rows each */
     float *scores;            /* [n_threads][max_pos] */
+    sq_linear_scratch lin;    /* the quantized linears' int8 rows and accumulators */
+    /* Calibration: sees the input of every linear of every layer (rows of
+     * the chunk being run), as the encoder's observer. NULL: none. */
+    const sq_observer *obs;
 } sq_decoder_state;
 
 /* max_pos 0: the model's. */

@@ -3,6 +3,7 @@
  * fastest kernel table row that has its own (gemm_s8_dispatch.c); every
  * one gives the bits of sq_ref_round_s8_zp. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "gemm_s8.h"
@@ -26,8 +27,8 @@ void sq_gemm_quantize_acts_zp(const float *x, int rows, int k, size_t ldx, const
     quantize_rows(x, rows, k, ldx, m, z, qa, k_pad, lda, NULL);
 }
 
-int sq_gemm_quantize_acts_guard(const float *x, int rows, int k, size_t ldx, const float *m,
-                                int z, int8_t *qa, int k_pad, size_t lda, float *row_scale)
+static int quantize_guarded(const float *x, int rows, int k, size_t ldx, const float *m, int z,
+                            int8_t *qa, int k_pad, size_t lda, float *row_scale, bool every_row)
 {
     /* Per-row ranges go through a small stack buffer, a chunk of rows at a time. */
     enum { CHUNK = 64 };
@@ -43,7 +44,8 @@ int sq_gemm_quantize_acts_guard(const float *x, int rows, int k, size_t ldx, con
             float a = fmaxf(fabsf(lo), fabsf(hi));
             row_scale[r0 + i] = 0;
             /* round is monotonic: the extremes decide whether any code clips */
-            if (!(roundf(hi) - (float)z > 127.0f || roundf(lo) - (float)z < -127.0f) ||
+            if (!(every_row ? a > 0.0f
+                            : roundf(hi) - (float)z > 127.0f || roundf(lo) - (float)z < -127.0f) ||
                 !isfinite(a))
                 continue;
             if (!mrow && !(mrow = malloc((size_t)k * sizeof *mrow)))
@@ -62,4 +64,16 @@ int sq_gemm_quantize_acts_guard(const float *x, int rows, int k, size_t ldx, con
     }
     free(mrow);
     return guarded;
+}
+
+int sq_gemm_quantize_acts_guard(const float *x, int rows, int k, size_t ldx, const float *m,
+                                int z, int8_t *qa, int k_pad, size_t lda, float *row_scale)
+{
+    return quantize_guarded(x, rows, k, ldx, m, z, qa, k_pad, lda, row_scale, false);
+}
+
+int sq_gemm_quantize_acts_rows(const float *x, int rows, int k, size_t ldx, const float *m,
+                               int8_t *qa, int k_pad, size_t lda, float *row_scale)
+{
+    return quantize_guarded(x, rows, k, ldx, m, 0, qa, k_pad, lda, row_scale, true);
 }

@@ -81,6 +81,12 @@ void sq_gemm_quantize_acts_zp(const float *x, int rows, int k, size_t ldx, const
  * Returns the number of guarded rows. */
 int sq_gemm_quantize_acts_guard(const float *x, int rows, int k, size_t ldx, const float *m,
                                 int z, int8_t *qa, int k_pad, size_t lda, float *row_scale);
+/* Dynamic per-row (per-token) quantization: the guard's per-row step for
+ * every row with a > 0 (symmetric, no zero point), whatever m's scale; an
+ * all-zero row gets row_scale 0 and zero codes. With m_j = 1 / s_j and a
+ * static act_scale of 1 the epilogue's step is the row's own a / 127. */
+int sq_gemm_quantize_acts_rows(const float *x, int rows, int k, size_t ldx, const float *m,
+                               int8_t *qa, int k_pad, size_t lda, float *row_scale);
 
 /* ---- the kernel table (gemm_kernel.h, gemm_s8_dispatch.c) ----
  * The row of isa, or NULL when isa is out of range or this CPU cannot run

@@ -131,7 +131,10 @@ static void quant_forward(const sq_linear *l, const float *x, int rows, float *y
     const int kp = l->qw.k_pad;
     int guarded = 0;
     double t = sc->prof ? sq_op_now() : 0;
-    if (l->guard)
+    if (l->dynamic)
+        guarded = sq_gemm_quantize_acts_rows(x, rows, l->in, (size_t)l->in, l->act_mult, sc->qa,
+                                             kp, (size_t)kp, sc->row_scale);
+    else if (l->guard)
         guarded = sq_gemm_quantize_acts_guard(x, rows, l->in, (size_t)l->in, l->act_mult,
                                               l->act_zero, sc->qa, kp, (size_t)kp, sc->row_scale);
     else

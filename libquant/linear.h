@@ -36,6 +36,11 @@ typedef struct sq_linear {
      * is quantized with its own step instead (sq_gemm_quantize_acts_guard).
      * Set from the .sqm's activation_guard. */
     bool guard;
+    /* Dynamic per-row activation steps (a stored act_scale of 0, SQM.md
+     * 10.4): act_scale is 1, act_mult 1 / s, and every row is quantized
+     * with its own step max_j |x_j / s_j| / 127 (sq_gemm_quantize_acts_rows):
+     * int8 per-token activations, no calibrated range. */
+    bool dynamic;
     /* Outlier input channels (LLM.int8-style decomposition, SQM.md 6.4):
      * n_outliers channels outlier_idx[] (strictly increasing, < in) bypass
      * the integer GEMM (their act_mult is 0, so they neither clip nor set a
