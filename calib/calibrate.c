@@ -13,6 +13,15 @@ static int record_provenance(sq_embed_model *m, const char *model_arg, const sq_
     sq_model_digest md;
     if (sq_model_digest_dir(m->model_dir, &md, err) != 0)
         return -1;
+    return sq_calib_record_provenance(st, &md, model_arg, o, smp, err);
+}
+
+int sq_calib_record_provenance(sq_calib_stats *st, sq_model_digest *md_in, const char *model_arg,
+                               const sq_calibrate_opts *o, const sq_corpus_samples *smp,
+                               sq_err *err)
+{
+    sq_model_digest md = *md_in;
+    memset(md_in, 0, sizeof *md_in);
     st->model_digest = md.combined;
     st->model_files = md.files; /* take ownership */
     st->n_model_files = md.n_files;
@@ -128,9 +137,9 @@ out:
     return rc;
 }
 
-int sq_calib_replay(sq_embed_model *m, const sq_calib_stats *st, const char *bundled_corpus,
-                    const char *const *corpus_override, size_t n_override, int batch,
-                    const sq_observer *obs, int64_t max_sequences, sq_err *err)
+int sq_calib_replay_samples(const sq_calib_stats *st, const char *bundled_corpus,
+                            const char *const *corpus_override, size_t n_override,
+                            sq_corpus_samples *smp, sq_err *err)
 {
     const char **paths = calloc((size_t)st->n_corpus_files + n_override + 1, sizeof *paths);
     size_t n_paths = 0;
@@ -171,11 +180,19 @@ int sq_calib_replay(sq_embed_model *m, const sq_calib_stats *st, const char *bun
     co.field = st->corpus_field;
     co.pair_field = st->corpus_pair_field;
     co.qasper_parts = st->qasper_parts;
-    sq_corpus_samples smp;
-    int rc = sq_corpus_sample(paths, n_paths, &co, st->samples_requested, st->seed, &smp, err);
+    int rc = sq_corpus_sample(paths, n_paths, &co, st->samples_requested, st->seed, smp, err);
     free(paths);
-    if (rc != 0)
+    return rc;
+}
+
+int sq_calib_replay(sq_embed_model *m, const sq_calib_stats *st, const char *bundled_corpus,
+                    const char *const *corpus_override, size_t n_override, int batch,
+                    const sq_observer *obs, int64_t max_sequences, sq_err *err)
+{
+    sq_corpus_samples smp;
+    if (sq_calib_replay_samples(st, bundled_corpus, corpus_override, n_override, &smp, err) != 0)
         return -1;
+    int rc;
     sq_token_seqs seqs = {0};
     rc = -1;
     int max_seq = st->max_seq < m->enc.cfg.max_pos ? st->max_seq : m->enc.cfg.max_pos;

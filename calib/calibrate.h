@@ -48,3 +48,16 @@ int sq_calibrate(sq_embed_model *m, const char *model_arg, const sq_calibrate_op
 int sq_calib_replay(sq_embed_model *m, const sq_calib_stats *st, const char *bundled_corpus,
                     const char *const *corpus_override, size_t n_override, int batch,
                     const sq_observer *obs, int64_t max_sequences, sq_err *err);
+
+/* The provenance of a run into st: the model digest (taken: *md is
+ * emptied), model_arg as the source, the corpus files and sampling. */
+int sq_calib_record_provenance(sq_calib_stats *st, sq_model_digest *md, const char *model_arg,
+                               const sq_calibrate_opts *o, const sq_corpus_samples *smp,
+                               sq_err *err);
+
+/* The samples a replay of st runs: its corpus files (hashes checked) or
+ * corpus_override, its seed and sample count (sq_calib_replay's first half;
+ * the decoder's replay tokenizes them its own way). */
+int sq_calib_replay_samples(const sq_calib_stats *st, const char *bundled_corpus,
+                            const char *const *corpus_override, size_t n_override,
+                            sq_corpus_samples *smp, sq_err *err);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "calibrate.h"
+#include "dec_calibrate.h"
 #include "cli.h"
 #include "embedder.h"
 #include "data_dir.h"
@@ -78,6 +79,44 @@ static int run_merge(char **files, int n, const char *out)
     if (rc != 0)
         return cli_fail("calibrate", &err);
     fprintf(stderr, "squint calibrate: merged %d files into %s\n", n, out);
+    return SQ_EXIT_OK;
+}
+
+/* A causal LM (a llama2.c checkpoint): decoder/dec_calibrate.h. */
+static int calibrate_decoder(const char *model_arg, sq_calibrate_opts *o, int quiet,
+                             const char *out)
+{
+    sq_err err = {0};
+    sq_llama_model m;
+    if (sq_llama_model_open(model_arg, NULL, &m, &err) != 0)
+        return cli_fail("calibrate", &err);
+    if (o->max_seq > m.dec.cfg.max_pos) {
+        int mp = m.dec.cfg.max_pos;
+        sq_llama_model_close(&m);
+        return cli_usage_error("calibrate", "--max-seq %d exceeds the model's %d positions",
+                               o->max_seq, mp);
+    }
+    cli_progress prog;
+    cli_progress_init(&prog, "calibrate");
+    prog.enabled = prog.enabled && !quiet;
+    o->progress = cli_progress_update;
+    o->progress_ctx = &prog;
+    sq_calib_stats st;
+    double t0 = cli_now();
+    int rc = sq_dec_calibrate(&m, model_arg, o, &st, &err);
+    cli_progress_finish(&prog);
+    sq_llama_model_close(&m);
+    if (rc != 0)
+        return cli_fail("calibrate", &err);
+    double el = cli_now() - t0;
+    if (sq_calib_stats_save(&st, out, &err) != 0) {
+        sq_calib_stats_free(&st);
+        return cli_fail("calibrate", &err);
+    }
+    fprintf(stderr, "squint calibrate: %llu texts -> %llu sequences, %llu tokens in %.1fs; wrote %s\n",
+            (unsigned long long)st.n_texts, (unsigned long long)st.n_sequences,
+            (unsigned long long)st.n_tokens, el, out);
+    sq_calib_stats_free(&st);
     return SQ_EXIT_OK;
 }
 
@@ -194,6 +233,10 @@ int cmd_calibrate(int argc, char **argv)
     char bundled_buf[4096];
     o.corpus = corpus;
     o.n_corpus = n_corpus;
+    if (sq_llama_is_checkpoint(model_arg)) {
+        rc = calibrate_decoder(model_arg, &o, quiet, out);
+        goto done;
+    }
     sq_embed_model m;
     if (sq_embed_model_open(model_arg, &m, &err) != 0) {
         rc = cli_fail("calibrate", &err);

@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "fileio.h"
+#include "sqm_model.h"
+#include <sys/stat.h>
 
 static char *dir_of(const char *path)
 {
@@ -62,6 +64,12 @@ static int open_tokenizer(const char *path, const char *tokenizer, int vocab, sq
     return sq_err_set(err, "%s: no tokenizer of %d tokens next to it (tokenizer.bin, tok512.bin%s%s): "
                            "give one with --tokenizer",
                       path, vocab, found[0] ? found : "", found[0] ? ")" : "");
+}
+
+bool sq_llama_is_checkpoint(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && !sq_sqm_sniff(path);
 }
 
 int sq_llama_model_open(const char *path, const char *tokenizer, sq_llama_model *m, sq_err *err)

@@ -15,6 +15,11 @@ typedef struct sq_llama_model {
     char *tokenizer_path; /* the tokenizer file used (malloc'd) */
 } sq_llama_model;
 
+/* True when path names a llama2.c checkpoint: a regular file that is not a
+ * squint container (the commands' dispatch between encoders and decoders;
+ * the reader itself proves the rest). */
+bool sq_llama_is_checkpoint(const char *path);
+
 /* tokenizer NULL: look next to the checkpoint. */
 int sq_llama_model_open(const char *path, const char *tokenizer, sq_llama_model *m, sq_err *err);
 void sq_llama_model_close(sq_llama_model *m);

@@ -141,6 +141,51 @@ static int add_tfjs_files(const char *dir, sq_model_digest *d, sq_err *err)
     return rc;
 }
 
+/* d->combined from d->files, in order. */
+static int combine(sq_model_digest *d, sq_err *err)
+{
+    XXH64_state_t *st = XXH64_createState();
+    if (!st)
+        return sq_err_set(err, "out of memory");
+    XXH64_reset(st, 0);
+    for (int i = 0; i < d->n_files; i++) {
+        uint8_t rec[16];
+        for (int b = 0; b < 8; b++) {
+            rec[b] = (uint8_t)(d->files[i].size >> (8 * b));
+            rec[8 + b] = (uint8_t)(d->files[i].xxh64 >> (8 * b));
+        }
+        XXH64_update(st, d->files[i].name, strlen(d->files[i].name) + 1);
+        XXH64_update(st, rec, sizeof rec);
+    }
+    d->combined = XXH64_digest(st);
+    XXH64_freeState(st);
+    return 0;
+}
+
+int sq_model_digest_files(const char *const *paths, int n, sq_model_digest *d, sq_err *err)
+{
+    memset(d, 0, sizeof *d);
+    for (int i = 0; i < n; i++) {
+        const char *slash = strrchr(paths[i], '/');
+        char *dir = slash ? strndup(paths[i], (size_t)(slash - paths[i]) + 1) : strdup(".");
+        int before = d->n_files;
+        int rc = dir ? add_file(dir, slash ? slash + 1 : paths[i], d, err)
+                     : sq_err_set(err, "out of memory");
+        free(dir);
+        if (rc == 0 && d->n_files == before)
+            rc = sq_err_set(err, "%s: no such file", paths[i]);
+        if (rc != 0) {
+            sq_model_digest_free(d);
+            return -1;
+        }
+    }
+    if (combine(d, err) != 0) {
+        sq_model_digest_free(d);
+        return -1;
+    }
+    return 0;
+}
+
 int sq_model_digest_dir(const char *dir, sq_model_digest *d, sq_err *err)
 {
     memset(d, 0, sizeof *d);
@@ -173,23 +218,8 @@ int sq_model_digest_dir(const char *dir, sq_model_digest *d, sq_err *err)
             goto fail;
     if (add_tfjs_files(dir, d, err) != 0)
         goto fail;
-    XXH64_state_t *st = XXH64_createState();
-    if (!st) {
-        sq_err_set(err, "out of memory");
+    if (combine(d, err) != 0)
         goto fail;
-    }
-    XXH64_reset(st, 0);
-    for (int i = 0; i < d->n_files; i++) {
-        uint8_t rec[16];
-        for (int b = 0; b < 8; b++) {
-            rec[b] = (uint8_t)(d->files[i].size >> (8 * b));
-            rec[8 + b] = (uint8_t)(d->files[i].xxh64 >> (8 * b));
-        }
-        XXH64_update(st, d->files[i].name, strlen(d->files[i].name) + 1);
-        XXH64_update(st, rec, sizeof rec);
-    }
-    d->combined = XXH64_digest(st);
-    XXH64_freeState(st);
     return 0;
 fail:
     sq_model_digest_free(d);

@@ -27,6 +27,9 @@ typedef struct sq_model_digest {
  * its shards sorted by name), tokenizer.json, vocab.txt, tokenizer_config.json,
  * modules.json and the pooling config, whichever exist. */
 int sq_model_digest_dir(const char *dir, sq_model_digest *d, sq_err *err);
+/* The same over the given files (a llama2.c checkpoint and its tokenizer),
+ * each recorded by its base name, in the order given; a missing one fails. */
+int sq_model_digest_files(const char *const *paths, int n, sq_model_digest *d, sq_err *err);
 void sq_model_digest_free(sq_model_digest *d);
 
 #endif
