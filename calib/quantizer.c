@@ -9,6 +9,7 @@
 #include <xxhash.h>
 
 #include "act_capture.h"
+#include "quant_plan.h"
 #include "calibrate.h"
 #include "config_yaml.h"
 #include "container.h"
@@ -32,39 +33,7 @@ void sq_quantize_report_free(sq_quantize_report *r)
     memset(r, 0, sizeof *r);
 }
 
-/* Everything decided for one linear before it is written. */
-typedef struct plan_linear {
-    sq_resolved_linear res;
-    float *s;        /* SmoothQuant factors [k] or NULL */
-    bool absent;     /* the layer has no such linear (res of a non-widening layer) */
-    bool folded;     /* s folded into the producer (attn_out: V rows; pre-LN qkv and
-                        ffn_up: the LayerNorm), no runtime multiplier */
-    float alpha;
-    float act_amax;
-    float act_scale; /* the int8 step: amax / 127, or (amax - lo) / 254 with a zero point */
-    int act_zero;    /* its zero point (sq_ref_round_s8_zp), 0 = symmetric */
-    sq_qweight qw;   /* quantized and packed (when not fp32) */
-    /* outlier channels (recipe outliers, outlier_select.h): n_outl indices,
-     * ascending; their columns of W diag(s) [n_outl][N] (filled in step 5);
-     * the calibrated channel maxima with them set to 0, and a K-byte mask */
-    int n_outl;
-    int32_t *outl_idx;
-    float *outl_w;
-    float *xmax_m;
-    uint8_t *skip;
-} plan_linear;
 
-static sq_scale_params recipe_scale(const sq_recipe *r)
-{
-    static const sq_calib_method map[SQ_OBS_COUNT] = {
-        [SQ_OBS_MINMAX] = SQ_CALIB_MINMAX, [SQ_OBS_PERCENTILE] = SQ_CALIB_PERCENTILE,
-        [SQ_OBS_ENTROPY] = SQ_CALIB_ENTROPY, [SQ_OBS_MSE] = SQ_CALIB_MSE};
-    sq_scale_params p;
-    sq_scale_params_default(&p, map[r->observer]);
-    p.percentile = r->percentile;
-    p.skip_zeros = r->skip_zeros;
-    return p;
-}
 
 static void logf_(const sq_quantize_opts *o, const char *fmt, ...) SQ_PRINTF(2, 3);
 static void logf_(const sq_quantize_opts *o, const char *fmt, ...)
@@ -79,106 +48,9 @@ static void logf_(const sq_quantize_opts *o, const char *fmt, ...)
     o->log(o->log_ctx, line);
 }
 
-/* Relative output error of the quantized linear as the runtime computes
- * it (the linear.c path on the packed weights, qlinear_eval.h) against
- * x W^T + b in fp32. */
-static int quantized_error(const float *x, int rows, const float *w_ref, const float *bias, int N,
-                           int K, const float *s, float act_scale, int act_zero,
-                           const plan_linear *p, const sq_qweight *qw, double *out, sq_err *err)
-{
-    float *ref = malloc((size_t)rows * N * sizeof *ref);
-    if (!ref)
-        return sq_err_set(err, "out of memory");
-    sq_fp32_linear(x, rows, K, w_ref, N, bias, ref);
-    int rc = sq_qlinear_error(x, rows, qw, bias, s, act_scale, act_zero, p ? p->n_outl : 0,
-                              p ? p->outl_idx : NULL, p ? p->outl_w : NULL, ref, out, err);
-    free(ref);
-    return rc;
-}
 
-/* Quantize W (times diag(scale_s) when given) to qt. The int4 importance of
- * input j is the calibration sum of x_j^2 / imp_s_j^2 (the smoothed input).
- * With p (n_outl > 0): the outlier columns of W diag(scale_s) go to
- * p->outl_w [n_outl][N] and are zeroed before quantizing, so no outlier
- * sets a row's weight scale. */
-static int quantize_linear(const sq_linear *lin, const float *scale_s, const float *imp_s,
-                           const sq_act_stats *xs, sq_qtype qt, bool int4_search,
-                           plan_linear *p, sq_qweight *qw, sq_err *err)
-{
-    const int K = lin->in, N = lin->out;
-    float *w = malloc((size_t)N * K * sizeof *w), *imp = malloc((size_t)K * sizeof *imp);
-    if (!w || !imp) {
-        free(w);
-        free(imp);
-        return sq_err_set(err, "out of memory");
-    }
-    memcpy(w, lin->w, (size_t)N * K * sizeof *w);
-    for (int j = 0; j < K; j++)
-        imp[j] = (float)(xs->ch_sumsq[j] / (imp_s ? (double)imp_s[j] * imp_s[j] : 1.0));
-    if (scale_s)
-        sq_smooth_scale_weights(w, N, K, scale_s);
-    if (p && p->n_outl > 0) {
-        free(p->outl_w);
-        if (!(p->outl_w = malloc((size_t)p->n_outl * N * sizeof *p->outl_w))) {
-            free(w);
-            free(imp);
-            return sq_err_set(err, "out of memory");
-        }
-        for (int o = 0; o < p->n_outl; o++) {
-            const int j = p->outl_idx[o];
-            for (int n = 0; n < N; n++) {
-                p->outl_w[(size_t)o * N + n] = w[(size_t)n * K + j];
-                w[(size_t)n * K + j] = 0.0f;
-            }
-            imp[j] = 0.0f;
-        }
-    }
-    sq_quant_opts qo = {.importance = imp, .int4_search = int4_search};
-    int rc = sq_quantize_weights(w, N, K, qt, &qo, qw, err);
-    free(w);
-    free(imp);
-    return rc;
-}
 
-/* SmoothQuant's alpha search (smoothquant.h) on the channels that stay in
- * the integer GEMM: with outlier channels, on copies of the sample rows and
- * of W whose outlier columns are 0 (the fp32 side path is exact whatever
- * alpha is). */
-static int search_alpha(const float *x, int rows, const sq_linear *lin, const plan_linear *p,
-                        const float *xmax, const float *wmax, const sq_smooth_search *search,
-                        float *alpha, sq_err *err)
-{
-    const int K = lin->in, N = lin->out;
-    if (p->n_outl == 0)
-        return sq_smooth_search_alpha(x, rows, K, lin->w, N, lin->b, xmax, wmax, search, alpha,
-                                      NULL, NULL, err);
-    float *xz = malloc(((size_t)rows * K + 1) * sizeof *xz), *wz = malloc((size_t)N * K * sizeof *wz);
-    if (!xz || !wz) {
-        free(xz);
-        free(wz);
-        return sq_err_set(err, "out of memory");
-    }
-    memcpy(xz, x, (size_t)rows * K * sizeof *xz);
-    memcpy(wz, lin->w, (size_t)N * K * sizeof *wz);
-    for (int o = 0; o < p->n_outl; o++) {
-        const int j = p->outl_idx[o];
-        for (int r = 0; r < rows; r++)
-            xz[(size_t)r * K + j] = 0.0f;
-        for (int n = 0; n < N; n++)
-            wz[(size_t)n * K + j] = 0.0f;
-    }
-    int rc = sq_smooth_search_alpha(xz, rows, K, wz, N, lin->b, xmax, wmax, search, alpha, NULL,
-                                    NULL, err);
-    free(xz);
-    free(wz);
-    return rc;
-}
 
-static uint64_t packed_bytes(const sq_qweight *q)
-{
-    int cols = sq_qweight_groups(q);
-    return q->data_size + (uint64_t)q->n * cols * 4 + (uint64_t)q->n_pad * cols * 4;
-}
 
 /* ---------- writing the .sqm ---------- */
 
@@ -213,7 +85,7 @@ static void yaml_tokenizer(sq_strbuf *sb, const sq_wordpiece_spec *t)
 
 static char *build_metadata(const sq_embed_model *m, const sq_calib_stats *st, uint64_t st_hash,
                             uint64_t model_digest, const char *model_arg, const sq_recipe *r,
-                            const sq_scale_params *sp, const plan_linear *pl,
+                            const sq_scale_params *sp, const sq_plan_linear *pl,
                             const sq_quantize_report *rep, const char *emb_type,
                             const sq_sqm_class_head *ch)
 {
@@ -295,65 +167,9 @@ static char *build_metadata(const sq_embed_model *m, const sq_calib_stats *st, u
     return sb.s;
 }
 
-/* Storage that must live until the writer has written. */
-typedef struct keep {
-    void **p;
-    int n, cap;
-} keep;
 
-static void *keep_add(keep *k, void *p)
-{
-    if (!p)
-        return NULL;
-    if (k->n == k->cap) {
-        int nc = k->cap ? k->cap * 2 : 64;
-        void **a = realloc(k->p, (size_t)nc * sizeof *a);
-        if (!a) {
-            free(p);
-            return NULL;
-        }
-        k->p = a;
-        k->cap = nc;
-    }
-    k->p[k->n++] = p;
-    return p;
-}
 
-static void keep_free(keep *k)
-{
-    for (int i = 0; i < k->n; i++)
-        free(k->p[i]);
-    free(k->p);
-}
 
-/* The writer's self-check (debug builds, or SQUINT_WRITE_CHECK set: the CLI
- * tests set it): the file just written, read back as the loader reads it,
- * matches the schema (libquant/sqm_schema.c) with every tensor accounted
- * for. A failure is a writer bug; the file is removed. */
-static int check_written(const char *path, sq_err *err)
-{
-#ifdef NDEBUG
-    const char *env = getenv("SQUINT_WRITE_CHECK");
-    if (!env || !*env || strcmp(env, "0") == 0)
-        return 0;
-#endif
-    sq_container c;
-    sq_sqm_schema_ctx ctx;
-    sq_sqm_info info;
-    int rc = sq_container_open(path, SQ_KIND_SQM, &c, err);
-    if (rc == 0) {
-        rc = sq_sqm_read_meta(&c, &ctx, &info, err) != 0 ||
-                     sq_sqm_check_schema(&c, &ctx, SQ_SQM_STRICT, err) != 0
-                 ? -1
-                 : 0;
-        sq_container_close(&c);
-    }
-    if (rc != 0) {
-        sq_err_prefix(err, "internal error: the written file fails the .sqm schema");
-        remove(path);
-    }
-    return rc;
-}
 
 #define ADD_REF(name, dt, nd, dims, ptr, size)                                                     \
     do {                                                                                           \
@@ -361,7 +177,7 @@ static int check_written(const char *path, sq_err *err)
             goto fail;                                                                             \
     } while (0)
 
-static int write_sqm(const sq_embed_model *m, const plan_linear *pl, const char *meta,
+static int write_sqm(const sq_embed_model *m, const sq_plan_linear *pl, const char *meta,
                      sq_qtype emb_qt, const sq_sqm_class_head *ch, int zstd_level,
                      const char *path, sq_err *err)
 {
@@ -369,7 +185,7 @@ static int write_sqm(const sq_embed_model *m, const plan_linear *pl, const char 
     const sq_bert_config *c = &e->cfg;
     const int H = c->hidden;
     sq_container_writer *w = sq_container_writer_new(SQ_KIND_SQM);
-    keep kp = {0};
+    sq_keep kp = {0};
     int rc = -1;
     if (!w) {
         sq_err_set(err, "out of memory");
@@ -382,7 +198,7 @@ static int write_sqm(const sq_embed_model *m, const plan_linear *pl, const char 
     uint64_t vbytes = 0;
     for (int i = 0; i < ts->vocab_size; i++)
         vbytes += strlen(ts->vocab[i]) + 1;
-    char *vocab = keep_add(&kp, malloc(vbytes ? vbytes : 1));
+    char *vocab = sq_keep_add(&kp, malloc(vbytes ? vbytes : 1));
     if (!vocab) {
         sq_err_set(err, "out of memory");
         goto out;
@@ -403,8 +219,8 @@ static int write_sqm(const sq_embed_model *m, const plan_linear *pl, const char 
     if (emb_qt == SQ_QT_F32) {
         ADD_REF("embeddings.word", SQ_CDT_F32, 2, d2, e->word_emb, V * E * 4);
     } else if (emb_qt == SQ_QT_S8) {
-        int8_t *q = keep_add(&kp, malloc(V * E));
-        float *sc = keep_add(&kp, malloc(V * 4));
+        int8_t *q = sq_keep_add(&kp, malloc(V * E));
+        float *sc = sq_keep_add(&kp, malloc(V * 4));
         if (!q || !sc) {
             sq_err_set(err, "out of memory");
             goto out;
@@ -414,8 +230,8 @@ static int write_sqm(const sq_embed_model *m, const plan_linear *pl, const char 
         ADD_REF("embeddings.word.scale", SQ_CDT_F32, 1, &V, sc, V * 4);
     } else {
         uint64_t G = (uint64_t)sq_embed_s4_groups(E), dq[2] = {V, (uint64_t)E / 2}, ds[2] = {V, G};
-        uint8_t *q = keep_add(&kp, calloc(V * E / 2, 1));
-        float *sc = keep_add(&kp, malloc(V * G * 4));
+        uint8_t *q = sq_keep_add(&kp, calloc(V * E / 2, 1));
+        float *sc = sq_keep_add(&kp, malloc(V * G * 4));
         if (!q || !sc) {
             sq_err_set(err, "out of memory");
             goto out;
@@ -453,7 +269,7 @@ static int write_sqm(const sq_embed_model *m, const plan_linear *pl, const char 
         ADD_REF(NAME("layer.%d.ln_ffn.gamma", l), SQ_CDT_F32, 1, &dh, L->ln_ffn_g, dh * 4);
         ADD_REF(NAME("layer.%d.ln_ffn.beta", l), SQ_CDT_F32, 1, &dh, L->ln_ffn_b, dh * 4);
         for (int k = 0; k < SQ_LIN_KINDS; k++) {
-            const plan_linear *p = &pl[l * SQ_LIN_KINDS + k];
+            const sq_plan_linear *p = &pl[l * SQ_LIN_KINDS + k];
             const sq_linear *lin = &L->lin[k];
             if (p->absent)
                 continue;
@@ -464,41 +280,8 @@ static int write_sqm(const sq_embed_model *m, const plan_linear *pl, const char 
                 ADD_REF(NAME("layer.%d.%s.bias", l, kn), SQ_CDT_F32, 1, &N, lin->b, N * 4);
                 continue;
             }
-            const sq_qweight *q = &p->qw;
-            const sq_qtype_traits *qt = sq_qtype_get(q->qtype);
-            /* scales and sums are 2-D for a grouped type, even with one group */
-            int sdim = qt->block ? 2 : 1;
-            uint64_t G = (uint64_t)sq_qweight_groups(q), NP = (uint64_t)q->n_pad;
-            uint64_t dsc[2] = {N, G}, dws[2] = {NP, G}, one = 1;
-            ADD_REF(NAME("layer.%d.%s.weight", l, kn), qt->cdtype, 2, dw, q->data, q->data_size);
-            ADD_REF(NAME("layer.%d.%s.scale", l, kn), SQ_CDT_F32, sdim, dsc, q->scale, N * G * 4);
-            ADD_REF(NAME("layer.%d.%s.wsum", l, kn), SQ_CDT_I32, sdim, dws, q->wsum, NP * G * 4);
-            ADD_REF(NAME("layer.%d.%s.bias", l, kn), SQ_CDT_F32, 1, &N, lin->b, N * 4);
-            if (p->s && !p->folded)
-                ADD_REF(NAME("layer.%d.%s.smooth", l, kn), SQ_CDT_F32, 1, &K, p->s, K * 4);
-            float *as = keep_add(&kp, malloc(4));
-            if (!as) {
-                sq_err_set(err, "out of memory");
-                goto out;
-            }
-            *as = p->act_scale;
-            ADD_REF(NAME("layer.%d.%s.act_scale", l, kn), SQ_CDT_F32, 1, &one, as, 4);
-            if (p->act_zero != 0) {
-                int32_t *az = keep_add(&kp, malloc(4));
-                if (!az) {
-                    sq_err_set(err, "out of memory");
-                    goto out;
-                }
-                *az = p->act_zero;
-                ADD_REF(NAME("layer.%d.%s.act_zero", l, kn), SQ_CDT_I32, 1, &one, az, 4);
-            }
-            if (p->n_outl > 0) {
-                uint64_t no = (uint64_t)p->n_outl, dow[2] = {no, N};
-                ADD_REF(NAME("layer.%d.%s.outlier_index", l, kn), SQ_CDT_I32, 1, &no, p->outl_idx,
-                        no * 4);
-                ADD_REF(NAME("layer.%d.%s.outlier_weight", l, kn), SQ_CDT_F32, 2, dow, p->outl_w,
-                        no * N * 4);
-            }
+            if (sq_plan_add_packed(w, &kp, l, kn, lin, p, err) != 0)
+                goto fail;
 #undef NAME
         }
     }
@@ -508,7 +291,7 @@ static int write_sqm(const sq_embed_model *m, const plan_linear *pl, const char 
         ADD_REF("class_head.bias", SQ_CDT_F64, 1, dc, ch->b, dc[0] * 8);
     }
     sq_container_writer_set_zstd(w, zstd_level);
-    if (sq_container_writer_write(w, path, err) != 0 || check_written(path, err) != 0)
+    if (sq_container_writer_write(w, path, err) != 0 || sq_sqm_check_written(path, err) != 0)
         goto out;
     rc = 0;
     goto out;
@@ -516,7 +299,7 @@ fail:
     sq_err_prefix(err, "%s", path);
 out:
     sq_container_writer_free(w);
-    keep_free(&kp);
+    sq_keep_free(&kp);
     return rc;
 }
 
@@ -528,72 +311,9 @@ static void warn_to_log(void *ctx, const char *msg)
     logf_(o, "warning: %s", msg);
 }
 
-static float safe_amax(float a)
-{
-    return isfinite(a) && a > 0 ? a : 1e-6f; /* an all-zero input: any scale works */
-}
 
-/* The int8 step and zero point of an input clipped at amax whose smallest
- * calibrated value is lo (lo_known false: unknown). A symmetric code range
- * spends half its codes on negatives; ReLU outputs have none and GELU
- * outputs none below -0.17, so where the input is (nearly) one-sided the
- * 255 codes cover [lo, amax] instead: step (amax - lo) / 254, zero point z
- * (sq_ref_round_s8_zp), up to half the step. Two-sided inputs, where the
- * gain would be under 25%, stay symmetric. */
-static void act_range(float amax, bool use_zero, bool lo_known, float lo, float *scale, int *zero)
-{
-    *scale = amax / 127.0f;
-    *zero = 0;
-    if (!use_zero || !lo_known || !(lo == lo))
-        return;
-    lo = fmaxf(fminf(lo, 0.0f), -amax);
-    if (lo < -0.6f * amax)
-        return;
-    double z = round(127.0 * ((double)amax + lo) / ((double)amax - lo));
-    if (z < 1.0)
-        return;
-    *zero = z > SQ_REF_MAX_ZERO ? SQ_REF_MAX_ZERO : (int)z;
-    *scale = (amax - lo) / 254.0f;
-}
 
-/* The clip (amax), step and zero point of one int8 input from its |x|
- * histogram. The error-driven methods (mse, entropy) weigh clipping against
- * the step; an input that gets a zero point has twice the levels (about
- * 2 qmax steps over [0, amax]), so its clip is chosen again for those. */
-static int select_act(const sq_hist *h, const sq_scale_params *sp, bool use_zero, bool lo_known,
-                      float lo, float *amax, float *scale, int *zero, sq_err *err)
-{
-    float a = 0;
-    if (sq_select_amax(h, sp, &a, err) != 0)
-        return -1;
-    *amax = safe_amax(a);
-    act_range(*amax, use_zero, lo_known, lo, scale, zero);
-    if (*zero != 0 && (sp->method == SQ_CALIB_MSE || sp->method == SQ_CALIB_ENTROPY)) {
-        sq_scale_params wide = *sp;
-        wide.qmax = 2 * sp->qmax;
-        if (sq_select_amax(h, &wide, &a, err) != 0)
-            return -1;
-        *amax = safe_amax(a);
-        act_range(*amax, use_zero, lo_known, lo, scale, zero);
-    }
-    return 0;
-}
 
-static void free_plan(plan_linear *pl, int n, float **w_orig)
-{
-    for (int i = 0; pl && i < n; i++) {
-        free(pl[i].s);
-        free(pl[i].outl_idx);
-        free(pl[i].outl_w);
-        free(pl[i].xmax_m);
-        free(pl[i].skip);
-        sq_qweight_free(&pl[i].qw);
-        if (w_orig)
-            free(w_orig[i]);
-    }
-    free(pl);
-    free(w_orig);
-}
 
 int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_stats *st,
                       const char *st_path, const sq_quantize_opts *o, const char *out_path,
@@ -610,7 +330,7 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
                           o->class_head->source ? o->class_head->source : "the head",
                           o->class_head->dim, model_arg, c->hidden);
     const int L = c->layers, NL = L * SQ_LIN_KINDS;
-    plan_linear *pl = calloc((size_t)NL, sizeof *pl);
+    sq_plan_linear *pl = calloc((size_t)NL, sizeof *pl);
     float **w_orig = calloc((size_t)NL, sizeof *w_orig); /* attn_out before the V fold */
     sq_act_capture cap = {0}, cap2 = {0};
     sq_model_digest md = {0};
@@ -671,7 +391,7 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
         rc = 0;
         goto out;
     }
-    const sq_scale_params sp = recipe_scale(r);
+    const sq_scale_params sp = sq_plan_recipe_scale(r);
     const bool int4_search = o->int4_search || r->int4_scale_search;
 
     /* 1b. Outlier channels of each packed linear (outlier_select.h), from
@@ -679,7 +399,7 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
      * them; SmoothQuant and the static range then see the other channels. */
     bool any_outl = false;
     for (int i = 0; r->outl_enabled && i < NL; i++) {
-        plan_linear *p = &pl[i];
+        sq_plan_linear *p = &pl[i];
         if (p->absent || p->res.qtype == SQ_QT_F32)
             continue;
         const sq_linear *lin = &m->enc.layers[i / SQ_LIN_KINDS].lin[i % SQ_LIN_KINDS];
@@ -731,7 +451,7 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
         for (int t = 0; t < SQ_LIN_KINDS; t++) {
             sq_linear_kind k = order[t];
             int i = l * SQ_LIN_KINDS + k;
-            plan_linear *p = &pl[i];
+            sq_plan_linear *p = &pl[i];
             if (p->absent || !p->res.smooth)
                 continue;
             sq_linear *lin = &Ly->lin[k];
@@ -749,7 +469,7 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
             float alpha = (float)p->res.alpha.value;
             search.qtype = p->res.qtype; /* tune for the type the linear ships as */
             if (p->res.alpha.is_auto &&
-                search_alpha(cap.rows[i], cap.n_rows[i], lin, p, xmax, wmax, &search, &alpha,
+                sq_plan_search_alpha(cap.rows[i], cap.n_rows[i], lin, p, xmax, wmax, &search, &alpha,
                              err) != 0) {
                 free(wmax);
                 sq_err_prefix(err, "%s", rep->linears[i].name);
@@ -816,7 +536,7 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
             goto out;
     }
     for (int i = 0; i < NL; i++) {
-        plan_linear *p = &pl[i];
+        sq_plan_linear *p = &pl[i];
         if (p->res.qtype == SQ_QT_F32)
             continue;
         const sq_act_stats *xs = sq_calib_stats_at(st, i / SQ_LIN_KINDS, (sq_linear_kind)(i % SQ_LIN_KINDS));
@@ -833,11 +553,11 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
             lo_known = lo_known && lo >= 0.0f;
         bool use_zero = r->zero_point && sq_qtype_get(p->res.qtype)->act_zero;
         if (remapped && !pass_b) { /* minmax: the range follows from the channel maxima */
-            p->act_amax = safe_amax(sq_smooth_act_absmax(p->xmax_m ? p->xmax_m : xs->ch_max_abs,
+            p->act_amax = sq_plan_safe_amax(sq_smooth_act_absmax(p->xmax_m ? p->xmax_m : xs->ch_max_abs,
                                                          p->s ? p->s : ones,
                                                          xs->channels));
-            act_range(p->act_amax, use_zero, lo_known, lo, &p->act_scale, &p->act_zero);
-        } else if (select_act(remapped ? &cap2.stats[i].hist : &xs->hist, &sp, use_zero, lo_known,
+            sq_plan_act_range(p->act_amax, use_zero, lo_known, lo, &p->act_scale, &p->act_zero);
+        } else if (sq_plan_select_act(remapped ? &cap2.stats[i].hist : &xs->hist, &sp, use_zero, lo_known,
                               lo, &p->act_amax, &p->act_scale, &p->act_zero, err) != 0) {
             goto out;
         }
@@ -847,7 +567,7 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
 
     /* 5. Quantize and pack every linear; measure its output error. */
     for (int i = 0; i < NL; i++) {
-        plan_linear *p = &pl[i];
+        sq_plan_linear *p = &pl[i];
         sq_linear_report *lr = &rep->linears[i];
         if (p->absent)
             continue;
@@ -856,13 +576,13 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
         const sq_linear *lin = &m->enc.layers[l].lin[k];
         const sq_act_stats *xs = sq_calib_stats_at(st, l, k);
         if (p->res.qtype != SQ_QT_F32) {
-            if (quantize_linear(lin, p->folded ? NULL : p->s, p->s, xs, p->res.qtype, int4_search,
+            if (sq_plan_quantize_linear(lin, p->folded ? NULL : p->s, p->s, xs, p->res.qtype, int4_search,
                                 p, &p->qw, err) != 0) {
                 sq_err_prefix(err, "%s", lr->name);
                 goto out;
             }
             const float *wref = p->folded ? w_orig[i] : lin->w;
-            if (quantized_error(cap.rows[i], cap.n_rows[i], wref, lin->b, lin->out, lin->in, p->s,
+            if (sq_plan_quantized_error(cap.rows[i], cap.n_rows[i], wref, lin->b, lin->out, lin->in, p->s,
                                 p->act_scale, p->act_zero, p, &p->qw, &lr->err, err) != 0)
                 goto out;
             if (p->s) { /* the same linear without SmoothQuant, for the report */
@@ -870,19 +590,19 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
                 sq_qweight qn = {0};
                 float amax_n = 0, scale_n = 1;
                 int zero_n = 0;
-                bool ok = quantize_linear(&plain, NULL, NULL, xs, p->res.qtype, int4_search, NULL,
+                bool ok = sq_plan_quantize_linear(&plain, NULL, NULL, xs, p->res.qtype, int4_search, NULL,
                                           &qn, err) == 0 &&
-                          select_act(&xs->hist, &sp,
+                          sq_plan_select_act(&xs->hist, &sp,
                                      r->zero_point && sq_qtype_get(p->res.qtype)->act_zero,
                                      xs->rows > 0, xs->min, &amax_n, &scale_n, &zero_n, err) == 0;
-                ok = ok && quantized_error(cap.rows[i], cap.n_rows[i], wref, lin->b, lin->out,
+                ok = ok && sq_plan_quantized_error(cap.rows[i], cap.n_rows[i], wref, lin->b, lin->out,
                                            lin->in, NULL, scale_n, zero_n, NULL, &qn,
                                            &lr->err_nosmooth, err) == 0;
                 sq_qweight_free(&qn);
                 if (!ok)
                     goto out;
             }
-            lr->bytes_packed = packed_bytes(&p->qw);
+            lr->bytes_packed = sq_plan_packed_bytes(&p->qw);
         }
         if (lr->qtype == SQ_QT_F32)
             logf_(o, "%-18s [%5d x %5d] %-9s %9" PRIu64 " bytes (kept)", lr->name, lr->n, lr->k,
@@ -926,7 +646,7 @@ out:
     sq_act_capture_free(&cap);
     sq_act_capture_free(&cap2);
     sq_model_digest_free(&md);
-    free_plan(pl, NL, w_orig);
+    sq_plan_free(pl, NL, w_orig);
     if (rc != 0)
         sq_quantize_report_free(rep);
     return rc;

@@ -1,0 +1,301 @@
+#include "quant_plan.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "container.h"
+#include "pack.h"
+#include "qlinear_eval.h"
+#include "qlinear_ref.h"
+#include "quant_weights.h"
+#include "sqm_model.h"
+#include "sqm_schema.h"
+
+sq_scale_params sq_plan_recipe_scale(const sq_recipe *r)
+{
+    static const sq_calib_method map[SQ_OBS_COUNT] = {
+        [SQ_OBS_MINMAX] = SQ_CALIB_MINMAX, [SQ_OBS_PERCENTILE] = SQ_CALIB_PERCENTILE,
+        [SQ_OBS_ENTROPY] = SQ_CALIB_ENTROPY, [SQ_OBS_MSE] = SQ_CALIB_MSE};
+    sq_scale_params p;
+    sq_scale_params_default(&p, map[r->observer]);
+    p.percentile = r->percentile;
+    p.skip_zeros = r->skip_zeros;
+    return p;
+}
+
+/* Relative output error of the quantized linear as the runtime computes
+ * it (the linear.c path on the packed weights, qlinear_eval.h) against
+ * x W^T + b in fp32. */
+int sq_plan_quantized_error(const float *x, int rows, const float *w_ref, const float *bias, int N,
+                           int K, const float *s, float act_scale, int act_zero,
+                           const sq_plan_linear *p, const sq_qweight *qw, double *out, sq_err *err)
+{
+    float *ref = malloc((size_t)rows * N * sizeof *ref);
+    if (!ref)
+        return sq_err_set(err, "out of memory");
+    sq_fp32_linear(x, rows, K, w_ref, N, bias, ref);
+    int rc = sq_qlinear_error(x, rows, qw, bias, s, act_scale, act_zero, p ? p->n_outl : 0,
+                              p ? p->outl_idx : NULL, p ? p->outl_w : NULL, ref, out, err);
+    free(ref);
+    return rc;
+}
+
+/* Quantize W (times diag(scale_s) when given) to qt. The int4 importance of
+ * input j is the calibration sum of x_j^2 / imp_s_j^2 (the smoothed input).
+ * With p (n_outl > 0): the outlier columns of W diag(scale_s) go to
+ * p->outl_w [n_outl][N] and are zeroed before quantizing, so no outlier
+ * sets a row's weight scale. */
+int sq_plan_quantize_linear(const sq_linear *lin, const float *scale_s, const float *imp_s,
+                           const sq_act_stats *xs, sq_qtype qt, bool int4_search,
+                           sq_plan_linear *p, sq_qweight *qw, sq_err *err)
+{
+    const int K = lin->in, N = lin->out;
+    float *w = malloc((size_t)N * K * sizeof *w), *imp = malloc((size_t)K * sizeof *imp);
+    if (!w || !imp) {
+        free(w);
+        free(imp);
+        return sq_err_set(err, "out of memory");
+    }
+    memcpy(w, lin->w, (size_t)N * K * sizeof *w);
+    for (int j = 0; j < K; j++)
+        imp[j] = (float)(xs->ch_sumsq[j] / (imp_s ? (double)imp_s[j] * imp_s[j] : 1.0));
+    if (scale_s)
+        sq_smooth_scale_weights(w, N, K, scale_s);
+    if (p && p->n_outl > 0) {
+        free(p->outl_w);
+        if (!(p->outl_w = malloc((size_t)p->n_outl * N * sizeof *p->outl_w))) {
+            free(w);
+            free(imp);
+            return sq_err_set(err, "out of memory");
+        }
+        for (int o = 0; o < p->n_outl; o++) {
+            const int j = p->outl_idx[o];
+            for (int n = 0; n < N; n++) {
+                p->outl_w[(size_t)o * N + n] = w[(size_t)n * K + j];
+                w[(size_t)n * K + j] = 0.0f;
+            }
+            imp[j] = 0.0f;
+        }
+    }
+    sq_quant_opts qo = {.importance = imp, .int4_search = int4_search};
+    int rc = sq_quantize_weights(w, N, K, qt, &qo, qw, err);
+    free(w);
+    free(imp);
+    return rc;
+}
+
+/* SmoothQuant's alpha search (smoothquant.h) on the channels that stay in
+ * the integer GEMM: with outlier channels, on copies of the sample rows and
+ * of W whose outlier columns are 0 (the fp32 side path is exact whatever
+ * alpha is). */
+int sq_plan_search_alpha(const float *x, int rows, const sq_linear *lin, const sq_plan_linear *p,
+                        const float *xmax, const float *wmax, const sq_smooth_search *search,
+                        float *alpha, sq_err *err)
+{
+    const int K = lin->in, N = lin->out;
+    if (p->n_outl == 0)
+        return sq_smooth_search_alpha(x, rows, K, lin->w, N, lin->b, xmax, wmax, search, alpha,
+                                      NULL, NULL, err);
+    float *xz = malloc(((size_t)rows * K + 1) * sizeof *xz), *wz = malloc((size_t)N * K * sizeof *wz);
+    if (!xz || !wz) {
+        free(xz);
+        free(wz);
+        return sq_err_set(err, "out of memory");
+    }
+    memcpy(xz, x, (size_t)rows * K * sizeof *xz);
+    memcpy(wz, lin->w, (size_t)N * K * sizeof *wz);
+    for (int o = 0; o < p->n_outl; o++) {
+        const int j = p->outl_idx[o];
+        for (int r = 0; r < rows; r++)
+            xz[(size_t)r * K + j] = 0.0f;
+        for (int n = 0; n < N; n++)
+            wz[(size_t)n * K + j] = 0.0f;
+    }
+    int rc = sq_smooth_search_alpha(xz, rows, K, wz, N, lin->b, xmax, wmax, search, alpha, NULL,
+                                    NULL, err);
+    free(xz);
+    free(wz);
+    return rc;
+}
+
+uint64_t sq_plan_packed_bytes(const sq_qweight *q)
+{
+    int cols = sq_qweight_groups(q);
+    return q->data_size + (uint64_t)q->n * cols * 4 + (uint64_t)q->n_pad * cols * 4;
+}
+
+
+
+void *sq_keep_add(sq_keep *k, void *p)
+{
+    if (!p)
+        return NULL;
+    if (k->n == k->cap) {
+        int nc = k->cap ? k->cap * 2 : 64;
+        void **a = realloc(k->p, (size_t)nc * sizeof *a);
+        if (!a) {
+            free(p);
+            return NULL;
+        }
+        k->p = a;
+        k->cap = nc;
+    }
+    k->p[k->n++] = p;
+    return p;
+}
+
+void sq_keep_free(sq_keep *k)
+{
+    for (int i = 0; i < k->n; i++)
+        free(k->p[i]);
+    free(k->p);
+}
+
+/* The writer's self-check (debug builds, or SQUINT_WRITE_CHECK set: the CLI
+ * tests set it): the file just written, read back as the loader reads it,
+ * matches the schema (libquant/sqm_schema.c) with every tensor accounted
+ * for. A failure is a writer bug; the file is removed. */
+int sq_sqm_check_written(const char *path, sq_err *err)
+{
+#ifdef NDEBUG
+    const char *env = getenv("SQUINT_WRITE_CHECK");
+    if (!env || !*env || strcmp(env, "0") == 0)
+        return 0;
+#endif
+    sq_container c;
+    sq_sqm_schema_ctx ctx;
+    sq_sqm_info info;
+    int rc = sq_container_open(path, SQ_KIND_SQM, &c, err);
+    if (rc == 0) {
+        rc = sq_sqm_read_meta(&c, &ctx, &info, err) != 0 ||
+                     sq_sqm_check_schema(&c, &ctx, SQ_SQM_STRICT, err) != 0
+                 ? -1
+                 : 0;
+        sq_container_close(&c);
+    }
+    if (rc != 0) {
+        sq_err_prefix(err, "internal error: the written file fails the .sqm schema");
+        remove(path);
+    }
+    return rc;
+}
+
+float sq_plan_safe_amax(float a)
+{
+    return isfinite(a) && a > 0 ? a : 1e-6f; /* an all-zero input: any scale works */
+}
+
+/* The int8 step and zero point of an input clipped at amax whose smallest
+ * calibrated value is lo (lo_known false: unknown). A symmetric code range
+ * spends half its codes on negatives; ReLU outputs have none and GELU
+ * outputs none below -0.17, so where the input is (nearly) one-sided the
+ * 255 codes cover [lo, amax] instead: step (amax - lo) / 254, zero point z
+ * (sq_ref_round_s8_zp), up to half the step. Two-sided inputs, where the
+ * gain would be under 25%, stay symmetric. */
+void sq_plan_act_range(float amax, bool use_zero, bool lo_known, float lo, float *scale, int *zero)
+{
+    *scale = amax / 127.0f;
+    *zero = 0;
+    if (!use_zero || !lo_known || !(lo == lo))
+        return;
+    lo = fmaxf(fminf(lo, 0.0f), -amax);
+    if (lo < -0.6f * amax)
+        return;
+    double z = round(127.0 * ((double)amax + lo) / ((double)amax - lo));
+    if (z < 1.0)
+        return;
+    *zero = z > SQ_REF_MAX_ZERO ? SQ_REF_MAX_ZERO : (int)z;
+    *scale = (amax - lo) / 254.0f;
+}
+
+/* The clip (amax), step and zero point of one int8 input from its |x|
+ * histogram. The error-driven methods (mse, entropy) weigh clipping against
+ * the step; an input that gets a zero point has twice the levels (about
+ * 2 qmax steps over [0, amax]), so its clip is chosen again for those. */
+int sq_plan_select_act(const sq_hist *h, const sq_scale_params *sp, bool use_zero, bool lo_known,
+                      float lo, float *amax, float *scale, int *zero, sq_err *err)
+{
+    float a = 0;
+    if (sq_select_amax(h, sp, &a, err) != 0)
+        return -1;
+    *amax = sq_plan_safe_amax(a);
+    sq_plan_act_range(*amax, use_zero, lo_known, lo, scale, zero);
+    if (*zero != 0 && (sp->method == SQ_CALIB_MSE || sp->method == SQ_CALIB_ENTROPY)) {
+        sq_scale_params wide = *sp;
+        wide.qmax = 2 * sp->qmax;
+        if (sq_select_amax(h, &wide, &a, err) != 0)
+            return -1;
+        *amax = sq_plan_safe_amax(a);
+        sq_plan_act_range(*amax, use_zero, lo_known, lo, scale, zero);
+    }
+    return 0;
+}
+
+void sq_plan_free(sq_plan_linear *pl, int n, float **w_orig)
+{
+    for (int i = 0; pl && i < n; i++) {
+        free(pl[i].s);
+        free(pl[i].outl_idx);
+        free(pl[i].outl_w);
+        free(pl[i].xmax_m);
+        free(pl[i].skip);
+        sq_qweight_free(&pl[i].qw);
+        if (w_orig)
+            free(w_orig[i]);
+    }
+    free(pl);
+    free(w_orig);
+}
+
+#define NAME(...) (snprintf(name, sizeof name, __VA_ARGS__), name)
+#define ADD_REF(name, dt, nd, dims, ptr, size)                                                     \
+    do {                                                                                           \
+        if (sq_container_writer_add_tensor_ref(w, name, dt, nd, dims, ptr, size, err) != 0)        \
+            return -1;                                                                             \
+    } while (0)
+int sq_plan_add_packed(sq_container_writer *w, sq_keep *kp, int l, const char *kn,
+                       const sq_linear *lin, const sq_plan_linear *p, sq_err *err)
+{
+    char name[96];
+    uint64_t N = (uint64_t)lin->out, K = (uint64_t)lin->in, dw[2] = {N, K};
+        const sq_qweight *q = &p->qw;
+        const sq_qtype_traits *qt = sq_qtype_get(q->qtype);
+        /* scales and sums are 2-D for a grouped type, even with one group */
+        int sdim = qt->block ? 2 : 1;
+        uint64_t G = (uint64_t)sq_qweight_groups(q), NP = (uint64_t)q->n_pad;
+        uint64_t dsc[2] = {N, G}, dws[2] = {NP, G}, one = 1;
+        ADD_REF(NAME("layer.%d.%s.weight", l, kn), qt->cdtype, 2, dw, q->data, q->data_size);
+        ADD_REF(NAME("layer.%d.%s.scale", l, kn), SQ_CDT_F32, sdim, dsc, q->scale, N * G * 4);
+        ADD_REF(NAME("layer.%d.%s.wsum", l, kn), SQ_CDT_I32, sdim, dws, q->wsum, NP * G * 4);
+        ADD_REF(NAME("layer.%d.%s.bias", l, kn), SQ_CDT_F32, 1, &N, lin->b, N * 4);
+        if (p->s && !p->folded)
+            ADD_REF(NAME("layer.%d.%s.smooth", l, kn), SQ_CDT_F32, 1, &K, p->s, K * 4);
+        float *as = sq_keep_add(kp, malloc(4));
+        if (!as) {
+            sq_err_set(err, "out of memory");
+            return -1;
+        }
+        *as = p->act_scale;
+        ADD_REF(NAME("layer.%d.%s.act_scale", l, kn), SQ_CDT_F32, 1, &one, as, 4);
+        if (p->act_zero != 0) {
+            int32_t *az = sq_keep_add(kp, malloc(4));
+            if (!az) {
+                sq_err_set(err, "out of memory");
+                return -1;
+            }
+            *az = p->act_zero;
+            ADD_REF(NAME("layer.%d.%s.act_zero", l, kn), SQ_CDT_I32, 1, &one, az, 4);
+        }
+        if (p->n_outl > 0) {
+            uint64_t no = (uint64_t)p->n_outl, dow[2] = {no, N};
+            ADD_REF(NAME("layer.%d.%s.outlier_index", l, kn), SQ_CDT_I32, 1, &no, p->outl_idx,
+                    no * 4);
+            ADD_REF(NAME("layer.%d.%s.outlier_weight", l, kn), SQ_CDT_F32, 2, dow, p->outl_w,
+                    no * N * 4);
+        }
+    return 0;
+}
+#undef ADD_REF
+#undef NAME
