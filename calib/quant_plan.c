@@ -1,6 +1,7 @@
 #include "quant_plan.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -299,3 +300,15 @@ int sq_plan_add_packed(sq_container_writer *w, sq_keep *kp, int l, const char *k
 }
 #undef ADD_REF
 #undef NAME
+
+void sq_quantize_log(const sq_quantize_opts *o, const char *fmt, ...)
+{
+    if (!o->log)
+        return;
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    o->log(o->log_ctx, line);
+}

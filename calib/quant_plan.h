@@ -14,6 +14,7 @@
 #include "act_stats.h"
 #include "container.h"
 #include "linear.h"
+#include "quantizer.h"
 #include "recipe.h"
 #include "scale_select.h"
 #include "smoothquant.h"
@@ -107,6 +108,9 @@ int sq_plan_select_act(const sq_hist *h, const sq_scale_params *sp, bool use_zer
  * name kn; scalars live in kp until the writer has written. */
 int sq_plan_add_packed(sq_container_writer *w, sq_keep *kp, int l, const char *kn,
                        const sq_linear *lin, const sq_plan_linear *p, sq_err *err);
+
+/* One line of the quantizer's log (o->log; nothing when unset). */
+void sq_quantize_log(const sq_quantize_opts *o, const char *fmt, ...) SQ_PRINTF(2, 3);
 
 /* Free the plans' arrays (and w_orig[i] when given), then the arrays. */
 void sq_plan_free(sq_plan_linear *pl, int n, float **w_orig);

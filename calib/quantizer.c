@@ -35,18 +35,6 @@ void sq_quantize_report_free(sq_quantize_report *r)
 
 
 
-static void logf_(const sq_quantize_opts *o, const char *fmt, ...) SQ_PRINTF(2, 3);
-static void logf_(const sq_quantize_opts *o, const char *fmt, ...)
-{
-    if (!o->log)
-        return;
-    char line[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    o->log(o->log_ctx, line);
-}
 
 
 
@@ -308,7 +296,7 @@ out:
 static void warn_to_log(void *ctx, const char *msg)
 {
     const sq_quantize_opts *o = ctx;
-    logf_(o, "warning: %s", msg);
+    sq_quantize_log(o, "warning: %s", msg);
 }
 
 
@@ -433,7 +421,7 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
         if (sq_act_capture_init(&cap, st, o->capture_rows, err) != 0)
             goto out;
         sq_observer obs = sq_act_capture_observer(&cap);
-        logf_(o, "replaying calibration samples for activation rows ...");
+        sq_quantize_log(o, "replaying calibration samples for activation rows ...");
         if (sq_calib_replay(m, st, o->bundled_corpus, o->corpus, o->n_corpus, o->batch, &obs, 64,
                             err) != 0 ||
             sq_act_capture_check(&cap, err) != 0)
@@ -529,7 +517,7 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
             cap2.skip[i] = pl[i].skip;
         }
         sq_observer obs2 = sq_act_capture_observer(&cap2);
-        logf_(o, "replaying calibration samples for the smoothed activation ranges ...");
+        sq_quantize_log(o, "replaying calibration samples for the smoothed activation ranges ...");
         if (sq_calib_replay(m, st, o->bundled_corpus, o->corpus, o->n_corpus, o->batch, &obs2, 0,
                             err) != 0 ||
             sq_act_capture_check(&cap2, err) != 0)
@@ -605,7 +593,7 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
             lr->bytes_packed = sq_plan_packed_bytes(&p->qw);
         }
         if (lr->qtype == SQ_QT_F32)
-            logf_(o, "%-18s [%5d x %5d] %-9s %9" PRIu64 " bytes (kept)", lr->name, lr->n, lr->k,
+            sq_quantize_log(o, "%-18s [%5d x %5d] %-9s %9" PRIu64 " bytes (kept)", lr->name, lr->n, lr->k,
                   "fp32", lr->bytes_fp32);
         else {
             char extra[64] = "";
@@ -613,11 +601,11 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
                 snprintf(extra, sizeof extra, "  %d outlier channel%s in fp32", lr->n_outliers,
                          lr->n_outliers == 1 ? "" : "s");
             if (lr->smooth)
-                logf_(o, "%-18s [%5d x %5d] %-9s %9" PRIu64 " -> %8" PRIu64 " bytes  alpha %.2f  err %.4f (plain %.4f)%s",
+                sq_quantize_log(o, "%-18s [%5d x %5d] %-9s %9" PRIu64 " -> %8" PRIu64 " bytes  alpha %.2f  err %.4f (plain %.4f)%s",
                       lr->name, lr->n, lr->k, sq_qtype_get(lr->qtype)->name, lr->bytes_fp32,
                       lr->bytes_packed, (double)lr->alpha, lr->err, lr->err_nosmooth, extra);
             else
-                logf_(o, "%-18s [%5d x %5d] %-9s %9" PRIu64 " -> %8" PRIu64 " bytes  err %.4f%s",
+                sq_quantize_log(o, "%-18s [%5d x %5d] %-9s %9" PRIu64 " -> %8" PRIu64 " bytes  err %.4f%s",
                       lr->name, lr->n, lr->k, sq_qtype_get(lr->qtype)->name, lr->bytes_fp32,
                       lr->bytes_packed, lr->err, extra);
         }

@@ -8,6 +8,7 @@
 
 #include "calibrate.h"
 #include "cli.h"
+#include "dec_quantize.h"
 #include "embedder.h"
 #include "data_dir.h"
 #include "file_hash.h"
@@ -27,6 +28,8 @@ static const char *const help =
     "options:\n"
     "  --calib FILE.sqc   statistics from `squint calibrate` (default: calibrate on the\n"
     "                     bundled corpus first, 256 samples)\n"
+    "  --dynamic-acts     causal LMs: int8 activations quantized per row at run time\n"
+    "                     (per token; no static range, act_scale 0 in the file)\n"
     "  --recipe FILE      YAML recipe (recipes/README.md; default: int8, SmoothQuant 0.5\n"
     "                     on the LayerNorm outputs, percentile 99.99)\n"
     "  -o, --output FILE  the .sqm to write\n"
@@ -89,8 +92,40 @@ static void print_json(const sq_quantize_report *rep, const char *out, bool dry)
     json_decref(root);
 }
 
+/* A causal LM (a llama2.c checkpoint): decoder/dec_quantize.h. */
+static int quantize_decoder(const char *model_arg, const char *calib, const sq_quantize_opts *qo,
+                            int dynamic, const char *out)
+{
+    sq_err err = {0};
+    if (!calib)
+        return cli_usage_error("quantize", "%s is a causal LM: give its statistics with --calib "
+                               "(squint calibrate %s --corpus TEXT -o X.sqc)", model_arg, model_arg);
+    sq_llama_model m;
+    if (sq_llama_model_open(model_arg, NULL, &m, &err) != 0)
+        return cli_fail("quantize", &err);
+    sq_calib_stats st;
+    if (sq_calib_stats_load(calib, &st, &err) != 0) {
+        sq_llama_model_close(&m);
+        return cli_fail("quantize", &err);
+    }
+    sq_quantize_report rep;
+    int rc = sq_dec_quantize(&m, model_arg, &st, calib, qo, dynamic != 0, out, &rep, &err);
+    sq_calib_stats_free(&st);
+    sq_llama_model_close(&m);
+    if (rc != 0)
+        return cli_fail("quantize", &err);
+    if (!qo->dry_run)
+        fprintf(stderr, "squint quantize: wrote %s: %llu bytes (%.1f%% of the %llu-byte checkpoint and tokenizer)\n",
+                out, (unsigned long long)rep.bytes_out,
+                rep.bytes_in ? 100.0 * rep.bytes_out / rep.bytes_in : 0.0,
+                (unsigned long long)rep.bytes_in);
+    sq_quantize_report_free(&rep);
+    return SQ_EXIT_OK;
+}
+
 int cmd_quantize(int argc, char **argv)
 {
+    enum { O_DYNAMIC = 512 };
     enum { O_CALIB = 256, O_RECIPE, O_CORPUS, O_SEARCH, O_COMPRESS, O_STRICT, O_DRY, O_JSON,
            O_HEAD };
     static const struct option opts[] = {
@@ -99,13 +134,14 @@ int cmd_quantize(int argc, char **argv)
         {"int4-search", no_argument, 0, O_SEARCH},  {"compress", optional_argument, 0, O_COMPRESS},
         {"strict", no_argument, 0, O_STRICT},       {"dry-run", no_argument, 0, O_DRY},
         {"json", no_argument, 0, O_JSON},           {"threads", required_argument, 0, 't'},
-        {"head", required_argument, 0, O_HEAD},
+        {"head", required_argument, 0, O_HEAD},     {"dynamic-acts", no_argument, 0, O_DYNAMIC},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     const char *calib = NULL, *recipe_path = NULL, *out = NULL, *head_path = NULL;
     const char **corpus = calloc((size_t)argc + 1, sizeof *corpus);
     size_t n_corpus = 0;
     long threads = 0, lvl;
-    int zstd_level = 0, strict = 0, dry = 0, json = 0, search = 0, rc = SQ_EXIT_BADINPUT;
+    int zstd_level = 0, strict = 0, dry = 0, json = 0, search = 0, dynamic = 0;
+    int rc = SQ_EXIT_BADINPUT;
     optind = 1;
     int c;
     while ((c = getopt_long(argc, argv, "o:t:h", opts, NULL)) != -1) {
@@ -116,6 +152,7 @@ int cmd_quantize(int argc, char **argv)
         case O_CORPUS: corpus[n_corpus++] = optarg; break;
         case O_HEAD: head_path = optarg; break;
         case O_SEARCH: search = 1; break;
+        case O_DYNAMIC: dynamic = 1; break;
         case O_COMPRESS:
             if (!optarg)
                 zstd_level = 19;
@@ -156,6 +193,20 @@ int cmd_quantize(int argc, char **argv)
     if ((recipe_path ? sq_recipe_load_file(recipe_path, &recipe, &err)
                      : sq_recipe_default(&recipe)) != 0) {
         rc = cli_fail("quantize", &err);
+        goto done;
+    }
+    if (sq_llama_is_checkpoint(model_arg)) {
+        sq_quantize_opts qo = {.recipe = &recipe, .strict = strict, .int4_search = search,
+                               .corpus = corpus, .n_corpus = n_corpus, .batch = 16,
+                               .capture_rows = 512, .zstd_level = zstd_level, .dry_run = dry,
+                               .log = json ? NULL : log_line};
+        rc = quantize_decoder(model_arg, calib, &qo, dynamic, out);
+        sq_recipe_free(&recipe);
+        goto done;
+    }
+    if (dynamic) {
+        sq_recipe_free(&recipe);
+        rc = cli_usage_error("quantize", "--dynamic-acts is for causal LMs");
         goto done;
     }
     sq_embed_model m;

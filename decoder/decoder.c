@@ -32,7 +32,7 @@ static int make_linear(sq_linear *l, int in, const float *a, int na, const float
     return 0;
 }
 
-static int rope_tables(sq_decoder *d)
+int sq_decoder_rope_tables(sq_decoder *d)
 {
     const int half = d->cfg.head_dim / 2;
     const size_t n = (size_t)d->cfg.max_pos * half;
@@ -113,7 +113,7 @@ int sq_decoder_from_llama(sq_llama_ckpt *ck, sq_decoder *d, sq_err *err)
         cl->b = d->cls_bias;
         d->cls_bias = NULL; /* owned by the linear */
     }
-    if (rope_tables(d) != 0)
+    if (sq_decoder_rope_tables(d) != 0)
         goto oom;
     sq_llama_ckpt_free(ck);
     return 0;

@@ -54,6 +54,8 @@ typedef struct sq_decoder {
  * the decoder or copied (the fused linears), and ck is freed either way. */
 int sq_decoder_from_llama(sq_llama_ckpt *ck, sq_decoder *d, sq_err *err);
 void sq_decoder_free(sq_decoder *d);
+/* The RoPE tables of d->cfg (the loaders call it). */
+int sq_decoder_rope_tables(sq_decoder *d);
 
 /* The KV cache and the activation buffers of one sequence, planned once:
  * no allocation in the forward pass. */

@@ -7,6 +7,7 @@
 
 #include "fileio.h"
 #include "sqm_model.h"
+#include "dec_sqm.h"
 #include <sys/stat.h>
 
 static char *dir_of(const char *path)
@@ -75,6 +76,12 @@ bool sq_llama_is_checkpoint(const char *path)
 int sq_llama_model_open(const char *path, const char *tokenizer, sq_llama_model *m, sq_err *err)
 {
     memset(m, 0, sizeof *m);
+    if (sq_sqm_sniff(path)) {
+        if (tokenizer)
+            return sq_err_set(err, "%s: a packed model holds its tokenizer: --tokenizer does not "
+                                   "apply", path);
+        return sq_dec_sqm_open(path, m, err);
+    }
     sq_llama_ckpt ck;
     if (sq_llama_ckpt_load(path, &ck, err) != 0)
         return -1;
@@ -93,5 +100,9 @@ void sq_llama_model_close(sq_llama_model *m)
     sq_decoder_free(&m->dec);
     sq_bpe_free(m->tok);
     free(m->tokenizer_path);
+    if (m->sqm) {
+        sq_container_close(m->sqm);
+        free(m->sqm);
+    }
     memset(m, 0, sizeof *m);
 }

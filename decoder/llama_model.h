@@ -12,7 +12,8 @@
 typedef struct sq_llama_model {
     sq_decoder dec;
     sq_bpe *tok;
-    char *tokenizer_path; /* the tokenizer file used (malloc'd) */
+    char *tokenizer_path; /* the tokenizer file used (malloc'd); a .sqm's own path */
+    struct sq_container *sqm; /* a packed model's mapping (dec_sqm.h), NULL for a checkpoint */
 } sq_llama_model;
 
 /* True when path names a llama2.c checkpoint: a regular file that is not a
@@ -20,7 +21,8 @@ typedef struct sq_llama_model {
  * the reader itself proves the rest). */
 bool sq_llama_is_checkpoint(const char *path);
 
-/* tokenizer NULL: look next to the checkpoint. */
+/* A llama2.c checkpoint, or a decoder .sqm (dec_sqm.h: tokenizer must be
+ * NULL, the file holds it). tokenizer NULL: look next to the checkpoint. */
 int sq_llama_model_open(const char *path, const char *tokenizer, sq_llama_model *m, sq_err *err);
 void sq_llama_model_close(sq_llama_model *m);
 

@@ -9,6 +9,7 @@
 #include "qlinear_ref.h"
 #include "qweight_check.h"
 #include "sqm_schema.h"
+#include "decoder_config.h"
 #include "yaml_tree.h"
 
 bool sq_sqm_sniff(const char *path)
@@ -48,6 +49,40 @@ static const float *need_finite(const sq_container *c, const char *name, bool po
     return v;
 }
 
+/* A causal LM's metadata (SQM.md section 10): its config, the tokenizer's
+ * vocabulary size, embeddings_type fp32 and the guard. */
+static int read_decoder_meta(const sq_container *c, const yt_node *r, const yt_node *conf,
+                             sq_sqm_schema_ctx *ctx, sq_sqm_info *info, sq_err *err)
+{
+    const char *s;
+    int64_t v;
+    ctx->decoder = true;
+    if (sq_decoder_config_from_yaml(conf, &ctx->dec, err) != 0)
+        return -1;
+    ctx->cfg.layers = ctx->dec.n_layers;
+    ctx->cfg.vocab_size = ctx->dec.vocab;
+    ctx->cfg.hidden = ctx->cfg.embed_dim = ctx->dec.dim;
+    if (yt_get_string(r, "embeddings_type", &s, err) != 0 || strcmp(s, "fp32") != 0)
+        return sq_err_set(err, "%s: metadata embeddings_type of a causal LM must be fp32", c->path);
+    ctx->emb_qt = SQ_QT_F32;
+    if (yt_get(r, "activation_guard")) {
+        if (yt_get_string(r, "activation_guard", &s, err) != 0 ||
+            (strcmp(s, "row") != 0 && strcmp(s, "clip") != 0))
+            return sq_err_set(err, "%s: metadata activation_guard must be row or clip", c->path);
+        info->guard_rows = strcmp(s, "row") == 0;
+    }
+    const yt_node *tok = yt_get(r, "tokenizer");
+    if (!tok || yt_get_string(tok, "type", &s, err) != 0 || strcmp(s, "llama2c-bpe") != 0)
+        return sq_err_set(err, "%s: metadata tokenizer.type of a causal LM must be llama2c-bpe",
+                          c->path);
+    if (yt_get_int64(tok, "vocab_size", 3, 1 << 22, &v, err) != 0 || v != ctx->dec.vocab)
+        return sq_err_set(err, "%s: metadata tokenizer.vocab_size must equal config.vocab_size %d",
+                          c->path, ctx->dec.vocab);
+    ctx->tok_vocab_size = v;
+    info->max_seq = ctx->dec.max_pos;
+    return 0;
+}
+
 int sq_sqm_read_meta(const sq_container *c, sq_sqm_schema_ctx *ctx, sq_sqm_info *info,
                      sq_err *err)
 {
@@ -75,6 +110,11 @@ int sq_sqm_read_meta(const sq_container *c, sq_sqm_schema_ctx *ctx, sq_sqm_info 
     }
     if (!(conf = yt_require(r, "config", err)))
         goto out;
+    const yt_node *arch = yt_get(r, "architecture");
+    if (arch && yt_scalar(arch) && strcmp(yt_scalar(arch), "llama") == 0) {
+        rc = read_decoder_meta(c, r, conf, ctx, info, err);
+        goto out;
+    }
     if (sq_bert_config_from_yaml(conf, cfg, err) != 0)
         goto out;
     if (cfg->hidden % 2 != 0 || cfg->embed_dim % 2 != 0) {
@@ -136,10 +176,16 @@ out:
 static int load_linear(const sq_container *c, int l, sq_linear_kind k, const sq_bert_config *cfg,
                        sq_linear *lin, sq_err *err)
 {
-    const char *kn = sq_linear_kind_name(k);
     int N, K;
     if (!sq_linear_shape(cfg, l, k, &N, &K))
         return 0; /* the layer has no such linear */
+    return sq_sqm_load_linear(c, l, k, N, K, false, lin, err);
+}
+
+int sq_sqm_load_linear(const sq_container *c, int l, sq_linear_kind k, int N, int K,
+                       bool allow_dynamic, sq_linear *lin, sq_err *err)
+{
+    const char *kn = sq_linear_kind_name(k);
     char name[96], pre[64];
     snprintf(pre, sizeof pre, "layer.%d.%s", l, kn);
 #define NAME(suffix) (snprintf(name, sizeof name, "%s.%s", pre, suffix), name)
@@ -164,6 +210,11 @@ static int load_linear(const sq_container *c, int l, sq_linear_kind k, const sq_
     const float *scale = data_of(c, NAME("scale"));
     const int32_t *wsum = data_of(c, NAME("wsum"));
     const float *as = data_of(c, NAME("act_scale"));
+    static const float one = 1.0f;
+    if (allow_dynamic && *as == 0.0f) { /* per-row steps (SQM.md 10.4) */
+        lin->dynamic = true;
+        as = &one;
+    }
     if (!(isfinite(*as) && *as > 0))
         return sq_err_set_at(err, NAME("act_scale"),
                              "%s: tensor \"%s\" is %g, not a finite scale > 0", c->path, name,

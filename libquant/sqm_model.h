@@ -34,6 +34,13 @@ int sq_sqm_read_meta(const sq_container *c, struct sq_sqm_schema_ctx *ctx, sq_sq
  * the schema (sq_sqm_check_schema), then the values. */
 int sq_sqm_load_encoder(const sq_container *c, sq_encoder *enc, sq_sqm_info *info, sq_err *err);
 
+/* Linear layer.l.K of shape [N, K] from the file (f32 or packed), its
+ * values proven (finite, panels against wsum, multipliers); the arrays are
+ * views into the mapping. allow_dynamic: an act_scale of 0 means per-row
+ * steps (sq_linear.dynamic; causal LMs, SQM.md 10.4). */
+int sq_sqm_load_linear(const sq_container *c, int l, sq_linear_kind k, int N, int K,
+                       bool allow_dynamic, sq_linear *lin, sq_err *err);
+
 /* A sequence classifier's class names: metadata `labels`, n of them (n =
  * config.num_labels), unique, 1..256 bytes; labels[n] malloc'd, freed with
  * sq_labels_free (hf_config.h). */

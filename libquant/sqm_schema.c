@@ -18,13 +18,13 @@
 const sq_sqm_tensor_rule sq_sqm_tensor_rules[] = {
     {"tokenizer.vocab", M, SQ_DTR_U8, SQ_SHR_BYTES, SQ_WHEN_ALWAYS, false, NEVER, NULL,
      "token strings in id order, each followed by one NUL byte (4.1)"},
-    {"tokenizer.scores", M, SQ_DTR_F64, SQ_SHR_TOK_VOCAB, SQ_WHEN_UNIGRAM, false, NEVER, NULL,
-     "piece log-probabilities, finite"},
+    {"tokenizer.scores", M, SQ_DTR_F64, SQ_SHR_TOK_VOCAB, SQ_WHEN_SCORES, false, NEVER, NULL,
+     "piece log-probabilities (unigram) / merge scores (llama2c-bpe), finite"},
     {"embeddings.word", M, SQ_DTR_WORD, SQ_SHR_WORD, SQ_WHEN_ALWAYS, false, NEVER, NULL,
      "word embeddings per embeddings_type: fp32 / int8 / int4-g128 (4.2)"},
     {"embeddings.word.scale", M, SQ_DTR_F32, SQ_SHR_WORD_SCALE, SQ_WHEN_EMB_QUANT, false, NEVER,
      NULL, "per-row / per-row-and-group scale of the quantized word embeddings"},
-    {"embeddings.position", M, SQ_DTR_F32, SQ_SHR_P_E, SQ_WHEN_ALWAYS, false, NEVER, NULL,
+    {"embeddings.position", M, SQ_DTR_F32, SQ_SHR_P_E, SQ_WHEN_ENCODER, false, NEVER, NULL,
      "row p for position p (learned or sinusoidal)"},
     {"embeddings.token_type", M, SQ_DTR_F32, SQ_SHR_T_E, SQ_WHEN_TYPE_VOCAB, false, NEVER, NULL,
      "token-type table; row 0 is the one used (6.1)"},
@@ -40,13 +40,13 @@ const sq_sqm_tensor_rule sq_sqm_tensor_rules[] = {
      "sequence classifier W[label][H] on the head's output (6.9)"},
     {"score.bias", M, SQ_DTR_F32, SQ_SHR_L, SQ_WHEN_SCORE, false, NEVER, "score.weight",
      "sequence classifier bias"},
-    {"layer.%d.ln_attn.gamma", LY, SQ_DTR_F32, SQ_SHR_LN_ATTN, SQ_WHEN_ALWAYS, false, NEVER, NULL,
+    {"layer.%d.ln_attn.gamma", LY, SQ_DTR_F32, SQ_SHR_LN_ATTN, SQ_WHEN_ENCODER, false, NEVER, NULL,
      "attention LayerNorm (post-LN: after attention; pre-LN: before it)"},
-    {"layer.%d.ln_attn.beta", LY, SQ_DTR_F32, SQ_SHR_LN_ATTN, SQ_WHEN_ALWAYS, false, NEVER, NULL,
+    {"layer.%d.ln_attn.beta", LY, SQ_DTR_F32, SQ_SHR_LN_ATTN, SQ_WHEN_ENCODER, false, NEVER, NULL,
      "attention LayerNorm shift"},
-    {"layer.%d.ln_ffn.gamma", LY, SQ_DTR_F32, SQ_SHR_H, SQ_WHEN_ALWAYS, false, NEVER, NULL,
+    {"layer.%d.ln_ffn.gamma", LY, SQ_DTR_F32, SQ_SHR_H, SQ_WHEN_ENCODER, false, NEVER, NULL,
      "FFN LayerNorm (post-LN: after the FFN; pre-LN: before it)"},
-    {"layer.%d.ln_ffn.beta", LY, SQ_DTR_F32, SQ_SHR_H, SQ_WHEN_ALWAYS, false, NEVER, NULL,
+    {"layer.%d.ln_ffn.beta", LY, SQ_DTR_F32, SQ_SHR_H, SQ_WHEN_ENCODER, false, NEVER, NULL,
      "FFN LayerNorm shift"},
     {"layer.%d.%s.weight", LN, SQ_DTR_LINEAR, SQ_SHR_N_K, SQ_WHEN_LINEAR, false, NEVER, NULL,
      "W [N, K]: f32 row-major, or packed panels (4.3, 4.4)"},
@@ -72,6 +72,15 @@ const sq_sqm_tensor_rule sq_sqm_tensor_rules[] = {
      SQ_WHEN_NO_CLASS_HEAD, "class_head.bias", "classification head W[class][hidden], finite"},
     {"class_head.bias", M, SQ_DTR_F64, SQ_SHR_CLS, SQ_WHEN_CLASS_HEAD, false,
      SQ_WHEN_NO_CLASS_HEAD, "class_head.weight", "classification head bias, finite"},
+    /* causal LMs (SQM.md section 10) */
+    {"layer.%d.rms_att.weight", LY, SQ_DTR_F32, SQ_SHR_H, SQ_WHEN_DECODER, false, NEVER, NULL,
+     "RMSNorm weight before attention"},
+    {"layer.%d.rms_ffn.weight", LY, SQ_DTR_F32, SQ_SHR_H, SQ_WHEN_DECODER, false, NEVER, NULL,
+     "RMSNorm weight before the SwiGLU FFN"},
+    {"final_norm.weight", M, SQ_DTR_F32, SQ_SHR_H, SQ_WHEN_DECODER, false, NEVER, NULL,
+     "RMSNorm weight before the classifier"},
+    {"classifier.weight", M, SQ_DTR_F32, SQ_SHR_V_H, SQ_WHEN_UNTIED, false, NEVER, NULL,
+     "separate output projection W[token][H]; absent when tied to embeddings.word"},
 };
 const size_t sq_sqm_n_tensor_rules = sizeof sq_sqm_tensor_rules / sizeof *sq_sqm_tensor_rules;
 _Static_assert(sizeof sq_sqm_tensor_rules / sizeof *sq_sqm_tensor_rules == SQ_ROW_COUNT,
@@ -101,7 +110,7 @@ const sq_sqm_meta_rule sq_sqm_meta_rules[] = {
     {"format", NULL, SQ_MT_STRING, true, NULL, "squint-model", L},
     {"format_version", NULL, SQ_MT_INT, true, NULL, "1", L},
     {"tool", NULL, SQ_MT_STRING, false, NULL, "\"squint VERSION\"", P},
-    {"architecture", NULL, SQ_MT_STRING, false, NULL, "bert | t2t", P},
+    {"architecture", NULL, SQ_MT_STRING, false, NULL, "bert | t2t | llama (a causal LM: section 10)", P},
     {"config", NULL, SQ_MT_MAPPING, true, NULL, "section 2.3", L},
     {"config.vocab_size", NULL, SQ_MT_INT, true, NULL, "1 .. 4194304", L},
     {"config.hidden", NULL, SQ_MT_INT, true, NULL, "1 .. 16384, even", L},
@@ -131,7 +140,7 @@ const sq_sqm_meta_rule sq_sqm_meta_rules[] = {
     {"embeddings_type", NULL, SQ_MT_STRING, true, NULL, "fp32 | int8 | int4-g128", L},
     {"activation_guard", NULL, SQ_MT_STRING, false, "clip", "row | clip", L},
     {"tokenizer", NULL, SQ_MT_MAPPING, true, NULL, "section 2.4", T},
-    {"tokenizer.type", NULL, SQ_MT_STRING, true, NULL, "wordpiece | unigram", T},
+    {"tokenizer.type", NULL, SQ_MT_STRING, true, NULL, "wordpiece | unigram | llama2c-bpe", T},
     {"tokenizer.vocab_size", "wordpiece", SQ_MT_INT, true, NULL, "1 .. 4194304", T},
     {"tokenizer.lowercase", "wordpiece", SQ_MT_BOOL, false, "false", NULL, T},
     {"tokenizer.strip_accents", "wordpiece", SQ_MT_BOOL_OR_NULL, false, "null",
@@ -153,6 +162,15 @@ const sq_sqm_meta_rule sq_sqm_meta_rules[] = {
     {"tokenizer.vocab_size", "unigram", SQ_MT_INT, true, NULL, "1 .. 4194304, > 6", T},
     {"tokenizer.unk_id", "unigram", SQ_MT_INT, true, NULL, "0", T},
     {"tokenizer.model_max_length", "unigram", SQ_MT_INT, false, "0", "0 .. 2^30", T},
+    /* causal LMs (architecture: llama, SQM.md section 10); config.vocab_size, hidden,
+     * layers, heads, ffn and max_positions as above */
+    {"config.kv_heads", NULL, SQ_MT_INT, true, NULL, "1 .. heads, divides heads (llama)", L},
+    {"config.rms_norm_eps", NULL, SQ_MT_NUMBER, true, NULL, "[1e-30, 1e-2] (llama)", L},
+    {"config.rope_theta", NULL, SQ_MT_NUMBER, true, NULL, "[1, 1e12] (llama)", L},
+    {"config.tied_embeddings", NULL, SQ_MT_BOOL, true, NULL, "true | false (llama)", L},
+    {"config.bos_token_id", NULL, SQ_MT_INT, true, NULL, "0 .. vocab_size - 1 (llama)", L},
+    {"config.eos_token_id", NULL, SQ_MT_INT, true, NULL, "0 .. vocab_size - 1 (llama)", L},
+    {"tokenizer.vocab_size", "llama2c-bpe", SQ_MT_INT, true, NULL, "config.vocab_size", T},
     {"source", NULL, SQ_MT_MAPPING, false, NULL, "path, digest", P},
     {"calibration", NULL, SQ_MT_MAPPING, false, NULL, "section 2.5", P},
     {"recipe", NULL, SQ_MT_STRING, false, NULL, "canonical recipe text", P},
@@ -171,6 +189,13 @@ const size_t sq_sqm_n_meta_rules = sizeof sq_sqm_meta_rules / sizeof *sq_sqm_met
 #undef P
 
 /* ---- expectations ---- */
+
+/* Linear k of layer l of the model ctx describes (encoder or causal LM). */
+static bool lin_shape(const sq_sqm_schema_ctx *ctx, int l, sq_linear_kind k, int *N, int *K)
+{
+    return ctx->decoder ? sq_decoder_linear_shape(&ctx->dec, k, N, K)
+                        : sq_linear_shape(&ctx->cfg, l, k, N, K);
+}
 
 int sq_sqm_linear_qtype(unsigned cdtype)
 {
@@ -197,6 +222,10 @@ static bool when_holds(sq_sqm_when w, const sq_sqm_schema_ctx *ctx, sq_qtype lin
     case SQ_WHEN_ACT_ZERO: return lin_qt != SQ_QT_F32 && t && t->act_zero;
     case SQ_WHEN_CLASS_HEAD: return ctx->class_head_classes > 0;
     case SQ_WHEN_NO_CLASS_HEAD: return ctx->class_head_classes <= 0;
+    case SQ_WHEN_ENCODER: return !ctx->decoder;
+    case SQ_WHEN_DECODER: return ctx->decoder;
+    case SQ_WHEN_UNTIED: return ctx->decoder && !ctx->dec.tied_classifier;
+    case SQ_WHEN_SCORES: return ctx->unigram || ctx->decoder;
     }
     return false;
 }
@@ -222,7 +251,7 @@ int sq_sqm_expect_tensor(const sq_sqm_tensor_rule *r, const sq_sqm_schema_ctx *c
     int N = 0, K = 0;
     memset(ex, 0, sizeof *ex);
     if (r->scope == SQ_SCOPE_LINEAR) {
-        if (!sq_linear_shape(c, l, k, &N, &K))
+        if (!lin_shape(ctx, l, k, &N, &K))
             return 0;
         snprintf(ex->name, sizeof ex->name, r->name, l, sq_linear_kind_name(k));
     } else if (r->scope == SQ_SCOPE_LAYER) {
@@ -288,6 +317,7 @@ int sq_sqm_expect_tensor(const sq_sqm_tensor_rule *r, const sq_sqm_schema_ctx *c
     case SQ_SHR_OUTLIERS_N: ex->any_rows = true, set_dims(ex, 2, 0, (uint64_t)N); break;
     case SQ_SHR_CLS_H: set_dims(ex, 2, (uint64_t)ctx->class_head_classes, H); break;
     case SQ_SHR_CLS: set_dims(ex, 1, (uint64_t)ctx->class_head_classes, 0); break;
+    case SQ_SHR_V_H: set_dims(ex, 2, V, H); break;
     }
     return 1;
 }
@@ -332,7 +362,7 @@ const sq_sqm_tensor_rule *sq_sqm_rule_of(const char *name, const sq_sqm_schema_c
             size_t n = strlen(kn);
             int N, K;
             if (strncmp(rest, kn, n) == 0 && strcmp(rest + n, suffix) == 0 &&
-                (!ctx || sq_linear_shape(&ctx->cfg, layer, (sq_linear_kind)kk, &N, &K))) {
+                (!ctx || lin_shape(ctx, layer, (sq_linear_kind)kk, &N, &K))) {
                 *l = layer;
                 *k = (sq_linear_kind)kk;
                 return r;

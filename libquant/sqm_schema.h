@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "container.h"
+#include "decoder_config.h"
 #include "encoder.h"
 #include "hf_config.h"
 #include "qtype.h"
@@ -44,6 +45,11 @@ typedef enum sq_sqm_when {
     /* classification head (SQM.md section 9) */
     SQ_WHEN_CLASS_HEAD, /* metadata class_head present */
     SQ_WHEN_NO_CLASS_HEAD, /* ... absent (refuse_when: its tensors alone are refused) */
+    /* causal LMs (SQM.md section 10) */
+    SQ_WHEN_ENCODER,    /* architecture bert / t2t (not llama) */
+    SQ_WHEN_DECODER,    /* architecture: llama */
+    SQ_WHEN_UNTIED,     /* ... with config.tied_embeddings false */
+    SQ_WHEN_SCORES,     /* tokenizer.type unigram or llama2c-bpe (piece scores) */
 } sq_sqm_when;
 
 /* The allowed dtypes. */
@@ -82,6 +88,7 @@ typedef enum sq_sqm_shape_rule {
     /* classification head (SQM.md section 9) */
     SQ_SHR_CLS_H,      /* [C, H], C the count of class_head.labels */
     SQ_SHR_CLS,        /* [C] */
+    SQ_SHR_V_H,        /* [V, H] (a causal LM's separate classifier) */
 } sq_sqm_shape_rule;
 
 typedef struct sq_sqm_tensor_rule {
@@ -132,6 +139,11 @@ enum sq_sqm_row {
     /* classification head (SQM.md section 9) */
     SQ_ROW_CLASS_HEAD_WEIGHT,
     SQ_ROW_CLASS_HEAD_BIAS,
+    /* causal LMs (SQM.md section 10) */
+    SQ_ROW_RMS_ATT,
+    SQ_ROW_RMS_FFN,
+    SQ_ROW_FINAL_NORM,
+    SQ_ROW_CLASSIFIER,
     SQ_ROW_COUNT
 };
 
@@ -141,7 +153,9 @@ void sq_sqm_tensor_name(char *buf, size_t n, enum sq_sqm_row row, int l, sq_line
 
 /* What the tensor rules depend on, from the metadata. */
 typedef struct sq_sqm_schema_ctx {
-    sq_bert_config cfg;
+    sq_bert_config cfg;     /* a causal LM: layers, vocab_size, hidden = embed_dim = dim only */
+    bool decoder;           /* architecture: llama (SQM.md section 10) */
+    sq_decoder_config dec;
     sq_qtype emb_qt;        /* embeddings_type */
     bool unigram;           /* tokenizer.type */
     int64_t tok_vocab_size; /* tokenizer.vocab_size; < 1: unknown (the tokenizer's own

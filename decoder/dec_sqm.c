@@ -1,0 +1,299 @@
+#include "dec_sqm.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "container.h"
+#include "sqm_model.h"
+#include "sqm_schema.h"
+#include "squint_version.h"
+#include "strbuf.h"
+
+#define NK SQ_DEC_LIN_KINDS
+
+/* ---------- write ---------- */
+
+static char *build_metadata(const sq_dec_sqm_src *s)
+{
+    const sq_decoder_config *c = &s->m->dec.cfg;
+    const sq_calib_stats *st = s->st;
+    sq_strbuf sb = {0};
+    sq_sb_printf(&sb, "format: squint-model\nformat_version: 1\ntool: \"squint %s\"\n"
+                      "architecture: llama\nconfig:\n", SQUINT_VERSION);
+    sq_decoder_config_to_yaml(&sb, c, "  ");
+    sq_sb_printf(&sb, "embeddings_type: fp32\nactivation_guard: %s\nactivations: %s\n",
+                 s->recipe->guard_rows ? "row" : "clip", s->dynamic_acts ? "dynamic" : "static");
+    sq_sb_printf(&sb, "tokenizer:\n  type: llama2c-bpe\n  vocab_size: %d\n",
+                 (int)sq_bpe_vocab_size(s->m->tok));
+    sq_sb_printf(&sb, "source:\n  path: ");
+    sq_sb_yaml_str(&sb, s->model_arg);
+    sq_sb_printf(&sb, "\n  digest: \"%016" PRIx64 "\"\n", s->model_digest);
+    sq_sb_printf(&sb, "calibration:\n  digest: \"%016" PRIx64 "\"\n  date: ", s->st_hash);
+    sq_sb_yaml_str(&sb, st->date ? st->date : "");
+    sq_sb_printf(&sb, "\n  observer: {method: %s, percentile: %.17g}\n  corpus:",
+                 sq_calib_method_name(s->scale->method), s->scale->percentile);
+    if (st->n_corpus_files == 0)
+        sq_sb_printf(&sb, " []");
+    for (int i = 0; i < st->n_corpus_files; i++) {
+        sq_sb_printf(&sb, "\n    - {name: ");
+        sq_sb_yaml_str(&sb, st->corpus_files[i].name);
+        sq_sb_printf(&sb, ", size: %" PRIu64 ", xxh64: \"%016" PRIx64 "\"}",
+                     st->corpus_files[i].size, st->corpus_files[i].xxh64);
+    }
+    sq_sb_printf(&sb, "\n  samples: %" PRIu64 "\n  seed: %" PRIu64 "\n  max_seq: %d\n",
+                 st->samples_requested, st->seed, st->max_seq);
+    char *ry = sq_recipe_to_yaml(s->recipe);
+    sq_sb_printf(&sb, "recipe: |\n");
+    for (const char *p = ry ? ry : ""; *p;) {
+        const char *e = strchr(p, '\n');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        sq_sb_printf(&sb, "  %.*s\n", (int)n, p);
+        p += n + (e ? 1 : 0);
+    }
+    free(ry);
+    sq_sb_printf(&sb, "linears:\n");
+    for (int i = 0; i < s->rep->n_linears; i++) {
+        const sq_linear_report *lr = &s->rep->linears[i];
+        sq_sb_printf(&sb, "  - {name: %s, type: %s, shape: [%d, %d], smooth: %s", lr->name,
+                     sq_qtype_get(lr->qtype)->name, lr->n, lr->k, lr->smooth ? "true" : "false");
+        if (lr->smooth)
+            sq_sb_printf(&sb, ", alpha: %.3g", (double)lr->alpha);
+        if (lr->qtype != SQ_QT_F32 && !s->dynamic_acts)
+            sq_sb_printf(&sb, ", act_amax: %.9g, act_zero: %d, err: %.6g", (double)lr->act_amax,
+                         lr->act_zero, lr->err);
+        if (lr->n_outliers > 0)
+            sq_sb_printf(&sb, ", outliers: %d", lr->n_outliers);
+        sq_sb_printf(&sb, "}\n");
+    }
+    if (sb.failed) {
+        sq_sb_free(&sb);
+        return NULL;
+    }
+    return sb.s;
+}
+
+#define ADD_REF(name, dt, nd, dims, ptr, size)                                                     \
+    do {                                                                                           \
+        if (sq_container_writer_add_tensor_ref(w, name, dt, nd, dims, ptr, size, err) != 0)        \
+            goto fail;                                                                             \
+    } while (0)
+
+int sq_dec_sqm_write(const sq_dec_sqm_src *s, int zstd_level, const char *path, sq_err *err)
+{
+    const sq_decoder *d = &s->m->dec;
+    const sq_decoder_config *c = &d->cfg;
+    sq_container_writer *w = sq_container_writer_new(SQ_KIND_SQM);
+    char *meta = build_metadata(s);
+    sq_keep kp = {0};
+    int rc = -1;
+    const int32_t V = sq_bpe_vocab_size(s->m->tok);
+    uint64_t vbytes = 0;
+    for (int32_t i = 0; i < V; i++) {
+        size_t n;
+        sq_bpe_token(s->m->tok, i, &n);
+        vbytes += n + 1;
+    }
+    char *vocab = sq_keep_add(&kp, malloc(vbytes));
+    double *scores = sq_keep_add(&kp, malloc((size_t)V * sizeof *scores));
+    if (!w || !meta || !vocab || !scores) {
+        sq_err_set(err, "%s: out of memory", path);
+        goto out;
+    }
+    if (sq_container_writer_set_metadata(w, meta, strlen(meta), err) != 0)
+        goto fail;
+    /* tokenizer.vocab: pieces in id order, NUL after each; scores as f64 */
+    for (int32_t i = 0, o = 0; i < V; i++) {
+        size_t n;
+        const char *t = sq_bpe_token(s->m->tok, i, &n);
+        memcpy(vocab + o, t, n + 1);
+        o += (int)n + 1;
+        scores[i] = (double)sq_bpe_score(s->m->tok, i);
+    }
+    uint64_t nv = (uint64_t)V, D = (uint64_t)c->dim, dve[2] = {(uint64_t)c->vocab, D};
+    ADD_REF("tokenizer.vocab", SQ_CDT_U8, 1, &vbytes, vocab, vbytes);
+    ADD_REF("tokenizer.scores", SQ_CDT_F64, 1, &nv, scores, nv * 8);
+    ADD_REF("embeddings.word", SQ_CDT_F32, 2, dve, d->tok_emb, dve[0] * D * 4);
+    char name[96];
+#define NAME(...) (snprintf(name, sizeof name, __VA_ARGS__), name)
+    for (int l = 0; l < c->n_layers; l++) {
+        const sq_decoder_layer *Ly = &d->layers[l];
+        ADD_REF(NAME("layer.%d.rms_att.weight", l), SQ_CDT_F32, 1, &D, Ly->rms_att, D * 4);
+        ADD_REF(NAME("layer.%d.rms_ffn.weight", l), SQ_CDT_F32, 1, &D, Ly->rms_ffn, D * 4);
+        for (int k = 0; k < NK; k++) {
+            const sq_plan_linear *p = &s->plans[l * NK + k];
+            const sq_linear *lin = &Ly->lin[k];
+            const char *kn = sq_linear_kind_name((sq_linear_kind)k);
+            uint64_t N = (uint64_t)lin->out, K = (uint64_t)lin->in, dw[2] = {N, K};
+            if (p->res.qtype == SQ_QT_F32) {
+                ADD_REF(NAME("layer.%d.%s.weight", l, kn), SQ_CDT_F32, 2, dw, lin->w, N * K * 4);
+                ADD_REF(NAME("layer.%d.%s.bias", l, kn), SQ_CDT_F32, 1, &N, lin->b, N * 4);
+            } else if (sq_plan_add_packed(w, &kp, l, kn, lin, p, err) != 0) {
+                goto fail;
+            }
+        }
+    }
+    ADD_REF("final_norm.weight", SQ_CDT_F32, 1, &D, d->rms_final, D * 4);
+    if (!c->tied_classifier)
+        ADD_REF("classifier.weight", SQ_CDT_F32, 2, dve, d->classifier.w, dve[0] * D * 4);
+#undef NAME
+    sq_container_writer_set_zstd(w, zstd_level);
+    if (sq_container_writer_write(w, path, err) != 0 || sq_sqm_check_written(path, err) != 0)
+        goto out;
+    rc = 0;
+    goto out;
+fail:
+    sq_err_prefix(err, "%s", path);
+out:
+    sq_container_writer_free(w);
+    sq_keep_free(&kp);
+    free(meta);
+    return rc;
+}
+#undef ADD_REF
+
+/* ---------- load ---------- */
+
+bool sq_dec_sqm_is_decoder(const char *path)
+{
+    if (!sq_sqm_sniff(path))
+        return false;
+    sq_container c;
+    sq_err e;
+    if (sq_container_open(path, SQ_KIND_SQM, &c, &e) != 0)
+        return false;
+    sq_sqm_schema_ctx ctx;
+    sq_sqm_info info;
+    bool dec = sq_sqm_read_meta(&c, &ctx, &info, &e) == 0 && ctx.decoder;
+    sq_container_close(&c);
+    return dec;
+}
+
+static const float *f32_of(const sq_container *c, const char *name, sq_err *err)
+{
+    const sq_container_tensor *t = sq_container_find(c, name);
+    const float *v = t->data;
+    for (uint64_t i = 0; i < t->size / 4; i++)
+        if (!isfinite(v[i])) {
+            sq_err_set_at(err, name, "%s: tensor \"%s\" holds a non-finite value", c->path, name);
+            return NULL;
+        }
+    return v;
+}
+
+/* The llama2.c tokenizer file's bytes from tokenizer.vocab and
+ * tokenizer.scores, for the tokenizer's own reader (which checks them). */
+static int load_tokenizer(const sq_container *c, int vocab, sq_bpe **tok, sq_err *err)
+{
+    const sq_container_tensor *tv = sq_container_find(c, "tokenizer.vocab");
+    const double *sc = sq_container_find(c, "tokenizer.scores")->data;
+    const char *p = tv->data, *end = p + tv->size;
+    if (tv->size == 0 || end[-1] != '\0')
+        return sq_err_set_at(err, "tokenizer.vocab", "%s: tensor \"tokenizer.vocab\" does not end "
+                             "with a NUL byte", c->path);
+    size_t bytes = 4, maxlen = 1;
+    int n = 0;
+    for (const char *q = p; q < end; q += strlen(q) + 1, n++) {
+        size_t len = strlen(q);
+        bytes += 8 + len;
+        if (len > maxlen)
+            maxlen = len;
+    }
+    if (n != vocab)
+        return sq_err_set_at(err, "tokenizer.vocab", "%s: tensor \"tokenizer.vocab\" holds %d "
+                             "pieces, config.vocab_size is %d", c->path, n, vocab);
+    uint8_t *buf = malloc(bytes), *o = buf;
+    if (!buf)
+        return sq_err_set(err, "out of memory");
+    int32_t ml = (int32_t)maxlen;
+    memcpy(o, &ml, 4), o += 4;
+    const char *q = p;
+    for (int i = 0; i < n; i++) {
+        float s = (float)sc[i];
+        int32_t len = (int32_t)strlen(q);
+        memcpy(o, &s, 4), o += 4;
+        memcpy(o, &len, 4), o += 4;
+        memcpy(o, q, (size_t)len), o += len;
+        q += len + 1;
+    }
+    char what[600];
+    snprintf(what, sizeof what, "%s (tokenizer.vocab)", c->path);
+    *tok = sq_bpe_from_memory(buf, bytes, what, err);
+    free(buf);
+    return *tok ? 0 : -1;
+}
+
+int sq_dec_sqm_open(const char *path, sq_llama_model *m, sq_err *err)
+{
+    memset(m, 0, sizeof *m);
+    sq_container *c = calloc(1, sizeof *c);
+    if (!c)
+        return sq_err_set(err, "out of memory");
+    if (sq_container_open(path, SQ_KIND_SQM, c, err) != 0) {
+        free(c);
+        return -1;
+    }
+    m->sqm = c;
+    sq_sqm_schema_ctx ctx;
+    sq_sqm_info info;
+    sq_decoder *d = &m->dec;
+    if (sq_container_verify(c, err) != 0 || sq_sqm_read_meta(c, &ctx, &info, err) != 0)
+        goto fail;
+    if (!ctx.decoder) {
+        sq_err_set(err, "%s: not a causal LM (an encoder model: use embed)", path);
+        goto fail;
+    }
+    if (sq_sqm_check_schema(c, &ctx, 0, err) != 0)
+        goto fail;
+    d->cfg = ctx.dec;
+    d->borrowed = true;
+    const sq_decoder_config *k = &d->cfg;
+    if (!(d->layers = calloc((size_t)k->n_layers, sizeof *d->layers)) ||
+        !(d->cls_bias = calloc((size_t)k->vocab, sizeof(float)))) {
+        sq_err_set(err, "out of memory");
+        goto fail;
+    }
+    if (!(d->tok_emb = (float *)f32_of(c, "embeddings.word", err)) ||
+        !(d->rms_final = (float *)f32_of(c, "final_norm.weight", err)))
+        goto fail;
+    char name[96];
+    for (int l = 0; l < k->n_layers; l++) {
+        sq_decoder_layer *L = &d->layers[l];
+        snprintf(name, sizeof name, "layer.%d.rms_att.weight", l);
+        if (!(L->rms_att = (float *)f32_of(c, name, err)))
+            goto fail;
+        snprintf(name, sizeof name, "layer.%d.rms_ffn.weight", l);
+        if (!(L->rms_ffn = (float *)f32_of(c, name, err)))
+            goto fail;
+        for (int j = 0; j < NK; j++) {
+            int N, K;
+            sq_decoder_linear_shape(k, (sq_linear_kind)j, &N, &K);
+            if (sq_sqm_load_linear(c, l, (sq_linear_kind)j, N, K, true, &L->lin[j], err) != 0)
+                goto fail;
+            L->lin[j].guard = info.guard_rows && L->lin[j].qtype != SQ_QT_F32;
+        }
+    }
+    sq_linear *cl = &d->classifier;
+    cl->in = k->dim;
+    cl->out = k->vocab;
+    cl->qtype = SQ_QT_F32;
+    cl->b = d->cls_bias;
+    cl->borrowed = true;
+    if (k->tied_classifier)
+        cl->w = d->tok_emb;
+    else if (!(cl->w = (float *)f32_of(c, "classifier.weight", err)))
+        goto fail;
+    if (sq_decoder_rope_tables(d) != 0) {
+        sq_err_set(err, "out of memory");
+        goto fail;
+    }
+    if (load_tokenizer(c, k->vocab, &m->tok, err) != 0 ||
+        !(m->tokenizer_path = strdup(path)))
+        goto fail;
+    return 0;
+fail:
+    sq_llama_model_close(m);
+    return -1;
+}
