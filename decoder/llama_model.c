@@ -76,7 +76,8 @@ bool sq_llama_is_checkpoint(const char *path)
 int sq_llama_model_open(const char *path, const char *tokenizer, sq_llama_model *m, sq_err *err)
 {
     memset(m, 0, sizeof *m);
-    if (sq_sqm_sniff(path)) {
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && sq_sqm_sniff(path)) { /* never a FIFO */
         if (tokenizer)
             return sq_err_set(err, "%s: a packed model holds its tokenizer: --tokenizer does not "
                                    "apply", path);

@@ -1,4 +1,5 @@
 #include "embed_model.h"
+#include "sqm_schema.h"
 #include "st_dense.h"
 
 #include <stdlib.h>
@@ -57,6 +58,10 @@ static int open_sqm(const char *path, sq_embed_model *m, sq_err *err)
 
 int sq_sqm_check_runnable(const sq_container *c, sq_err *err)
 {
+    sq_sqm_schema_ctx ctx;
+    sq_sqm_info info;
+    if (sq_sqm_read_meta(c, &ctx, &info, err) == 0 && ctx.decoder)
+        return sq_sqm_check_decoder(c, err) == 0 ? 0 : named(c->path, err);
     sq_embed_model m;
     memset(&m, 0, sizeof m);
     m.sqm = *c; /* borrowed: never closed here */

@@ -306,8 +306,12 @@ int sq_sqm_load_encoder(const sq_container *c, sq_encoder *enc, sq_sqm_info *inf
     sq_sqm_schema_ctx ctx;
     /* Integrity, the metadata, then the structure (every tensor the config
      * implies, with its dtype and shape: sqm_schema.c); the rest is values. */
-    if (sq_container_verify(c, err) != 0 || sq_sqm_read_meta(c, &ctx, info, err) != 0 ||
-        sq_sqm_check_schema(c, &ctx, 0, err) != 0)
+    if (sq_container_verify(c, err) != 0 || sq_sqm_read_meta(c, &ctx, info, err) != 0)
+        return -1;
+    if (ctx.decoder)
+        return sq_err_set(err, "%s: a causal LM (architecture: llama): run it with generate or "
+                               "perplexity", c->path);
+    if (sq_sqm_check_schema(c, &ctx, 0, err) != 0)
         return -1;
     enc->cfg = ctx.cfg;
     enc->borrowed = true;
@@ -424,4 +428,55 @@ out:
     sq_labels_free(l, n);
     yt_free(doc);
     return rc;
+}
+
+/* Every f32 value of tensor name finite (f64 for the scores). */
+static int all_finite(const sq_container *c, const char *name, sq_err *err)
+{
+    const sq_container_tensor *t = sq_container_find(c, name);
+    if (!t)
+        return 0;
+    bool ok = true;
+    if (t->dtype == SQ_CDT_F64)
+        for (uint64_t i = 0; ok && i < t->size / 8; i++)
+            ok = isfinite(((const double *)t->data)[i]);
+    else
+        for (uint64_t i = 0; ok && i < t->size / 4; i++)
+            ok = isfinite(((const float *)t->data)[i]);
+    return ok ? 0
+              : sq_err_set_at(err, name, "%s: tensor \"%s\" holds a non-finite value", c->path,
+                              name);
+}
+
+int sq_sqm_check_decoder(const sq_container *c, sq_err *err)
+{
+    sq_sqm_schema_ctx ctx;
+    sq_sqm_info info;
+    if (sq_sqm_read_meta(c, &ctx, &info, err) != 0 || sq_sqm_check_schema(c, &ctx, 0, err) != 0)
+        return -1;
+    if (!ctx.decoder)
+        return sq_err_set(err, "%s: not a causal LM", c->path);
+    char name[96];
+    if (all_finite(c, "tokenizer.scores", err) || all_finite(c, "embeddings.word", err) ||
+        all_finite(c, "final_norm.weight", err) || all_finite(c, "classifier.weight", err))
+        return -1;
+    for (int l = 0; l < ctx.dec.n_layers; l++) {
+        snprintf(name, sizeof name, "layer.%d.rms_att.weight", l);
+        if (all_finite(c, name, err))
+            return -1;
+        snprintf(name, sizeof name, "layer.%d.rms_ffn.weight", l);
+        if (all_finite(c, name, err))
+            return -1;
+        for (int k = 0; k < SQ_LIN_RES; k++) {
+            int N, K;
+            sq_linear lin;
+            memset(&lin, 0, sizeof lin);
+            sq_decoder_linear_shape(&ctx.dec, (sq_linear_kind)k, &N, &K);
+            int rc = sq_sqm_load_linear(c, l, (sq_linear_kind)k, N, K, true, &lin, err);
+            sq_linear_free(&lin);
+            if (rc != 0)
+                return -1;
+        }
+    }
+    return 0;
 }

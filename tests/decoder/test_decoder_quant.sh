@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Decoder quantization end to end on the real stories260K model
+# ($SQUINT_SHARED_DATA; exit 77 skips without it): calibrate on the first 9
+# stories of tinystories-sample, quantize int8 (SmoothQuant, static scales)
+# and int4-g128 (per-token int8 activations), generate from each, perplexity
+# on a fixed held-out slice (the last 3 stories) within the bars, the same
+# .sqm bytes at 1 and 2 threads, a deliberately bad quantization failing
+# the bar, and forged decoder .sqm files refused (exit 2, the file named).
+# usage: test_decoder_quant.sh SQUINT SQM_POKE
+set -u
+SQ=$1 POKE=$2
+here=$(cd "$(dirname "$0")" && pwd)
+source "$here/../cli/lib.sh"
+D=${SQUINT_SHARED_DATA:-}/stories260K
+T=${SQUINT_SHARED_DATA:-}/tinystories-sample/TinyStories-valid-head.txt
+if [[ ! -f $D/stories260K.bin || ! -f $T ]]; then
+  echo "SKIP: stories260K / tinystories-sample not found under \$SQUINT_SHARED_DATA"; exit 77
+fi
+W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
+M=$D/stories260K.bin R=$here/../../recipes
+export SQUINT_WRITE_CHECK=1 SOURCE_DATE_EPOCH=0
+head -n 9 "$T" >"$W/calib.txt"
+tail -n 3 "$T" >"$W/held.txt"
+
+"$SQ" calibrate "$M" --corpus "$W/calib.txt" --samples 0 --window --threads 1 --quiet -o "$W/s.sqc" 2>"$W/err" \
+  && grep -q "architecture: llama" <("$SQ" inspect "$W/s.sqc" --json 2>/dev/null; strings "$W/s.sqc") \
+  && pass "calibrate writes a decoder .sqc" || fail "calibrate: $(cat "$W/err")"
+q() { "$SQ" quantize "$M" --calib "$W/s.sqc" --json "$@" >/dev/null 2>"$W/err"; }
+q --recipe "$R/stories260K-int8.yaml" -o "$W/int8.sqm" --threads 1 && pass "quantize int8" || fail "quantize int8: $(cat "$W/err")"
+q --recipe "$R/stories260K-int4.yaml" --dynamic-acts -o "$W/int4.sqm" --threads 1 && pass "quantize int4-g128" || fail "quantize int4: $(cat "$W/err")"
+q --recipe "$R/stories260K-int8.yaml" -o "$W/int8.t2.sqm" --threads 2
+cmp -s "$W/int8.sqm" "$W/int8.t2.sqm" \
+  && pass ".sqm bytes identical at 1 and 2 threads" || fail ".sqm bytes differ between 1 and 2 threads"
+
+for m in int8 int4; do
+  out=$("$SQ" generate "$W/$m.sqm" --prompt "Once upon a time" --max-tokens 64 --threads 1 --quiet 2>"$W/err")
+  [[ ${#out} -gt 100 ]] && pass "generate from $m.sqm" || fail "generate $m: $out $(cat "$W/err")"
+done
+
+ppl() { "$SQ" perplexity "$1" --input "$W/held.txt" --docs lines --threads 1 --json 2>/dev/null \
+        | sed -n 's/.*"perplexity": *\([0-9.]*\).*/\1/p'; }
+# within BAR (a ratio) of fp32: the check the bars rest on
+within() { awk -v a="$1" -v b="$2" -v r="$3" 'BEGIN {exit !(a > 0 && a <= b * r)}'; }
+p32=$(ppl "$M") p8=$(ppl "$W/int8.sqm") p4=$(ppl "$W/int4.sqm")
+echo "# perplexity on the held-out slice: fp32 $p32, int8 $p8, int4-g128 $p4"
+within "$p8" "$p32" 1.01 && pass "int8 perplexity within 1% of fp32" || fail "int8 perplexity $p8 vs fp32 $p32"
+# int4-g128 misses the issue's 5% on this 64-wide model (README "Decoders");
+# this is a regression bar above the measured +17.6% on this slice.
+within "$p4" "$p32" 1.20 && pass "int4-g128 perplexity within 20% of fp32" || fail "int4 perplexity $p4 vs fp32 $p32"
+# a deliberately bad quantization (int8 activations clipped at the median)
+cat >"$W/bad.yaml" <<'YAML'
+version: 1
+observer: {method: percentile, percentile: 50, guard: clip}
+smoothquant: {enabled: false}
+outliers: {enabled: false}
+weights: {type: int8}
+YAML
+q --recipe "$W/bad.yaml" -o "$W/bad.sqm"
+pb=$(ppl "$W/bad.sqm")
+! within "$pb" "$p32" 1.01 && pass "a bad quantization fails the bar (ppl $pb)" || fail "bad quantization passed: $pb"
+
+# forged files (checksums recomputed): each refused by generate, naming the file
+forge() { # NAME NEEDLE TENSOR INDEX OP VALUE
+  "$POKE" "$W/int8.sqm" "$W/f.sqm" "$3" "$4" "$5" "$6" 2>/dev/null || { fail "$1: sqm_poke"; return; }
+  expect_error "$1" "$2" "" -- "$SQ" generate "$W/f.sqm" --max-tokens 4 --threads 1
+}
+forge "NaN RMSNorm weight" "f.sqm" layer.1.rms_att.weight 3 --set-f32 nan
+forge "inf embedding" "f.sqm" embeddings.word 100 --set-f32 inf
+forge "negative act_scale" "act_scale" layer.0.qkv.act_scale 0 --set-f32 -1
+forge "wsum off by one" "f.sqm" layer.2.ffn_up.wsum 5 --add 1
+forge "NaN tokenizer score" "f.sqm" tokenizer.scores 1 --set-i32 2146959360
+head -c 5000 "$W/int8.sqm" >"$W/trunc.sqm"
+expect_error "truncated decoder .sqm" "trunc.sqm" "" -- "$SQ" generate "$W/trunc.sqm" --threads 1
+expect_error "a decoder .sqm is not an embedding model" "int8.sqm" "" -- "$SQ" embed "$W/int8.sqm" --input "$W/held.txt"
+"$SQ" verify "$W/int8.sqm" >"$W/v" 2>&1 && pass "verify accepts the decoder .sqm" || fail "verify: $(cat "$W/v")"
+"$POKE" "$W/int8.sqm" "$W/f.sqm" layer.1.rms_ffn.weight 0 --set-f32 nan 2>/dev/null
+"$SQ" verify "$W/f.sqm" >"$W/v" 2>&1; rc=$?
+[[ $rc -eq 1 ]] && grep -q 'DAMAGED tensor "layer.1.rms_ffn.weight"' "$W/v" \
+  && pass "verify refuses a forged decoder .sqm, naming the tensor" || fail "verify forged: rc $rc $(cat "$W/v")"
+"$SQ" inspect "$W/int4.sqm" >"$W/i" 2>&1 && grep -q "llama" "$W/i" && pass "inspect shows the decoder .sqm" || fail "inspect: $(head -5 "$W/i")"
+"$SQ" diff "$W/int8.sqm" "$W/int4.sqm" >"$W/d" 2>&1; [[ $? -le 1 ]] && pass "diff compares decoder .sqm files" || fail "diff: $(head -5 "$W/d")"
+finish
