@@ -110,7 +110,7 @@ const sq_sqm_meta_rule sq_sqm_meta_rules[] = {
     {"format", NULL, SQ_MT_STRING, true, NULL, "squint-model", L},
     {"format_version", NULL, SQ_MT_INT, true, NULL, "1", L},
     {"tool", NULL, SQ_MT_STRING, false, NULL, "\"squint VERSION\"", P},
-    {"architecture", NULL, SQ_MT_STRING, false, NULL, "bert | t2t | llama (a causal LM: section 10)", P},
+    {"architecture", NULL, SQ_MT_STRING, false, "bert", "bert | t2t | llama (a causal LM: section 10)", L},
     {"config", NULL, SQ_MT_MAPPING, true, NULL, "section 2.3", L},
     {"config.vocab_size", NULL, SQ_MT_INT, true, NULL, "1 .. 4194304", L},
     {"config.hidden", NULL, SQ_MT_INT, true, NULL, "1 .. 16384, even", L},

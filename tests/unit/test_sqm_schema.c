@@ -105,6 +105,22 @@ static const meta_line meta_ce[] = {
     {"pooling", "pooling: cls"}, {"normalize", "normalize: false"}, {"max_seq", "max_seq: 16"},
     {"embeddings_type", "embeddings_type: fp32"}, WORDPIECE(24), {NULL, NULL}};
 
+/* A causal LM (SQM.md section 10): GQA (2 heads, 1 kv head), a separate
+ * classifier, fp32 embeddings, llama2c-bpe scores. */
+static const meta_line meta_llama[] = {
+    {"format", "format: squint-model"}, {"format_version", "format_version: 1"},
+    {"architecture", "architecture: llama"}, {"config", "config:"},
+    {"config.vocab_size", "  vocab_size: 24"}, {"config.hidden", "  hidden: 32"},
+    {"config.layers", "  layers: 2"}, {"config.heads", "  heads: 2"},
+    {"config.kv_heads", "  kv_heads: 1"}, {"config.ffn", "  ffn: 48"},
+    {"config.max_positions", "  max_positions: 16"},
+    {"config.rms_norm_eps", "  rms_norm_eps: 1e-05"}, {"config.rope_theta", "  rope_theta: 10000"},
+    {"config.tied_embeddings", "  tied_embeddings: false"},
+    {"config.bos_token_id", "  bos_token_id: 1"}, {"config.eos_token_id", "  eos_token_id: 2"},
+    {"embeddings_type", "embeddings_type: fp32"}, {"activation_guard", "activation_guard: row"},
+    {"tokenizer", "tokenizer:"}, {"tokenizer.type", "  type: llama2c-bpe"},
+    {"tokenizer.vocab_size", "  vocab_size: 24"}, {NULL, NULL}};
+
 typedef struct model {
     const char *id;
     const meta_line *meta;
@@ -139,6 +155,7 @@ static const model models[] = {
     {"t2t", meta_t2t, qt_t2t, "layer.0.res", "layer.1.ffn_down", "layer.0.ffn_down"},
     {"cross-encoder", meta_ce, qt_bert, NULL, NULL, NULL},
     {"bert-head", meta_bert_head, qt_bert, NULL, NULL, NULL},
+    {"llama", meta_llama, qt_bert, "layer.0.attn_out", "layer.1.ffn_down", "layer.0.qkv"},
 };
 #define N_MODELS (sizeof models / sizeof *models)
 
