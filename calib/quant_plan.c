@@ -1,5 +1,6 @@
 #include "quant_plan.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -7,12 +8,14 @@
 #include <string.h>
 
 #include "container.h"
+#include "outlier_select.h"
 #include "pack.h"
 #include "qlinear_eval.h"
 #include "qlinear_ref.h"
 #include "quant_weights.h"
 #include "sqm_model.h"
 #include "sqm_schema.h"
+#include "strbuf.h"
 
 sq_scale_params sq_plan_recipe_scale(const sq_recipe *r)
 {
@@ -311,4 +314,79 @@ void sq_quantize_log(const sq_quantize_opts *o, const char *fmt, ...)
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
     o->log(o->log_ctx, line);
+}
+
+int sq_plan_outliers(sq_plan_linear *p, const sq_linear *lin, const sq_act_stats *xs,
+                     const sq_recipe *r, sq_err *err)
+{
+    const int K = lin->in;
+    if (!(p->outl_idx = malloc((size_t)r->outl_max * sizeof *p->outl_idx)) ||
+        (p->n_outl = sq_select_outliers(xs->ch_max_abs, lin->w, lin->out, K, r->outl_ratio,
+                                        r->outl_max, p->outl_idx)) < 0)
+        return sq_err_set(err, "out of memory");
+    if (p->n_outl == 0)
+        return 0;
+    p->xmax_m = malloc((size_t)K * sizeof *p->xmax_m);
+    p->skip = calloc((size_t)K, 1);
+    if (!p->xmax_m || !p->skip)
+        return sq_err_set(err, "out of memory");
+    memcpy(p->xmax_m, xs->ch_max_abs, (size_t)K * sizeof *p->xmax_m);
+    for (int t = 0; t < p->n_outl; t++) {
+        p->xmax_m[p->outl_idx[t]] = 0.0f; /* s_j = 1: the fp32 side path needs no smoothing */
+        p->skip[p->outl_idx[t]] = 1;
+    }
+    return p->n_outl;
+}
+
+int sq_plan_act(sq_plan_linear *p, const sq_act_stats *xs, const sq_act_stats *smoothed,
+                const sq_recipe *r, const sq_scale_params *sp, const float *ones, sq_err *err)
+{
+    /* The input's minimum as the int8 step sees it: x itself, or x / s
+     * (the smoothed replay); without that replay only a non-negative
+     * x is known to stay non-negative under x / s (s > 0). */
+    /* Smoothed or with outlier channels: not the input the .sqc saw. */
+    const bool remapped = p->s || p->n_outl > 0;
+    bool lo_known = xs->rows > 0;
+    float lo = xs->min;
+    if (remapped && smoothed)
+        lo = smoothed->min, lo_known = smoothed->rows > 0;
+    else if (remapped)
+        lo_known = lo_known && lo >= 0.0f;
+    bool use_zero = r->zero_point && sq_qtype_get(p->res.qtype)->act_zero;
+    if (remapped && !smoothed) { /* minmax: the range follows from the channel maxima */
+        p->act_amax = sq_plan_safe_amax(sq_smooth_act_absmax(p->xmax_m ? p->xmax_m : xs->ch_max_abs,
+                                                             p->s ? p->s : ones, xs->channels));
+        sq_plan_act_range(p->act_amax, use_zero, lo_known, lo, &p->act_scale, &p->act_zero);
+        return 0;
+    }
+    return sq_plan_select_act(remapped ? &smoothed->hist : &xs->hist, sp, use_zero, lo_known, lo,
+                              &p->act_amax, &p->act_scale, &p->act_zero, err);
+}
+
+void sq_plan_yaml_provenance(sq_strbuf *sb, const sq_calib_stats *st, uint64_t st_hash,
+                             const sq_scale_params *sp, const sq_recipe *r)
+{
+    sq_sb_printf(sb, "calibration:\n  digest: \"%016" PRIx64 "\"\n  date: ", st_hash);
+    sq_sb_yaml_str(sb, st->date ? st->date : "");
+    sq_sb_printf(sb, "\n  observer: {method: %s, percentile: %.17g}\n  corpus:",
+                 sq_calib_method_name(sp->method), sp->percentile);
+    if (st->n_corpus_files == 0)
+        sq_sb_printf(sb, " []");
+    for (int i = 0; i < st->n_corpus_files; i++) {
+        sq_sb_printf(sb, "\n    - {name: ");
+        sq_sb_yaml_str(sb, st->corpus_files[i].name);
+        sq_sb_printf(sb, ", size: %" PRIu64 ", xxh64: \"%016" PRIx64 "\"}",
+                     st->corpus_files[i].size, st->corpus_files[i].xxh64);
+    }
+    sq_sb_printf(sb, "\n  samples: %" PRIu64 "\n  seed: %" PRIu64 "\n  max_seq: %d\n",
+                 st->samples_requested, st->seed, st->max_seq);
+    char *ry = sq_recipe_to_yaml(r);
+    sq_sb_printf(sb, "recipe: |\n");
+    for (const char *p = ry ? ry : ""; *p;) {
+        const char *e = strchr(p, '\n');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        sq_sb_printf(sb, "  %.*s\n", (int)n, p);
+        p += n + (e ? 1 : 0);
+    }
+    free(ry);
 }

@@ -12,6 +12,8 @@
 #include <stdint.h>
 
 #include "act_stats.h"
+#include "calib_stats.h"
+#include "strbuf.h"
 #include "container.h"
 #include "linear.h"
 #include "quantizer.h"
@@ -108,6 +110,24 @@ int sq_plan_select_act(const sq_hist *h, const sq_scale_params *sp, bool use_zer
  * name kn; scalars live in kp until the writer has written. */
 int sq_plan_add_packed(sq_container_writer *w, sq_keep *kp, int l, const char *kn,
                        const sq_linear *lin, const sq_plan_linear *p, sq_err *err);
+
+/* Outlier channels of a packed linear (outlier_select.h) from the
+ * calibrated channel maxima xs and its weights: p->outl_idx, n_outl, and
+ * with any, xmax_m (their maxima 0) and skip. Returns n_outl, -1 on OOM. */
+int sq_plan_outliers(sq_plan_linear *p, const sq_linear *lin, const sq_act_stats *xs,
+                     const sq_recipe *r, sq_err *err);
+
+/* The activation clip, step and zero point of a packed linear: from the
+ * histogram of its input (xs), or of the smoothed replay (smoothed: the
+ * statistics of x / s with outliers zeroed; NULL when there was none, then
+ * a remapped input's range follows from the channel maxima). */
+int sq_plan_act(sq_plan_linear *p, const sq_act_stats *xs, const sq_act_stats *smoothed,
+                const sq_recipe *r, const sq_scale_params *sp, const float *ones, sq_err *err);
+
+/* The metadata's `calibration` mapping (digest, date, observer, corpus,
+ * sampling) and the canonical `recipe` text (SQM.md 2.5). */
+void sq_plan_yaml_provenance(sq_strbuf *sb, const sq_calib_stats *st, uint64_t st_hash,
+                             const sq_scale_params *sp, const sq_recipe *r);
 
 /* One line of the quantizer's log (o->log; nothing when unset). */
 void sq_quantize_log(const sq_quantize_opts *o, const char *fmt, ...) SQ_PRINTF(2, 3);

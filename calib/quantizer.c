@@ -102,29 +102,7 @@ static char *build_metadata(const sq_embed_model *m, const sq_calib_stats *st, u
     sq_sb_printf(&sb, "source:\n  path: ");
     sq_sb_yaml_str(&sb, model_arg);
     sq_sb_printf(&sb, "\n  digest: \"%016" PRIx64 "\"\n", model_digest);
-    sq_sb_printf(&sb, "calibration:\n  digest: \"%016" PRIx64 "\"\n  date: ", st_hash);
-    sq_sb_yaml_str(&sb, st->date ? st->date : "");
-    sq_sb_printf(&sb, "\n  observer: {method: %s, percentile: %.17g}\n  corpus:",
-                 sq_calib_method_name(sp->method), sp->percentile);
-    if (st->n_corpus_files == 0)
-        sq_sb_printf(&sb, " []");
-    for (int i = 0; i < st->n_corpus_files; i++) {
-        sq_sb_printf(&sb, "\n    - {name: ");
-        sq_sb_yaml_str(&sb, st->corpus_files[i].name);
-        sq_sb_printf(&sb, ", size: %" PRIu64 ", xxh64: \"%016" PRIx64 "\"}",
-                     st->corpus_files[i].size, st->corpus_files[i].xxh64);
-    }
-    sq_sb_printf(&sb, "\n  samples: %" PRIu64 "\n  seed: %" PRIu64 "\n  max_seq: %d\n",
-                 st->samples_requested, st->seed, st->max_seq);
-    char *ry = sq_recipe_to_yaml(r);
-    sq_sb_printf(&sb, "recipe: |\n");
-    for (const char *p = ry ? ry : ""; *p;) {
-        const char *e = strchr(p, '\n');
-        size_t n = e ? (size_t)(e - p) : strlen(p);
-        sq_sb_printf(&sb, "  %.*s\n", (int)n, p);
-        p += n + (e ? 1 : 0);
-    }
-    free(ry);
+    sq_plan_yaml_provenance(&sb, st, st_hash, sp, r);
     sq_sb_printf(&sb, "linears:\n");
     for (int i = 0; i < rep->n_linears; i++) {
         const sq_linear_report *lr = &rep->linears[i];
@@ -392,26 +370,11 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
             continue;
         const sq_linear *lin = &m->enc.layers[i / SQ_LIN_KINDS].lin[i % SQ_LIN_KINDS];
         const sq_act_stats *xs = sq_calib_stats_at(st, i / SQ_LIN_KINDS, (sq_linear_kind)(i % SQ_LIN_KINDS));
-        const int K = lin->in;
-        if (!(p->outl_idx = malloc((size_t)r->outl_max * sizeof *p->outl_idx)) ||
-            (p->n_outl = sq_select_outliers(xs->ch_max_abs, lin->w, lin->out, K, r->outl_ratio,
-                                            r->outl_max, p->outl_idx)) < 0) {
-            sq_err_set(err, "out of memory");
+        const int n = sq_plan_outliers(p, lin, xs, r, err);
+        if (n < 0)
             goto out;
-        }
-        if (p->n_outl == 0)
+        if (n == 0)
             continue;
-        p->xmax_m = malloc((size_t)K * sizeof *p->xmax_m);
-        p->skip = calloc((size_t)K, 1);
-        if (!p->xmax_m || !p->skip) {
-            sq_err_set(err, "out of memory");
-            goto out;
-        }
-        memcpy(p->xmax_m, xs->ch_max_abs, (size_t)K * sizeof *p->xmax_m);
-        for (int t = 0; t < p->n_outl; t++) {
-            p->xmax_m[p->outl_idx[t]] = 0.0f; /* s_j = 1: the fp32 side path needs no smoothing */
-            p->skip[p->outl_idx[t]] = 1;
-        }
         rep->linears[i].n_outliers = p->n_outl;
         any_outl = true;
     }
@@ -528,27 +491,8 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
         if (p->res.qtype == SQ_QT_F32)
             continue;
         const sq_act_stats *xs = sq_calib_stats_at(st, i / SQ_LIN_KINDS, (sq_linear_kind)(i % SQ_LIN_KINDS));
-        /* The input's minimum as the int8 step sees it: x itself, or x / s
-         * (the smoothed replay); without that replay only a non-negative
-         * x is known to stay non-negative under x / s (s > 0). */
-        /* Smoothed or with outlier channels: not the input the .sqc saw. */
-        const bool remapped = p->s || p->n_outl > 0;
-        bool lo_known = xs->rows > 0;
-        float lo = xs->min;
-        if (remapped && pass_b)
-            lo = cap2.stats[i].min, lo_known = cap2.stats[i].rows > 0;
-        else if (remapped)
-            lo_known = lo_known && lo >= 0.0f;
-        bool use_zero = r->zero_point && sq_qtype_get(p->res.qtype)->act_zero;
-        if (remapped && !pass_b) { /* minmax: the range follows from the channel maxima */
-            p->act_amax = sq_plan_safe_amax(sq_smooth_act_absmax(p->xmax_m ? p->xmax_m : xs->ch_max_abs,
-                                                         p->s ? p->s : ones,
-                                                         xs->channels));
-            sq_plan_act_range(p->act_amax, use_zero, lo_known, lo, &p->act_scale, &p->act_zero);
-        } else if (sq_plan_select_act(remapped ? &cap2.stats[i].hist : &xs->hist, &sp, use_zero, lo_known,
-                              lo, &p->act_amax, &p->act_scale, &p->act_zero, err) != 0) {
+        if (sq_plan_act(p, xs, pass_b ? &cap2.stats[i] : NULL, r, &sp, ones, err) != 0)
             goto out;
-        }
         rep->linears[i].act_amax = p->act_amax;
         rep->linears[i].act_zero = p->act_zero;
     }

@@ -10,7 +10,6 @@
 #include "dec_calibrate.h"
 #include "dec_sqm.h"
 #include "file_hash.h"
-#include "outlier_select.h"
 #include "quant_plan.h"
 #include "smoothquant.h"
 
@@ -99,27 +98,11 @@ int sq_dec_quantize(sq_llama_model *m, const char *model_arg, const sq_calib_sta
         if (p->res.qtype == SQ_QT_F32)
             continue;
         const sq_linear *lin = lin_at(m, i);
-        const sq_act_stats *xs = &st->lin[st_index(i)];
-        const int K = lin->in;
-        if (!(p->outl_idx = malloc((size_t)r->outl_max * sizeof *p->outl_idx)) ||
-            (p->n_outl = sq_select_outliers(xs->ch_max_abs, lin->w, lin->out, K, r->outl_ratio,
-                                            r->outl_max, p->outl_idx)) < 0) {
-            sq_err_set(err, "out of memory");
+        const int n = sq_plan_outliers(p, lin, &st->lin[st_index(i)], r, err);
+        if (n < 0)
             goto out;
-        }
-        if (p->n_outl == 0)
+        if (n == 0)
             continue;
-        p->xmax_m = malloc((size_t)K * sizeof *p->xmax_m);
-        p->skip = calloc((size_t)K, 1);
-        if (!p->xmax_m || !p->skip) {
-            sq_err_set(err, "out of memory");
-            goto out;
-        }
-        memcpy(p->xmax_m, xs->ch_max_abs, (size_t)K * sizeof *p->xmax_m);
-        for (int t = 0; t < p->n_outl; t++) {
-            p->xmax_m[p->outl_idx[t]] = 0.0f;
-            p->skip[p->outl_idx[t]] = 1;
-        }
         rep->linears[i].n_outliers = p->n_outl;
         any_outl = true;
     }
@@ -198,24 +181,8 @@ int sq_dec_quantize(sq_llama_model *m, const char *model_arg, const sq_calib_sta
             continue;
         }
         const int si = st_index(i);
-        const sq_act_stats *xs = &st->lin[si];
-        const bool remapped = p->s || p->n_outl > 0;
-        bool lo_known = xs->rows > 0;
-        float lo = xs->min;
-        if (remapped && pass_b)
-            lo = cap2.stats[si].min, lo_known = cap2.stats[si].rows > 0;
-        else if (remapped)
-            lo_known = lo_known && lo >= 0.0f;
-        const bool use_zero = r->zero_point && sq_qtype_get(p->res.qtype)->act_zero;
-        if (remapped && !pass_b) {
-            p->act_amax = sq_plan_safe_amax(sq_smooth_act_absmax(
-                p->xmax_m ? p->xmax_m : xs->ch_max_abs, p->s ? p->s : ones, xs->channels));
-            sq_plan_act_range(p->act_amax, use_zero, lo_known, lo, &p->act_scale, &p->act_zero);
-        } else if (sq_plan_select_act(remapped ? &cap2.stats[si].hist : &xs->hist, &sp, use_zero,
-                                      lo_known, lo, &p->act_amax, &p->act_scale, &p->act_zero,
-                                      err) != 0) {
+        if (sq_plan_act(p, &st->lin[si], pass_b ? &cap2.stats[si] : NULL, r, &sp, ones, err) != 0)
             goto out;
-        }
         rep->linears[i].act_amax = p->act_amax;
         rep->linears[i].act_zero = p->act_zero;
     }

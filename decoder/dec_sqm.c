@@ -31,29 +31,7 @@ static char *build_metadata(const sq_dec_sqm_src *s)
     sq_sb_printf(&sb, "source:\n  path: ");
     sq_sb_yaml_str(&sb, s->model_arg);
     sq_sb_printf(&sb, "\n  digest: \"%016" PRIx64 "\"\n", s->model_digest);
-    sq_sb_printf(&sb, "calibration:\n  digest: \"%016" PRIx64 "\"\n  date: ", s->st_hash);
-    sq_sb_yaml_str(&sb, st->date ? st->date : "");
-    sq_sb_printf(&sb, "\n  observer: {method: %s, percentile: %.17g}\n  corpus:",
-                 sq_calib_method_name(s->scale->method), s->scale->percentile);
-    if (st->n_corpus_files == 0)
-        sq_sb_printf(&sb, " []");
-    for (int i = 0; i < st->n_corpus_files; i++) {
-        sq_sb_printf(&sb, "\n    - {name: ");
-        sq_sb_yaml_str(&sb, st->corpus_files[i].name);
-        sq_sb_printf(&sb, ", size: %" PRIu64 ", xxh64: \"%016" PRIx64 "\"}",
-                     st->corpus_files[i].size, st->corpus_files[i].xxh64);
-    }
-    sq_sb_printf(&sb, "\n  samples: %" PRIu64 "\n  seed: %" PRIu64 "\n  max_seq: %d\n",
-                 st->samples_requested, st->seed, st->max_seq);
-    char *ry = sq_recipe_to_yaml(s->recipe);
-    sq_sb_printf(&sb, "recipe: |\n");
-    for (const char *p = ry ? ry : ""; *p;) {
-        const char *e = strchr(p, '\n');
-        size_t n = e ? (size_t)(e - p) : strlen(p);
-        sq_sb_printf(&sb, "  %.*s\n", (int)n, p);
-        p += n + (e ? 1 : 0);
-    }
-    free(ry);
+    sq_plan_yaml_provenance(&sb, st, s->st_hash, s->scale, s->recipe);
     sq_sb_printf(&sb, "linears:\n");
     for (int i = 0; i < s->rep->n_linears; i++) {
         const sq_linear_report *lr = &s->rep->linears[i];
