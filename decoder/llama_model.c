@@ -67,10 +67,29 @@ static int open_tokenizer(const char *path, const char *tokenizer, int vocab, sq
                       path, vocab, found[0] ? found : "", found[0] ? ")" : "");
 }
 
+/* A regular file whose seven-int32 header is a valid llama2.c config
+ * implying exactly its size, or a versioned llama2.c export ("ak42", which
+ * the reader then refuses by name). Anything else (an archive of a BERT
+ * checkpoint, a .sqm) is not a llama2.c checkpoint. */
 bool sq_llama_is_checkpoint(const char *path)
 {
     struct stat sb;
-    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && !sq_sqm_sniff(path);
+    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || sq_sqm_sniff(path))
+        return false;
+    FILE *f = fopen(path, "rb");
+    int32_t hdr[7];
+    bool ok = f && fread(hdr, sizeof hdr, 1, f) == 1;
+    if (f)
+        fclose(f);
+    if (!ok)
+        return false;
+    if ((uint32_t)hdr[0] == 0x616b3432u) /* "ak42" */
+        return true;
+    sq_llama_config cfg;
+    uint64_t want = 0;
+    sq_err ignored;
+    return sq_llama_config_from_header(hdr, &cfg, &want, path, &ignored) == 0 &&
+           want == (uint64_t)sb.st_size;
 }
 
 int sq_llama_model_open(const char *path, const char *tokenizer, sq_llama_model *m, sq_err *err)
