@@ -14,7 +14,8 @@
 #   4. bi-encoder reranking with USE Lite: the same candidates reordered by
 #      USE Lite int8 / int4 cosine vs fp32.
 # Prints markdown rows; everything stays in WORKDIR (models and reports there
-# are reused). On 2 shared cores step 3 takes about an hour.
+# are reused). On 2 shared cores step 3 takes about 70 minutes (the fp32
+# reference 50 of them).
 # usage: tests/bench/cross_encoder_table.sh [SQUINT] [GEN_FIXTURE] [SHARED_DATA] [WORKDIR] [MAX_SEQ] [CANDIDATES]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -61,7 +62,7 @@ for q in int8 int4; do
 done
 use=$data/use-lite-tfjs
 [[ -f use-int8.sqm ]] || "$SQ" quantize "$use" --recipe "$repo/recipes/use-lite.yaml" -o use-int8.sqm >/dev/null 2>&1
-for q in int8 int4; do
+for q in ${SCIFACT_MODELS:-int8}; do   # int4 too: SCIFACT_MODELS="int8 int4" (another hour)
     [[ -f scifact-$q.json ]] || "$SQ" embed-run "$ce-$q.sqm" --reference "$ce" \
         --input "$data/scifact/beir-format" --retriever "$use" --candidates "$CAND" \
         --max-seq "$MAXSEQ" --quiet --report "scifact-$q.json" >/dev/null
