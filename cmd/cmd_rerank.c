@@ -54,6 +54,22 @@ static const char *const help =
     "example:\n"
     "  squint rerank bge-small.sqm --query \"what causes tides\" --docs candidates.txt --top-k 10\n";
 
+/* The rest of an output line after its index: the id (JSON, when the input
+ * has one), the score (null for NaN: an empty document under mean pooling)
+ * and a cross-encoder's logit. */
+static void print_tail(FILE *fp, const char *id_json, double score, const float *logit)
+{
+    if (id_json)
+        fprintf(fp, ",\"id\":%s", id_json);
+    if (score == score)
+        fprintf(fp, ",\"score\":%.9g", score);
+    else
+        fprintf(fp, ",\"score\":null");
+    if (logit)
+        fprintf(fp, ",\"logit\":%.9g", (double)*logit);
+    fputs("}\n", fp);
+}
+
 /* Commit the output file, or flush standard output. */
 static int finish_output(sq_atomic_file *af, sq_err *err)
 {
@@ -109,15 +125,8 @@ static int run_pairs(const char *model_arg, const char *path, const char *field,
             goto fail;
         for (int64_t i = 0; i < n; i++) {
             fprintf(fp, "{\"index\":%lld", (long long)(done + i));
-            if (c.id_json)
-                fprintf(fp, ",\"id\":%s", c.id_json[i]);
-            if (scores[i] == scores[i])
-                fprintf(fp, ",\"score\":%.9g", scores[i]);
-            else
-                fprintf(fp, ",\"score\":null");
-            if (sq_model_is_classifier(&m))
-                fprintf(fp, ",\"logit\":%.9g", (double)logits[i]);
-            fputs("}\n", fp);
+            print_tail(fp, c.id_json ? c.id_json[i] : NULL, scores[i],
+                       sq_model_is_classifier(&m) ? &logits[i] : NULL);
         }
         if (!af.fp)
             fflush(stdout);
@@ -265,15 +274,7 @@ int cmd_rerank(int argc, char **argv)
     for (int64_t r = 0; r < k; r++) {
         int64_t i = order[r];
         fprintf(fp, "{\"rank\":%lld,\"index\":%lld", (long long)(r + 1), (long long)i);
-        if (all.id_json)
-            fprintf(fp, ",\"id\":%s", all.id_json[i]);
-        if (scores[i] == scores[i])
-            fprintf(fp, ",\"score\":%.9g", scores[i]);
-        else
-            fprintf(fp, ",\"score\":null"); /* an empty document under mean pooling */
-        if (logits)
-            fprintf(fp, ",\"logit\":%.9g", (double)logits[i]);
-        fputs("}\n", fp);
+        print_tail(fp, all.id_json ? all.id_json[i] : NULL, scores[i], logits ? &logits[i] : NULL);
     }
     if (finish_output(&af, &err) != 0)
         goto fail;
