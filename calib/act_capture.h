@@ -26,6 +26,11 @@ typedef struct sq_act_capture {
      * input's minimum: act_range clamps it to <= 0 anyway). */
     const uint8_t **skip;
     sq_act_stats *stats;
+    /* GPTQ (libquant/gptq.h): when gram[i] is non-NULL (cols x cols doubles,
+     * sq_act_capture_want_gram), it accumulates the upper triangle of
+     * sum x x^T of the input as the integer GEMM sees it: divided by
+     * smooth[i] and with the skip[i] channels 0 when those are set. */
+    double **gram;
     bool failed;
     sq_err first_err;
 } sq_act_capture;
@@ -35,6 +40,8 @@ int sq_act_capture_init(sq_act_capture *c, const sq_calib_stats *st, int max_row
 void sq_act_capture_free(sq_act_capture *c);
 sq_observer sq_act_capture_observer(sq_act_capture *c);
 int sq_act_capture_check(const sq_act_capture *c, sq_err *err);
+/* Accumulate the Gram matrix of linear i's input (see gram above). */
+int sq_act_capture_want_gram(sq_act_capture *c, int i, sq_err *err);
 /* True once every linear input holds max_rows rows (a capture-only run can stop). */
 bool sq_act_capture_full(const sq_act_capture *c);
 

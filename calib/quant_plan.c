@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "container.h"
+#include "gptq.h"
 #include "outlier_select.h"
 #include "pack.h"
 #include "qlinear_eval.h"
@@ -84,7 +85,23 @@ int sq_plan_quantize_linear(const sq_linear *lin, const float *scale_s, const fl
         }
     }
     sq_quant_opts qo = {.importance = imp, .int4_search = int4_search};
+    double *u = NULL;
+    if (p && p->gram && sq_qtype_get(qt)->block) {
+        if (!(u = malloc((size_t)K * K * sizeof *u))) {
+            free(w);
+            free(imp);
+            return sq_err_set(err, "out of memory");
+        }
+        if (sq_gptq_factor(p->gram, K, SQ_GPTQ_DAMP, u, err) != 0) {
+            free(u);
+            free(w);
+            free(imp);
+            return -1;
+        }
+        qo.gptq_u = u;
+    }
     int rc = sq_quantize_weights(w, N, K, qt, &qo, qw, err);
+    free(u);
     free(w);
     free(imp);
     return rc;
@@ -122,6 +139,11 @@ int sq_plan_search_alpha(const float *x, int rows, const sq_linear *lin, const s
     free(xz);
     free(wz);
     return rc;
+}
+
+bool sq_plan_wants_gptq(const sq_plan_linear *p, const sq_recipe *r)
+{
+    return r->int4_gptq && !p->absent && sq_qtype_get(p->res.qtype)->block > 0;
 }
 
 uint64_t sq_plan_packed_bytes(const sq_qweight *q)

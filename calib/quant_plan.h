@@ -41,7 +41,15 @@ typedef struct sq_plan_linear {
     float *outl_w;
     float *xmax_m;
     uint8_t *skip;
+    /* GPTQ (recipe weights.int4_rounding: gptq, int4 linears): the Gram
+     * matrix of the input as the GEMM sees it (act_capture.h), borrowed;
+     * NULL = round to nearest */
+    const double *gram;
 } sq_plan_linear;
+
+/* True when p is rounded with GPTQ: an int4 linear under a recipe with
+ * weights.int4_rounding: gptq. */
+bool sq_plan_wants_gptq(const sq_plan_linear *p, const sq_recipe *r);
 
 /* Storage that must live until the writer has written. */
 typedef struct sq_keep {
@@ -62,7 +70,7 @@ int sq_plan_quantized_error(const float *x, int rows, const float *w_ref, const 
  * input j is the calibration sum of x_j^2 / imp_s_j^2 (the smoothed input).
  * With p (n_outl > 0): the outlier columns of W diag(scale_s) go to
  * p->outl_w [n_outl][N] and are zeroed before quantizing, so no outlier
- * sets a row's weight scale. */
+ * sets a row's weight scale. With p->gram (int4): GPTQ rounding. */
 int sq_plan_quantize_linear(const sq_linear *lin, const float *scale_s, const float *imp_s,
                            const sq_act_stats *xs, sq_qtype qt, bool int4_search,
                            sq_plan_linear *p, sq_qweight *qw, sq_err *err);

@@ -461,7 +461,11 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
     /* 4. Activation clip ranges. Smoothed inputs need the histogram of x / s:
      * replay the calibration with the smoothing applied (not for minmax,
      * whose range follows exactly from the per-channel maxima). */
-    bool pass_b = (any_smooth || any_outl) && sp.method != SQ_CALIB_MINMAX;
+    const bool range_b = (any_smooth || any_outl) && sp.method != SQ_CALIB_MINMAX;
+    bool gptq = false; /* GPTQ's Gram matrices come from the same replay */
+    for (int i = 0; i < NL; i++)
+        gptq |= sq_plan_wants_gptq(&pl[i], r);
+    const bool pass_b = range_b || gptq;
     const int kmax = c->ffn > c->hidden ? c->ffn : c->hidden;
     if (!(ones = malloc((size_t)kmax * sizeof *ones))) {
         sq_err_set(err, "out of memory");
@@ -478,20 +482,25 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
             else if (pl[i].n_outl > 0)
                 cap2.smooth[i] = ones;
             cap2.skip[i] = pl[i].skip;
+            if (sq_plan_wants_gptq(&pl[i], r) && sq_act_capture_want_gram(&cap2, i, err) != 0)
+                goto out;
         }
         sq_observer obs2 = sq_act_capture_observer(&cap2);
-        sq_quantize_log(o, "replaying calibration samples for the smoothed activation ranges ...");
+        sq_quantize_log(o, "replaying calibration samples for the smoothed activation ranges%s ...",
+                        gptq ? " and GPTQ's Gram matrices" : "");
         if (sq_calib_replay(m, st, o->bundled_corpus, o->corpus, o->n_corpus, o->batch, &obs2, 0,
                             err) != 0 ||
             sq_act_capture_check(&cap2, err) != 0)
             goto out;
+        for (int i = 0; i < NL; i++)
+            pl[i].gram = cap2.gram[i];
     }
     for (int i = 0; i < NL; i++) {
         sq_plan_linear *p = &pl[i];
         if (p->res.qtype == SQ_QT_F32)
             continue;
         const sq_act_stats *xs = sq_calib_stats_at(st, i / SQ_LIN_KINDS, (sq_linear_kind)(i % SQ_LIN_KINDS));
-        if (sq_plan_act(p, xs, pass_b ? &cap2.stats[i] : NULL, r, &sp, ones, err) != 0)
+        if (sq_plan_act(p, xs, range_b ? &cap2.stats[i] : NULL, r, &sp, ones, err) != 0)
             goto out;
         rep->linears[i].act_amax = p->act_amax;
         rep->linears[i].act_zero = p->act_zero;

@@ -150,7 +150,11 @@ int sq_dec_quantize(sq_llama_model *m, const char *model_arg, const sq_calib_sta
         rep->linears[i].alpha = alpha;
     }
     /* 4. Activation ranges: smoothed inputs need the histogram of x / s. */
-    const bool pass_b = (any_smooth || any_outl) && sp.method != SQ_CALIB_MINMAX;
+    const bool range_b = (any_smooth || any_outl) && sp.method != SQ_CALIB_MINMAX;
+    bool gptq = false; /* GPTQ's Gram matrices come from the same replay */
+    for (int i = 0; i < NL; i++)
+        gptq |= sq_plan_wants_gptq(&pl[i], r);
+    const bool pass_b = range_b || gptq;
     const int kmax = c->hidden > c->dim ? c->hidden : c->dim;
     if (!(ones = malloc((size_t)kmax * sizeof *ones))) {
         sq_err_set(err, "out of memory");
@@ -165,12 +169,17 @@ int sq_dec_quantize(sq_llama_model *m, const char *model_arg, const sq_calib_sta
             const int si = st_index(i);
             cap2.smooth[si] = pl[i].s ? pl[i].s : pl[i].n_outl > 0 ? ones : NULL;
             cap2.skip[si] = pl[i].skip;
+            if (sq_plan_wants_gptq(&pl[i], r) && sq_act_capture_want_gram(&cap2, si, err) != 0)
+                goto out;
         }
         sq_observer obs2 = sq_act_capture_observer(&cap2);
-        sq_quantize_log(o, "replaying calibration samples for the smoothed activation ranges ...");
+        sq_quantize_log(o, "replaying calibration samples for the smoothed activation ranges%s ...",
+                        gptq ? " and GPTQ's Gram matrices" : "");
         if (sq_dec_calib_replay(m, st, o->corpus, o->n_corpus, &obs2, 0, err) != 0 ||
             sq_act_capture_check(&cap2, err) != 0)
             goto out;
+        for (int i = 0; i < NL; i++)
+            pl[i].gram = cap2.gram[st_index(i)];
     }
     for (int i = 0; i < NL; i++) {
         sq_plan_linear *p = &pl[i];
@@ -181,7 +190,7 @@ int sq_dec_quantize(sq_llama_model *m, const char *model_arg, const sq_calib_sta
             continue;
         }
         const int si = st_index(i);
-        if (sq_plan_act(p, &st->lin[si], pass_b ? &cap2.stats[si] : NULL, r, &sp, ones, err) != 0)
+        if (sq_plan_act(p, &st->lin[si], range_b ? &cap2.stats[si] : NULL, r, &sp, ones, err) != 0)
             goto out;
         rep->linears[i].act_amax = p->act_amax;
         rep->linears[i].act_zero = p->act_zero;

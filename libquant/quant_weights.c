@@ -114,6 +114,30 @@ static void quant_row_s4(const float *w, int k, int groups, const float *imp, bo
     }
 }
 
+/* GPTQ (gptq.h): the row's values are updated in w (k doubles, the row on
+ * entry) as the columns left of them are rounded; a group's scale is chosen
+ * when the group is reached, on its values at that point. */
+static void quant_row_s4_gptq(double *w, int k, int groups, const float *imp, bool search,
+                              const double *u, int8_t *q, float *scales)
+{
+    float cur[SQ_INT4_GROUP];
+    for (int g = 0; g < groups; g++) {
+        const int off = g * SQ_INT4_GROUP;
+        const int len = k - off < SQ_INT4_GROUP ? k - off : SQ_INT4_GROUP;
+        for (int i = 0; i < len; i++)
+            cur[i] = (float)w[off + i];
+        const float s = quant_group_s4(cur, len, imp ? imp + off : NULL, search, q + off);
+        scales[g] = s;
+        for (int i = off; i < off + len; i++) {
+            q[i] = round_clamp((float)w[i] / s, 7);
+            const double *ui = u + (size_t)i * k;
+            const double e = (w[i] - (double)q[i] * s) / ui[i];
+            for (int j = i + 1; j < k; j++)
+                w[j] -= e * ui[j];
+        }
+    }
+}
+
 static int check_inputs(const float *w, int n, int k, const float *imp, sq_err *err)
 {
     for (size_t i = 0; i < (size_t)n * (size_t)k; i++)
@@ -146,7 +170,9 @@ int sq_quantize_weights(const float *w, int n, int k, sq_qtype qt, const sq_quan
     int threads = omp_get_max_threads();
     size_t per_thread = (size_t)SQ_PANEL_N * (size_t)out->k_pad;
     int8_t *buf = malloc((size_t)threads * per_thread);
-    if (!buf) {
+    double *wd = opts->gptq_u ? malloc((size_t)threads * (size_t)k * sizeof *wd) : NULL;
+    if (!buf || (opts->gptq_u && !wd)) {
+        free(wd);
         sq_qweight_free(out);
         return sq_err_set(err, "out of memory quantizing a [%d, %d] weight", n, k);
     }
@@ -162,7 +188,13 @@ int sq_quantize_weights(const float *w, int n, int k, sq_qtype qt, const sq_quan
                 int8_t *qr = rows + (size_t)i * (size_t)k;
                 if (!t->block) /* one scale per channel */
                     quant_row_s8(wr, k, qr, &out->scale[row]);
-                else
+                else if (opts->gptq_u) {
+                    double *wt = wd + (size_t)omp_get_thread_num() * (size_t)k;
+                    for (int j = 0; j < k; j++)
+                        wt[j] = wr[j];
+                    quant_row_s4_gptq(wt, k, groups, opts->importance, opts->int4_search,
+                                      opts->gptq_u, qr, &out->scale[row * (size_t)groups]);
+                } else
                     quant_row_s4(wr, k, groups, opts->importance, opts->int4_search, qr,
                                  &out->scale[row * (size_t)groups]);
             }
@@ -170,6 +202,7 @@ int sq_quantize_weights(const float *w, int n, int k, sq_qtype qt, const sq_quan
         }
     }
     free(buf);
+    free(wd);
     return 0;
 }
 

@@ -44,6 +44,9 @@ typedef struct sq_quant_opts {
     const float *importance;
     /* int4: weighted-MSE scale search (the --int4-search flag). */
     bool int4_search;
+    /* int4: GPTQ rounding with this factor (gptq.h: K x K, from the
+     * calibration Gram matrix of the input); NULL = round to nearest. */
+    const double *gptq_u;
 } sq_quant_opts;
 
 /* Quantize w ([n][k] row-major, finite) to qt (SQ_QT_S8 or SQ_QT_S4G128) and

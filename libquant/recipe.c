@@ -371,12 +371,22 @@ static int parse_smoothquant(const yt_node *m, sq_recipe *r, sq_err *err)
 
 static int parse_weights(const yt_node *m, sq_recipe *r, sq_err *err)
 {
-    static const char *const keys[] = {"type", "int4_scale_search", NULL};
+    static const char *const keys[] = {"type", "int4_scale_search", "int4_rounding", NULL};
     if (check_keys(m, "weights", keys, err) != 0)
         return -1;
     const yt_node *type = yt_get(m, "type");
     if (type && parse_qtype(type, "type", &r->weight_type, err) != 0)
         return -1;
+    const yt_node *rounding = yt_get(m, "int4_rounding");
+    if (rounding) {
+        const char *s;
+        if (yt_as_string(rounding, "int4_rounding", &s, err) != 0)
+            return -1;
+        if (strcmp(s, "gptq") != 0 && strcmp(s, "nearest") != 0)
+            return yt_error(rounding, err, "unknown int4_rounding '%s' (expected: nearest, gptq)",
+                            s);
+        r->int4_gptq = strcmp(s, "gptq") == 0;
+    }
     return get_bool(m, "int4_scale_search", &r->int4_scale_search, NULL, err);
 }
 
@@ -701,7 +711,8 @@ bool sq_recipe_equal(const sq_recipe *a, const sq_recipe *b)
     if (a->outl_enabled != b->outl_enabled || a->outl_ratio != b->outl_ratio ||
         a->outl_max != b->outl_max)
         return false;
-    if (a->weight_type != b->weight_type || a->int4_scale_search != b->int4_scale_search)
+    if (a->weight_type != b->weight_type || a->int4_scale_search != b->int4_scale_search ||
+        a->int4_gptq != b->int4_gptq)
         return false;
     if (a->n_overrides != b->n_overrides)
         return false;
@@ -809,6 +820,8 @@ static bool write_yaml(sq_strbuf *sb, const sq_recipe *r)
 
     sq_sb_printf(sb, "weights:\n  type: %s\n  int4_scale_search: %s\n",
                  sq_qtype_get(r->weight_type)->name, bool_name(r->int4_scale_search));
+    if (r->int4_gptq) /* written only when set: recipes without it print as before */
+        sq_sb_printf(sb, "  int4_rounding: gptq\n");
 
     sq_sb_printf(sb, "overrides:%s\n", r->n_overrides ? "" : " []");
     for (size_t i = 0; i < r->n_overrides; i++) {

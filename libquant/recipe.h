@@ -138,6 +138,7 @@ typedef struct sq_recipe {
     /* weights */
     sq_qtype weight_type;
     bool int4_scale_search; /* int4-g128: search each group's clip for least error */
+    bool int4_gptq;         /* int4-g128: GPTQ rounding (gptq.h) instead of nearest */
 
     sq_recipe_override *overrides;
     size_t n_overrides;

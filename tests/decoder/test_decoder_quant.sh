@@ -31,6 +31,12 @@ q --recipe "$R/stories260K-int4.yaml" --dynamic-acts -o "$W/int4.sqm" --threads 
 q --recipe "$R/stories260K-int8.yaml" -o "$W/int8.t2.sqm" --threads 2
 cmp -s "$W/int8.sqm" "$W/int8.t2.sqm" \
   && pass ".sqm bytes identical at 1 and 2 threads" || fail ".sqm bytes differ between 1 and 2 threads"
+q --recipe "$R/stories260K-int4.yaml" --dynamic-acts -o "$W/int4.t2.sqm" --threads 2
+cmp -s "$W/int4.sqm" "$W/int4.t2.sqm" \
+  && pass "GPTQ int4 .sqm bytes identical at 1 and 2 threads" || fail "GPTQ int4 .sqm bytes differ between 1 and 2 threads"
+# the same recipe rounding to nearest, for the GPTQ comparison below
+sed 's/int4_rounding: gptq/int4_rounding: nearest/' "$R/stories260K-int4.yaml" >"$W/rtn.yaml"
+q --recipe "$W/rtn.yaml" --dynamic-acts -o "$W/int4rtn.sqm" --threads 1 || fail "quantize int4 nearest: $(cat "$W/err")"
 
 for m in int8 int4; do
   out=$("$SQ" generate "$W/$m.sqm" --prompt "Once upon a time" --max-tokens 64 --threads 1 --quiet 2>"$W/err")
@@ -45,8 +51,14 @@ p32=$(ppl "$M") p8=$(ppl "$W/int8.sqm") p4=$(ppl "$W/int4.sqm")
 echo "# perplexity on the held-out slice: fp32 $p32, int8 $p8, int4-g128 $p4"
 within "$p8" "$p32" 1.01 && pass "int8 perplexity within 1% of fp32" || fail "int8 perplexity $p8 vs fp32 $p32"
 # int4-g128 misses the issue's 5% on this 64-wide model (README "Decoders");
-# this is a regression bar above the measured +17.6% on this slice.
-within "$p4" "$p32" 1.20 && pass "int4-g128 perplexity within 20% of fp32" || fail "int4 perplexity $p4 vs fp32 $p32"
+# regression bars above the measured figures on this slice.
+p4r=$(ppl "$W/int4rtn.sqm")
+echo "# int4-g128 rounded to nearest: $p4r"
+within "$p4" "$p32" 1.15 && pass "int4-g128 (GPTQ) perplexity within 15% of fp32" || fail "int4 perplexity $p4 vs fp32 $p32"
+within "$p4r" "$p32" 1.20 && pass "int4-g128 (nearest) perplexity within 20% of fp32" || fail "int4 nearest perplexity $p4r vs fp32 $p32"
+# GPTQ must take back a real share of what rounding to nearest loses
+awk -v g="$p4" -v r="$p4r" -v f="$p32" 'BEGIN {exit !(g - f < 0.8 * (r - f))}' \
+  && pass "GPTQ loses < 80% of what nearest rounding loses" || fail "GPTQ $p4 vs nearest $p4r (fp32 $p32)"
 # a deliberately bad quantization (int8 activations clipped at the median)
 cat >"$W/bad.yaml" <<'YAML'
 version: 1

@@ -147,6 +147,7 @@ START_TEST(default_recipe)
     ck_assert_ptr_null(r.name);
     ck_assert_int_eq(r.weight_type, SQ_QT_S8);
     ck_assert(r.int4_scale_search);
+    ck_assert(!r.int4_gptq);
     ck_assert_int_eq(r.observer, SQ_OBS_PERCENTILE);
     ck_assert(r.percentile == 99.99);
     ck_assert(!r.skip_zeros);
@@ -224,6 +225,7 @@ START_TEST(full_recipe_round_trip)
               r.sq_inputs[SQ_LIN_FFN_UP] && r.sq_inputs[SQ_LIN_FFN_DOWN]);
     ck_assert_int_eq(r.weight_type, SQ_QT_S4G128);
     ck_assert(!r.int4_scale_search);
+    ck_assert(r.int4_gptq);
     ck_assert_uint_eq(r.n_overrides, 3);
     ck_assert(r.overrides[1].is_regex);
     ck_assert(r.overrides[2].set_alpha && r.overrides[2].alpha.value == 0.75);
@@ -469,7 +471,11 @@ static const struct {
      "skip_zeros, zero_point, guard)"},
     {"observer: {guard: rows}\n", "x.yaml:1:19: unknown guard 'rows' (expected: row, clip)"},
     {"weights:\n  type: int8\n  scale_search: true\n",
-     "x.yaml:3:3: unknown key 'scale_search' in weights (expected: type, int4_scale_search)"},
+     "x.yaml:3:3: unknown key 'scale_search' in weights (expected: type, int4_scale_search, "
+     "int4_rounding)"},
+    {"weights: {int4_rounding: gptqq}\n",
+     "x.yaml:1:26: unknown int4_rounding 'gptqq' (expected: nearest, gptq)"},
+    {"weights: {int4_rounding: [gptq]}\n", "x.yaml:1:26: 'int4_rounding' must be a string, not a sequence"},
     {"overrides:\n  - match: layer.1.qkv\n    typ: fp32\n",
      "x.yaml:3:5: unknown key 'typ' in an override (expected: match, type, smoothquant, alpha)"},
     {"gates:\n  cos_avg: 0.9\n",
