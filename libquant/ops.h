@@ -2,10 +2,20 @@
 #ifndef SQ_OPS_H
 #define SQ_OPS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
+/* The vector code the side ops run (ops.c): set by the instruction set the
+ * GEMMs use (SQUINT_ISA or the CPU's best); every level gives the same bits. */
+typedef enum sq_ops_level { SQ_OPS_SCALAR = 0, SQ_OPS_AVX2, SQ_OPS_AVX512 } sq_ops_level;
+sq_ops_level sq_ops_get_level(void);
+/* Tests: run every later op at level l; false (nothing changed) when the
+ * CPU lacks it. */
+bool sq_ops_set_level(sq_ops_level l);
+
 /* x[r] = LayerNorm(x[r] + add[r]) * gamma + beta for rows [0, rows);
- * add may be NULL. Two-pass mean/variance in f32 with a double accumulator. */
+ * add may be NULL. Two-pass mean / variance with the sums in 8 double
+ * lanes, the output by one FMA per value (SQM.md 6.2). */
 void sq_add_layernorm(float *x, const float *add, int rows, int cols, const float *gamma,
                       const float *beta, float eps);
 /* y[r] = LayerNorm(x[r]) * gamma + beta (pre-LN blocks: x stays the

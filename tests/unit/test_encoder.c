@@ -2,6 +2,7 @@
  * math written here (no BLAS), plus determinism across thread counts. */
 #include <check.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -211,6 +212,66 @@ START_TEST(pooling_modes)
 }
 END_TEST
 
+/* Every vector level the CPU has (scalar, AVX2, AVX-512: the ones it lacks
+ * are reported as skipped) gives the scalar code's bits for LayerNorm,
+ * GELU and softmax, at lengths around the 8- and 16-lane blocks and at
+ * BERT widths; LayerNorm also against a double-precision reference. */
+START_TEST(ops_same_bits_every_level)
+{
+    static const int lens[] = {1, 2, 7, 8, 9, 15, 16, 17, 23, 24, 31, 33, 64, 100, 256, 300, 384, 1024};
+    const int nl = (int)(sizeof lens / sizeof lens[0]);
+    enum { MAXL = 1024 };
+    static float in[MAXL], g[MAXL], b[MAXL], ref[3][MAXL], got[MAXL];
+    const sq_ops_level saved = sq_ops_get_level();
+    for (int li = 0; li < nl; li++) {
+        const int n = lens[li];
+        for (int i = 0; i < n; i++) {
+            in[i] = 4.0f * frand() + (i % 37 == 0 ? 60.0f : 0.0f); /* a few outlier dims */
+            g[i] = 1.0f + 0.5f * frand();
+            b[i] = 0.1f * frand();
+        }
+        ck_assert(sq_ops_set_level(SQ_OPS_SCALAR));
+        memcpy(ref[0], in, sizeof(float) * n);
+        sq_layernorm_to(in, ref[0], 1, n, g, b, 1e-12f);
+        memcpy(ref[1], in, sizeof(float) * n);
+        sq_gelu_inplace(ref[1], n);
+        memcpy(ref[2], in, sizeof(float) * n);
+        sq_softmax_row(ref[2], n);
+        if (n > 1) { /* LayerNorm against double */
+            double m = 0, v = 0;
+            for (int i = 0; i < n; i++)
+                m += in[i];
+            m /= n;
+            for (int i = 0; i < n; i++)
+                v += (in[i] - m) * (in[i] - m);
+            v /= n;
+            for (int i = 0; i < n; i++) {
+                double want = (in[i] - m) / sqrt(v + 1e-12) * g[i] + b[i];
+                ck_assert_msg(fabs(ref[0][i] - want) <= 1e-5 * fmax(1, fabs(want)),
+                              "layernorm len %d [%d] = %g, want %g", n, i, ref[0][i], want);
+            }
+        }
+        for (sq_ops_level lv = SQ_OPS_AVX2; lv <= SQ_OPS_AVX512; lv++) {
+            if (!sq_ops_set_level(lv)) {
+                if (li == 0)
+                    printf("SKIPPED: ops level %s (this CPU lacks it)\n",
+                           lv == SQ_OPS_AVX2 ? "avx2" : "avx512");
+                continue;
+            }
+            sq_layernorm_to(in, got, 1, n, g, b, 1e-12f);
+            ck_assert_msg(memcmp(got, ref[0], sizeof(float) * n) == 0, "layernorm level %d len %d", lv, n);
+            memcpy(got, in, sizeof(float) * n);
+            sq_gelu_inplace(got, n);
+            ck_assert_msg(memcmp(got, ref[1], sizeof(float) * n) == 0, "gelu level %d len %d", lv, n);
+            memcpy(got, in, sizeof(float) * n);
+            sq_softmax_row(got, n);
+            ck_assert_msg(memcmp(got, ref[2], sizeof(float) * n) == 0, "softmax level %d len %d", lv, n);
+        }
+    }
+    ck_assert(sq_ops_set_level(saved));
+}
+END_TEST
+
 START_TEST(ops_exact)
 {
     float x[5] = {-3, -0.5f, 0, 0.5f, 3};
@@ -276,6 +337,7 @@ int main(void)
     tcase_add_test(tc, forward_matches_reference);
     tcase_add_test(tc, pooling_modes);
     tcase_add_test(tc, ops_exact);
+    tcase_add_test(tc, ops_same_bits_every_level);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
