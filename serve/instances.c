@@ -135,7 +135,7 @@ static void read_ready(worker_slot *w)
 
 /* SIGTERM to every running worker, then reap them all. Returns the number
  * that did not exit 0. */
-static int stop_all(supervisor *sv, int skip_status_of)
+static int stop_all(supervisor *sv)
 {
     for (int i = 0; i < sv->n; i++)
         if (sv->w[i].pid > 0)
@@ -147,7 +147,7 @@ static int stop_all(supervisor *sv, int skip_status_of)
         int st;
         while (waitpid(sv->w[i].pid, &st, 0) < 0 && errno == EINTR)
             ;
-        if (i != skip_status_of && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
+        if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
             char why[128];
             describe_status(st, why, sizeof why);
             fprintf(stderr, "squint serve: worker %d (pid %d) %s while stopping\n", i,
@@ -224,7 +224,7 @@ int sq_serve_instances_run(const sq_serve_opts *o, int instances, int threads, s
     }
     for (int i = 0; i < instances; i++)
         if (spawn(&sv, i, err) != 0) {
-            stop_all(&sv, -1);
+            stop_all(&sv);
             goto out;
         }
     bool announced = false;
@@ -240,7 +240,7 @@ int sq_serve_instances_run(const sq_serve_opts *o, int instances, int threads, s
             if (errno == EINTR)
                 continue;
             sq_err_set(err, "poll: %s", strerror(errno));
-            stop_all(&sv, -1);
+            stop_all(&sv);
             goto out;
         }
         for (int k = 1; k < np; k++)
@@ -297,7 +297,7 @@ int sq_serve_instances_run(const sq_serve_opts *o, int instances, int threads, s
                 else
                     sq_err_set(err, "worker %d (CPUs %s) %s before it was ready%s", i, w->cpus,
                                why, w->restarts ? " (after a restart)" : "");
-                stop_all(&sv, -1);
+                stop_all(&sv);
                 goto out;
             }
             w->restarts++;
@@ -306,7 +306,7 @@ int sq_serve_instances_run(const sq_serve_opts *o, int instances, int threads, s
             if (w->ready_rd >= 0)
                 close(w->ready_rd), w->ready_rd = -1;
             if (spawn(&sv, i, err) != 0) {
-                stop_all(&sv, -1);
+                stop_all(&sv);
                 goto out;
             }
         }
@@ -315,7 +315,7 @@ int sq_serve_instances_run(const sq_serve_opts *o, int instances, int threads, s
             stop_sig == SIGTERM ? "SIGTERM" : "SIGINT", instances);
     close(sv.listen_fd); /* the workers hold it until they have quiesced */
     sv.listen_fd = -1;
-    int bad = stop_all(&sv, -1);
+    int bad = stop_all(&sv);
     if (bad)
         sq_err_set(err, "%d of %d workers did not stop cleanly", bad, instances);
     else
