@@ -32,6 +32,7 @@ int cmd_train_head(int argc, char **argv);
 int cmd_classify(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 int cmd_perplexity(int argc, char **argv);
+int cmd_tune(int argc, char **argv);
 
 /* Print "squint CMD: message" to stderr; returns SQ_EXIT_BADINPUT. */
 int cli_fail(const char *cmd, const sq_err *err);

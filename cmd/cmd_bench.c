@@ -6,11 +6,14 @@
 #include <string.h>
 #include <sys/resource.h>
 
+#include "bench_instances.h"
 #include "cli.h"
+#include "cpu_sets.h"
 #include "embed_model.h"
 #include "embedder.h"
 #include "linear.h"
 #include "threads.h"
+#include "tune_use.h"
 
 static const char *const help =
     "usage: squint bench MODEL [options]\n"
@@ -26,6 +29,15 @@ static const char *const help =
     "  --iters N       timed repetitions (default 5)\n"
     "  --warmup N      untimed repetitions first (default 1)\n"
     "  --threads N     worker threads (default: $OMP_NUM_THREADS, else the CPUs this process may run on)\n"
+    "  --instances N   run N worker processes, each pinned to its own --threads cores (default:\n"
+    "                  the usable cores / N), on the same work at once: aggregate seq/s over a\n"
+    "                  common --window and the latency of one pass (a request of --batch x\n"
+    "                  --seq) under that load, p50 / p95\n"
+    "  --window S      the common measuring window of --instances, seconds (default 3)\n"
+    "  --tune FILE     instances, threads, batch and seq from `squint tune` (options given\n"
+    "                  here win); MODEL.tune.json is used by default when it exists and\n"
+    "                  none of --instances / --threads / --batch is given\n"
+    "  --no-tune       ignore MODEL.tune.json\n"
     "  --profile       then --iters more throughput passes timed per op (embeddings, LayerNorm,\n"
     "                  activation quantize, each linear's GEMM, outlier channels, attention\n"
     "                  Q.K^T / softmax / P.V, GELU, residuals): ms per pass and share\n"
@@ -61,31 +73,23 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Median seconds of one forward pass over n_seq sequences of len tokens. */
+/* Median seconds of one forward pass over n_seq sequences of len tokens
+ * (bench_batch_make's synthetic ids). */
 static int time_forward(const sq_embed_model *m, int n_seq, int len, int warmup, int iters,
                         double *median, sq_op_profile *prof, sq_err *err)
 {
-    int T = n_seq * len;
-    int32_t *ids = malloc((size_t)T * sizeof *ids);
-    int *off = malloc(((size_t)n_seq + 1) * sizeof *off);
-    float *hid = malloc((size_t)T * m->enc.cfg.hidden * sizeof *hid);
+    float *hid = malloc((size_t)n_seq * len * m->enc.cfg.hidden * sizeof *hid);
     double *times = malloc((size_t)iters * sizeof *times);
     sq_workspace ws = {0};
+    bench_batch bb = {0};
     int rc = -1;
-    if (!ids || !off || !hid || !times) {
+    if (!hid || !times) {
         sq_err_set(err, "out of memory");
         goto out;
     }
-    /* Deterministic ids spread over the vocabulary (avoiding the first 1000). */
-    uint32_t x = 12345;
-    int V = m->enc.cfg.vocab_size;
-    for (int s = 0; s <= n_seq; s++)
-        off[s] = s * len;
-    for (int t = 0; t < T; t++) {
-        x = x * 1664525u + 1013904223u;
-        ids[t] = V > 2000 ? 1000 + (int)(x % (uint32_t)(V - 1000)) : (int)(x % (uint32_t)V);
-    }
-    sq_batch b = {.n_seq = n_seq, .offsets = off, .ids = ids, .type_ids = NULL};
+    if (bench_batch_make(m, n_seq, len, &bb, err) != 0)
+        goto out;
+    const sq_batch b = bb.b;
     for (int i = 0; i < warmup + iters; i++) {
         ws.lin.prof = i >= warmup ? prof : NULL; /* the timed passes only */
         double t0 = cli_now();
@@ -98,12 +102,49 @@ static int time_forward(const sq_embed_model *m, int n_seq, int len, int warmup,
     *median = times[iters / 2];
     rc = 0;
 out:
-    free(ids);
-    free(off);
+    bench_batch_free(&bb);
     free(hid);
     free(times);
     sq_workspace_free(&ws);
     return rc;
+}
+
+/* --instances: N pinned worker processes over one window (bench_instances.h).
+ * No OpenMP region may run in this process before they are forked. */
+static int bench_instances(const char *model, int instances, int threads, int batch, int seq,
+                           int warmup, double window)
+{
+    static int cpus[SQ_CPUS_MAX];
+    int n = sq_cpus_usable(cpus, SQ_CPUS_MAX);
+    if (threads <= 0)
+        threads = n / instances;
+    if (threads < 1 || (long)instances * threads > n)
+        return cli_usage_error("bench", "%d instances x %d threads need %ld cores; this process "
+                               "may use %d (sched_getaffinity: taskset, cgroups)",
+                               instances, threads > 0 ? threads : 1,
+                               (long)instances * (threads > 0 ? threads : 1), n);
+    sq_inst_plan p = {.model_path = model, .instances = instances, .threads = threads,
+                      .batch = batch, .seq = seq, .warmup = warmup, .window_s = window,
+                      .cpus = cpus, .n_cpus = n};
+    sq_inst_result r;
+    sq_err err = {0};
+    if (sq_instances_measure(&p, &r, &err) != 0)
+        return cli_fail("bench", &err);
+    char sets[1024] = "", one[256];
+    for (int i = 0; i < instances; i++) {
+        sq_cpus_format(cpus + (size_t)i * threads, threads, one, sizeof one);
+        size_t len = strlen(sets);
+        snprintf(sets + len, sizeof sets - len, "%s%s", i ? " | " : "", one);
+    }
+    printf("model: %s  %s\n", model, r.info);
+    printf("instances=%d  threads=%d  (CPUs %s; %d usable)\n", instances, threads, sets, n);
+    printf("%s seq/s=%.2f  (aggregate of %d instance%s over a %.2f s window, batch %d x %d tokens "
+           "each)\n",
+           r.prec, r.seq_per_s, instances, instances == 1 ? "" : "s", r.window_s, batch, seq);
+    printf("%s latency_ms p50=%.2f p95=%.2f  (one pass of batch %d x %d tokens under that load; "
+           "%d passes)\n",
+           r.prec, r.p50_ms, r.p95_ms, batch, seq, r.passes);
+    return SQ_EXIT_OK;
 }
 
 int cmd_bench(int argc, char **argv)
@@ -113,22 +154,35 @@ int cmd_bench(int argc, char **argv)
         {"lat-batch", required_argument, 0, 'B'}, {"lat-seq", required_argument, 0, 'S'},
         {"iters", required_argument, 0, 'n'},    {"warmup", required_argument, 0, 'w'},
         {"threads", required_argument, 0, 't'},  {"help", no_argument, 0, 'h'},
-        {"profile", no_argument, 0, 'P'},
+        {"profile", no_argument, 0, 'P'},        {"instances", required_argument, 0, 'I'},
+        {"window", required_argument, 0, 'W'},   {"tune", required_argument, 0, 'T'},
+        {"no-tune", no_argument, 0, 'N'},
         {0, 0, 0, 0}};
     long batch = 32, seq = 256, lbatch = 1, lseq = 128, iters = 5, warmup = 1, threads = 0;
-    bool lseq_given = false, profile = false;
+    long instances = 0;
+    double window = 3;
+    bool lseq_given = false, profile = false, no_tune = false, seq_given = false;
+    bool threads_given = false, batch_given = false;
+    const char *tune_path = NULL;
     optind = 1;
     int c;
     while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         long *dst = NULL, lo = 1, hi = 65536;
         switch (c) {
-        case 'b': dst = &batch; hi = 4096; break;
-        case 's': dst = &seq; lo = 2; break;
+        case 'b': dst = &batch; hi = 4096; batch_given = true; break;
+        case 's': dst = &seq; lo = 2; seq_given = true; break;
         case 'B': dst = &lbatch; hi = 4096; break;
         case 'S': dst = &lseq; lo = 2; lseq_given = true; break;
         case 'n': dst = &iters; hi = 10000; break;
         case 'w': dst = &warmup; lo = 0; hi = 10000; break;
-        case 't': dst = &threads; hi = 1024; break;
+        case 't': dst = &threads; hi = 1024; threads_given = true; break;
+        case 'I': dst = &instances; hi = SQ_CPUS_MAX; break;
+        case 'W':
+            if (!cli_parse_double(optarg, 0.01, 3600, &window))
+                return cli_usage_error("bench", "--window must be seconds in [0.01, 3600]");
+            continue;
+        case 'T': tune_path = optarg; continue;
+        case 'N': no_tune = true; continue;
         case 'h': fputs(help, stdout); return SQ_EXIT_OK;
         case 'P': profile = true; continue;
         default: return cli_usage_error("bench", "invalid option");
@@ -139,8 +193,28 @@ int cmd_bench(int argc, char **argv)
     }
     if (optind != argc - 1)
         return cli_usage_error("bench", "expected exactly one MODEL argument");
-    int nt = sq_threads_init((int)threads);
+    if (tune_path && no_tune)
+        return cli_usage_error("bench", "--tune and --no-tune contradict each other");
     sq_err err = {0};
+    if (tune_path || (!no_tune && !instances && !threads_given && !batch_given)) {
+        sq_tune_file t;
+        int got = tune_load_for("bench", argv[optind], tune_path, &t, &err);
+        if (got < 0)
+            return cli_fail("bench", &err);
+        if (got) {
+            instances = instances ? instances : t.instances;
+            threads = threads_given ? threads : t.threads;
+            batch = batch_given ? batch : t.batch;
+            seq = seq_given ? seq : t.seq;
+        }
+    }
+    if (instances > 0) {
+        if (profile)
+            return cli_usage_error("bench", "--profile runs in one process: not with --instances");
+        return bench_instances(argv[optind], (int)instances, (int)threads, (int)batch, (int)seq,
+                               (int)warmup, window);
+    }
+    int nt = sq_threads_init((int)threads);
     sq_embed_model m;
     double t_open = cli_now();
     if (sq_embed_model_open(argv[optind], &m, &err) != 0)
@@ -176,23 +250,9 @@ int cmd_bench(int argc, char **argv)
     printf("model: %s  layers=%d hidden=%d heads=%d ffn=%d\n", argv[optind], cfg->layers,
            cfg->hidden, cfg->heads, cfg->ffn);
     /* The precision of the linears: a .sqm may mix types (recipe overrides). */
-    int count[SQ_QT_COUNT] = {0}, n_lin = 0;
-    for (int l = 0; l < cfg->layers; l++)
-        for (int k = 0; k < SQ_LIN_KINDS; k++)
-            if (m.enc.layers[l].lin[k].out > 0) {
-                count[m.enc.layers[l].lin[k].qtype]++;
-                n_lin++;
-            }
-    const char *prec = "mixed";
-    for (int q = 0; q < SQ_QT_COUNT; q++)
-        if (count[q] == n_lin) {
-            prec = sq_qtype_get((sq_qtype)q)->label;
-            break;
-        }
-    sq_isa isa = SQ_ISA_SCALAR;
-    sq_linear_isa(&isa, NULL);
-    printf("threads=%d  linears=%s  gemm=%s\n", nt, prec,
-           count[SQ_QT_F32] == n_lin ? "openblas-sgemm" : sq_isa_name(isa));
+    const char *prec, *gemm;
+    bench_precision(&m, &prec, &gemm);
+    printf("threads=%d  linears=%s  gemm=%s\n", nt, prec, gemm);
     double tput, lat;
     int rc = SQ_EXIT_OK;
     sq_op_profile prof = {0};

@@ -9,8 +9,11 @@
 #include "threads.h"
 #include "embedder.h"
 #ifdef SQ_HAVE_SERVE
+#include "instances.h"
 #include "server.h"
 #endif
+#include "cpu_sets.h"
+#include "tune_use.h"
 
 static const char *const help =
     "usage: squint serve MODEL [options]\n"
@@ -56,6 +59,14 @@ static const char *const help =
     "  --head HEAD           a classification head from `squint train-head` for /classify\n"
     "                        (JSON or safetensors; overrides a head stored in MODEL)\n"
     "  --quiet               no access log on stderr\n"
+    "  --instances N         N worker processes, each pinned to its own --threads cores\n"
+    "                        (default: the usable cores / N), behind the one address; a worker\n"
+    "                        that dies is restarted; /metrics, /health and /info answer for\n"
+    "                        the worker that took the connection\n"
+    "  --tune FILE           instances, threads and batch from `squint tune` (options given\n"
+    "                        here win); MODEL.tune.json is used by default when it exists and\n"
+    "                        none of --instances / --threads / --batch is given\n"
+    "  --no-tune             ignore MODEL.tune.json\n"
     "\n"
     "Texts longer than the model's limit are truncated (as sentence-transformers does). For a\n"
     ".sqm each embedding is the same bytes `squint embed` gives that text, whatever shares its\n"
@@ -67,7 +78,7 @@ static const char *const help =
 int cmd_serve(int argc, char **argv)
 {
     enum { O_HOST = 256, O_PORT, O_NAME, O_MAXB, O_WAIT, O_QUEUE, O_BODY, O_INPUTS, O_TOKENS,
-           O_TIMEOUT, O_CONNS, O_KEY, O_QUIET, O_HEAD, O_HELP };
+           O_TIMEOUT, O_CONNS, O_KEY, O_QUIET, O_HEAD, O_HELP, O_INST, O_TUNE, O_NOTUNE };
     static const struct option opts[] = {
         {"host", required_argument, 0, O_HOST},       {"port", required_argument, 0, O_PORT},
         {"model-name", required_argument, 0, O_NAME}, {"threads", required_argument, 0, 't'},
@@ -79,6 +90,8 @@ int cmd_serve(int argc, char **argv)
         {"max-connections", required_argument, 0, O_CONNS},
         {"api-key-file", required_argument, 0, O_KEY}, {"quiet", no_argument, 0, O_QUIET},
         {"head", required_argument, 0, O_HEAD},
+        {"instances", required_argument, 0, O_INST}, {"tune", required_argument, 0, O_TUNE},
+        {"no-tune", no_argument, 0, O_NOTUNE},
         {"help", no_argument, 0, O_HELP},             {0, 0, 0, 0}};
 #ifdef SQ_HAVE_SERVE
     sq_serve_opts o = {.host = "127.0.0.1", .port = 8080, .batch = 32, .max_batch = 256,
@@ -86,8 +99,9 @@ int cmd_serve(int argc, char **argv)
                        .max_inputs = 2048, .max_tokens = 262144, .timeout_s = 30,
                        .max_connections = 128};
 #endif
-    long threads = 0, v;
-    const char *key_file = NULL;
+    long threads = 0, v, instances = 0;
+    const char *key_file = NULL, *tune_path = NULL;
+    bool no_tune = false, batch_given = false;
     optind = 1;
     int c;
 #define NUM(name, lo, hi, dst)                                                                     \
@@ -104,7 +118,7 @@ int cmd_serve(int argc, char **argv)
         case O_PORT: NUM("--port", 0, 65535, o.port = (int)v); break;
         case O_NAME: o.model_name = optarg; break;
         case 't': NUM("--threads", 1, SQ_THREADS_MAX, threads = v); break;
-        case 'b': NUM("--batch", 1, SQ_BATCH_MAX, o.batch = (int)v); break;
+        case 'b': NUM("--batch", 1, SQ_BATCH_MAX, o.batch = (int)v); batch_given = true; break;
         case O_MAXB: NUM("--max-batch", 1, 65536, o.max_batch = (int)v); break;
         case O_WAIT: NUM("--batch-wait", 0, 10000, o.batch_wait_ms = (int)v); break;
         case O_QUEUE: NUM("--queue", 1, 1000000, o.queue = (int)v); break;
@@ -116,10 +130,13 @@ int cmd_serve(int argc, char **argv)
         case O_KEY: key_file = optarg; break;
         case O_QUIET: o.quiet = true; break;
         case O_HEAD: o.head_path = optarg; break;
+        case O_INST: NUM("--instances", 1, SQ_CPUS_MAX, instances = v); break;
+        case O_TUNE: tune_path = optarg; break;
+        case O_NOTUNE: no_tune = true; break;
 #else
         case O_HOST: case O_PORT: case O_NAME: case 't': case 'b': case O_MAXB: case O_WAIT:
         case O_QUEUE: case O_BODY: case O_INPUTS: case O_TOKENS: case O_TIMEOUT: case O_CONNS:
-        case O_KEY: case O_QUIET: case O_HEAD: break;
+        case O_KEY: case O_QUIET: case O_HEAD: case O_INST: case O_TUNE: case O_NOTUNE: break;
 #endif
         case O_HELP: fputs(help, stdout); return SQ_EXIT_OK;
         default: return cli_usage_error("serve", "invalid option");
@@ -129,15 +146,30 @@ int cmd_serve(int argc, char **argv)
     if (optind != argc - 1)
         return cli_usage_error("serve", optind >= argc ? "missing MODEL" : "one MODEL only");
 #ifndef SQ_HAVE_SERVE
-    (void)threads, (void)v, (void)key_file;
+    (void)threads, (void)v, (void)key_file, (void)instances, (void)tune_path, (void)no_tune,
+        (void)batch_given;
     fprintf(stderr, "squint serve: this squint was built without libmicrohttpd (Debian: "
                     "libmicrohttpd-dev); rebuild to serve\n");
     return SQ_EXIT_FAIL;
 #else
     o.model_path = argv[optind];
-    o.threads = sq_threads_init((int)threads);
-    char *key = NULL;
     sq_err err = {0};
+    if (tune_path && no_tune)
+        return cli_usage_error("serve", "--tune and --no-tune contradict each other");
+    if (tune_path || (!no_tune && !instances && !threads && !batch_given)) {
+        sq_tune_file t;
+        int got = tune_load_for("serve", o.model_path, tune_path, &t, &err);
+        if (got < 0)
+            return cli_fail("serve", &err);
+        if (got) {
+            instances = instances ? instances : t.instances;
+            threads = threads ? threads : t.threads;
+            o.batch = batch_given ? o.batch : t.batch;
+        }
+    }
+    /* --instances: the workers set their own thread count after forking. */
+    o.threads = instances ? (int)threads : sq_threads_init((int)threads);
+    char *key = NULL;
     if (key_file) {
         size_t len;
         if (sq_read_file(key_file, 4096, &key, &len, &err) != 0)
@@ -152,7 +184,8 @@ int cmd_serve(int argc, char **argv)
     } else if (getenv("SQUINT_API_KEY") && getenv("SQUINT_API_KEY")[0]) {
         o.api_key = getenv("SQUINT_API_KEY");
     }
-    int rc = sq_serve_run(&o, &err);
+    int rc = instances ? sq_serve_instances_run(&o, (int)instances, (int)threads, &err)
+                       : sq_serve_run(&o, &err);
     free(key);
     return rc == 0 ? SQ_EXIT_OK : cli_fail("serve", &err);
 #endif

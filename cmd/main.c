@@ -21,6 +21,7 @@ static const sq_command commands[] = {
     {"classify", "label texts with a model and a head from train-head (JSONL)", cmd_classify},
     {"tokenize", "the token ids a checkpoint or .sqm produces for each text", cmd_tokenize},
     {"bench", "throughput and latency of the encoder", cmd_bench},
+    {"tune", "search instances x threads x batch for throughput or latency (tune file)", cmd_tune},
     {"rerank", "order documents for a query by embedding cosine (bi-encoder)", cmd_rerank},
     {"generate", "continue a prompt with a causal LM (llama2.c checkpoint), streamed", cmd_generate},
     {"perplexity", "token-level perplexity of a causal LM over a text file", cmd_perplexity},

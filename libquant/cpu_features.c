@@ -2,6 +2,7 @@
 #include "cpu_features.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -185,4 +186,32 @@ int sq_isa_select(sq_isa *out, sq_err *err)
         return sq_err_set(err, "SQUINT_ISA=%s: this CPU lacks %s", env, missing);
     *out = isa;
     return 0;
+}
+
+void sq_cpu_name(char *out, size_t cap)
+{
+    char raw[49] = {0};
+#ifdef SQ_X86
+    unsigned r[12];
+    if (__get_cpuid(0x80000000u, &r[0], &r[1], &r[2], &r[3]) && r[0] >= 0x80000004u) {
+        for (unsigned leaf = 0; leaf < 3; leaf++)
+            __get_cpuid(0x80000002u + leaf, &r[4 * leaf], &r[4 * leaf + 1], &r[4 * leaf + 2],
+                        &r[4 * leaf + 3]);
+        memcpy(raw, r, 48);
+    }
+#endif
+    /* Printable ASCII, runs of spaces collapsed, no leading / trailing ones. */
+    size_t n = 0;
+    for (size_t i = 0; raw[i] && n + 1 < cap; i++) {
+        char ch = raw[i] >= 0x20 && raw[i] < 0x7f ? raw[i] : ' ';
+        if (ch == ' ' && (n == 0 || out[n - 1] == ' '))
+            continue;
+        out[n++] = ch;
+    }
+    while (n > 0 && out[n - 1] == ' ')
+        n--;
+    if (cap)
+        out[n] = '\0';
+    if (n == 0 && cap)
+        snprintf(out, cap, "unknown");
 }

@@ -10,6 +10,7 @@
 #define SQ_CPU_FEATURES_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "sq_error.h"
 
@@ -56,5 +57,9 @@ sq_isa sq_isa_best(void);
  * err naming the value or the missing CPU feature when SQUINT_ISA cannot
  * be honoured (never a silent fallback). */
 int sq_isa_select(sq_isa *out, sq_err *err);
+
+/* The CPU's model name (CPUID brand string, spaces collapsed), e.g. "AMD EPYC
+ * 9R14 96-Core Processor"; "unknown" when the CPU does not report one. */
+void sq_cpu_name(char *out, size_t cap);
 
 #endif

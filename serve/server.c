@@ -26,6 +26,7 @@
 #include "http_api.h"
 #include "linear.h"
 #include "metrics.h"
+#include "instances.h"
 
 typedef struct server {
     const sq_serve_opts *o;
@@ -430,9 +431,8 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     fprintf(stderr, "squint serve: http: %s\n", line);
 }
 
-/* The listening address: a numeric IPv4 / IPv6 address, or "localhost". */
-static int bind_addr(const char *host, int port, struct sockaddr_storage *ss, bool *v6,
-                     sq_err *err)
+int sq_serve_bind_addr(const char *host, int port, struct sockaddr_storage *ss, bool *v6,
+                       sq_err *err)
 {
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
                              .ai_flags = strcmp(host, "localhost") ? AI_NUMERICHOST : 0};
@@ -530,13 +530,18 @@ int sq_serve_run(const sq_serve_opts *o, sq_err *err)
 
     struct sockaddr_storage ss;
     bool v6 = false;
-    if (bind_addr(o->host, o->port, &ss, &v6, err) != 0)
+    if (sq_serve_bind_addr(o->host, o->port, &ss, &v6, err) != 0)
         goto out;
+    /* A worker of serve --instances accepts on the socket it inherited. */
+    struct MHD_OptionItem where[] = {
+        o->worker ? (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET, o->worker->listen_fd, NULL}
+                  : (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, &ss},
+        {MHD_OPTION_END, 0, NULL}};
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                      MHD_USE_ITC | MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0);
     d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_request, s,
                          MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
-                         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+                         MHD_OPTION_ARRAY, where,
                          MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->timeout_s,
                          MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
                          MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
@@ -547,12 +552,21 @@ int sq_serve_run(const sq_serve_opts *o, sq_err *err)
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
     int port = di ? di->port : o->port;
-    fprintf(stderr,
-            "squint serve: %s (%s, dim %d, max_seq %d) listening on http://%s%s%s:%d "
-            "(%d encoder threads, up to %d texts per batch, queue %d%s)\n",
-            s->name, s->model.is_sqm ? "quantized" : "fp32", s->dim, s->model.max_seq,
-            v6 ? "[" : "", o->host, v6 ? "]" : "", port, o->threads, o->max_batch, o->queue,
-            o->api_key ? ", API key required" : "");
+    if (o->worker) {
+        fprintf(stderr, "squint serve: worker %d (pid %d, CPUs %s, %d encoder threads) ready\n",
+                o->worker->index, (int)getpid(), o->worker->cpus, o->threads);
+        fflush(stderr);
+        (void)!write(o->worker->ready_fd, "R", 1);
+        close(o->worker->ready_fd);
+        o->worker->ready_fd = -1;
+    } else {
+        fprintf(stderr,
+                "squint serve: %s (%s, dim %d, max_seq %d) listening on http://%s%s%s:%d "
+                "(%d encoder threads, up to %d texts per batch, queue %d%s)\n",
+                s->name, s->model.is_sqm ? "quantized" : "fp32", s->dim, s->model.max_seq,
+                v6 ? "[" : "", o->host, v6 ? "]" : "", port, o->threads, o->max_batch, o->queue,
+                o->api_key ? ", API key required" : "");
+    }
     fflush(stderr);
 
     int sig = 0;

@@ -21,6 +21,8 @@
 
 #include "sq_error.h"
 
+struct sq_serve_worker;
+
 typedef struct sq_serve_opts {
     const char *model_path;
     const char *model_name;  /* reported as "model"; default: the file name */
@@ -39,11 +41,18 @@ typedef struct sq_serve_opts {
     const char *api_key;     /* NULL: none */
     const char *head_path;   /* a classification head (heads/head.h) for /classify */
     bool quiet;              /* no access log */
+    struct sq_serve_worker *worker; /* NULL: bind host:port; else a worker of serve
+                                       --instances (instances.h) */
 } sq_serve_opts;
 
 /* Open the model, listen, and serve until SIGTERM / SIGINT. Prints
  * "squint serve: listening on http://HOST:PORT ..." to stderr once ready.
  * Returns 0 after a clean shutdown, -1 with err when it cannot start. */
 int sq_serve_run(const sq_serve_opts *o, sq_err *err);
+
+struct sockaddr_storage;
+/* The listening address: a numeric IPv4 / IPv6 address, or "localhost". */
+int sq_serve_bind_addr(const char *host, int port, struct sockaddr_storage *ss, bool *v6,
+                       sq_err *err);
 
 #endif
