@@ -1,5 +1,7 @@
 #include "linear.h"
 
+#include "ops.h"
+
 #include <cblas.h>
 #include <math.h>
 #include <omp.h>
@@ -91,36 +93,88 @@ int sq_linear_prepare_quant(sq_linear *l, const float *s, float act_scale, int a
 
 /* The outlier channels' exact part (sq_linear.outlier_w): per row,
  * side[n] = ((x_0 w_0n + x_1 w_1n) + ...) in channel order, each product
- * rounded to float before its add, then y += side. Rows are independent. */
+ * rounded to float before its add, then y += side. Rows are independent.
+ * The vector versions (the ops level, ops.h) do the same per lane; the
+ * empty asm keeps a product rounded where the compiler could otherwise
+ * fuse it into an FMA with the add. */
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-#define KEEP_ROUNDED(v) __asm__("" : "+x"(v)) /* no FMA contraction across it */
+#define KEEP_ROUNDED(v) __asm__("" : "+v"(v))
+#define SIDE_AVX2_FN __attribute__((target("avx2,fma")))
+#define SIDE_AVX512_FN __attribute__((target("avx512f,avx2,fma")))
+#define SIDE_VECTOR 1
+#include <immintrin.h>
 #else
 #define KEEP_ROUNDED(v) ((void)0)
+#define SIDE_VECTOR 0
 #endif
+
+static void side_row_scalar(const float *xr, const sq_linear *l, int n0, float *yr)
+{
+    const int N = l->out;
+    for (int n = n0; n < N; n++) {
+        float side = 0.0f;
+        for (int o = 0; o < l->n_outliers; o++) {
+            float p = xr[l->outlier_idx[o]] * l->outlier_w[(size_t)o * N + n];
+            KEEP_ROUNDED(p);
+            side = o ? side + p : p;
+        }
+        yr[n] += side;
+    }
+}
+
+#if SIDE_VECTOR
+SIDE_AVX2_FN static void side_row_avx2(const float *xr, const sq_linear *l, float *yr)
+{
+    const int N = l->out;
+    int n = 0;
+    for (; n + 8 <= N; n += 8) {
+        __m256 side = _mm256_setzero_ps();
+        for (int o = 0; o < l->n_outliers; o++) {
+            __m256 p = _mm256_mul_ps(_mm256_set1_ps(xr[l->outlier_idx[o]]),
+                                     _mm256_loadu_ps(l->outlier_w + (size_t)o * N + n));
+            KEEP_ROUNDED(p);
+            side = o ? _mm256_add_ps(side, p) : p;
+        }
+        _mm256_storeu_ps(yr + n, _mm256_add_ps(_mm256_loadu_ps(yr + n), side));
+    }
+    side_row_scalar(xr, l, n, yr);
+}
+
+SIDE_AVX512_FN static void side_row_avx512(const float *xr, const sq_linear *l, float *yr)
+{
+    const int N = l->out;
+    int n = 0;
+    for (; n + 16 <= N; n += 16) {
+        __m512 side = _mm512_setzero_ps();
+        for (int o = 0; o < l->n_outliers; o++) {
+            __m512 p = _mm512_mul_ps(_mm512_set1_ps(xr[l->outlier_idx[o]]),
+                                     _mm512_loadu_ps(l->outlier_w + (size_t)o * N + n));
+            KEEP_ROUNDED(p);
+            side = o ? _mm512_add_ps(side, p) : p;
+        }
+        _mm512_storeu_ps(yr + n, _mm512_add_ps(_mm512_loadu_ps(yr + n), side));
+    }
+    side_row_scalar(xr, l, n, yr);
+}
+#endif
+
 static void outlier_add(const sq_linear *l, const float *x, int rows, float *y)
 {
-    enum { CHUNK = 256 };
-    const int N = l->out;
+    const int lv = sq_ops_get_level();
 #pragma omp parallel for schedule(static)
     for (int r = 0; r < rows; r++) {
         const float *xr = x + (size_t)r * l->in;
-        float *yr = y + (size_t)r * N;
-        for (int n0 = 0; n0 < N; n0 += CHUNK) {
-            const int nn = N - n0 < CHUNK ? N - n0 : CHUNK;
-            float side[CHUNK];
-            for (int o = 0; o < l->n_outliers; o++) {
-                const float xo = xr[l->outlier_idx[o]];
-                const float *w = l->outlier_w + (size_t)o * N + n0;
-                for (int n = 0; n < nn; n++) {
-                    float p = xo * w[n];
-                    KEEP_ROUNDED(p);
-                    side[n] = o ? side[n] + p : p;
-                }
-            }
-            for (int n = 0; n < nn; n++)
-                yr[n0 + n] += side[n];
-        }
+        float *yr = y + (size_t)r * l->out;
+#if SIDE_VECTOR
+        if (lv == SQ_OPS_AVX512)
+            side_row_avx512(xr, l, yr);
+        else if (lv == SQ_OPS_AVX2)
+            side_row_avx2(xr, l, yr);
+        else
+#endif
+            side_row_scalar(xr, l, 0, yr);
     }
+    (void)lv;
 }
 
 static void quant_forward(const sq_linear *l, const float *x, int rows, float *y,
