@@ -83,6 +83,7 @@ static void detect(void)
     features.avx512f = zmm_os && (b7 & (1u << 16));
     features.avx512bw = features.avx512f && (b7 & (1u << 30));
     features.avx512vnni = features.avx512f && (c7 & (1u << 11));
+    features.avx512bf16 = features.avx512f && (a71 & (1u << 5));
     bool amx_cpu = (d7 & (1u << 24)) && (d7 & (1u << 25));
     if (amx_cpu && tile_os) {
         if (request_amx_permission()) {

@@ -27,6 +27,7 @@ typedef enum sq_isa {
 typedef struct sq_cpu_features {
     bool avx2, fma, avx_vnni;
     bool avx512f, avx512bw, avx512vnni;
+    bool avx512bf16; /* vdpbf16ps: the bf16 attention (attn_bf16.h) */
     bool amx_tile, amx_int8;
     /* AMX reported by CPUID and XCR0 but the OS refused tile data
      * permission: AMX is unusable (amx_tile/amx_int8 are then false). */
