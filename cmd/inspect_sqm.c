@@ -53,7 +53,7 @@ static json_t *metadata_summary(const yt_node *root)
 {
     static const char *const keys[] = {"format", "format_version", "tool", "architecture",
                                        "config", "labels", "pooling", "normalize", "max_seq",
-                                       "embeddings_type", "activation_guard", "tokenizer",
+                                       "embeddings_type", "activation_guard", "attention", "tokenizer",
                                        "source", "calibration"};
     json_t *m = json_object();
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
@@ -349,6 +349,9 @@ static void print_metadata(const json_t *m)
            json_object_get(m, "activation_guard") && !strcmp(str(m, "activation_guard"), "row")
                ? "guard row (an input row beyond a linear's static range gets its own step)"
                : "clip (values beyond a linear's static range are clipped)");
+    if (json_object_get(m, "attention") && !strcmp(str(m, "attention"), "bf16"))
+        printf("attention:   bf16 matmuls (Q.K^T and P.V with bf16 operands, f32 sums; "
+               "softmax f32)\n");
     const json_t *src = json_object_get(m, "source");
     if (src)
         printf("source:      %s (digest %s)\n", str(src, "path"), str(src, "digest"));

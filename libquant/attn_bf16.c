@@ -9,6 +9,8 @@
  * The scalar code uses Qb and Kp as plain [L][dh] rows. */
 #include "attn_bf16.h"
 
+#include "bf16.h"
+
 #include <immintrin.h>
 #include <math.h>
 #include <string.h>
@@ -18,14 +20,7 @@
 
 uint16_t sq_bf16_round(float x)
 {
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    if ((u & 0x7fffffffu) > 0x7f800000u)
-        return (uint16_t)((u >> 16) | 0x40u); /* quiet NaN */
-    if ((u & 0x7fffffffu) < 0x21800000u)     /* |x| < 2^-60 */
-        return (uint16_t)((u >> 16) & 0x8000u);
-    u += 0x7fffu + ((u >> 16) & 1u); /* nearest, ties to even; overflow rounds to inf */
-    return (uint16_t)(u >> 16);
+    return sq_bf16_of(x);
 }
 
 static inline float bf16_to_f32(uint16_t h)
@@ -140,27 +135,11 @@ static void context_scalar(const float *P, const float *V, int ld, int L, int dh
 /* ---- AVX512-BF16 ---- */
 #define BF16_FN __attribute__((target("avx512f,avx512bw,avx512bf16")))
 
-/* x[0..n) to bf16 (the rule of sq_bf16_round), 16 at a time */
-BF16_FN static inline __m256i round16(__m512 x)
-{
-    const __m512i u = _mm512_castps_si512(x);
-    const __m512i mag = _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff));
-    const __mmask16 nan = _mm512_cmpgt_epu32_mask(mag, _mm512_set1_epi32(0x7f800000));
-    const __mmask16 tiny = _mm512_cmplt_epu32_mask(mag, _mm512_set1_epi32(0x21800000));
-    __m512i r = _mm512_add_epi32(
-        u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff),
-                            _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1))));
-    r = _mm512_srli_epi32(r, 16);
-    r = _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40)));
-    r = _mm512_mask_mov_epi32(r, tiny, _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x8000)));
-    return _mm512_cvtepi32_epi16(r);
-}
-
 BF16_FN static void round_row16(const float *x, int n, uint16_t *out)
 {
     int c = 0;
     for (; c + 16 <= n; c += 16)
-        _mm256_storeu_si256((__m256i *)(out + c), round16(_mm512_loadu_ps(x + c)));
+        _mm256_storeu_si256((__m256i *)(out + c), SQ_BF16_ROUND16(_mm512_loadu_ps(x + c)));
     for (; c < n; c++)
         out[c] = sq_bf16_round(x[c]);
 }

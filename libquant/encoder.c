@@ -1,5 +1,7 @@
 #include "encoder.h"
 
+#include "attn_bf16.h"
+
 #include <cblas.h>
 #include <math.h>
 #include <omp.h>
@@ -79,6 +81,7 @@ void sq_workspace_free(sq_workspace *ws)
     free(ws->tmp);
     free(ws->ffn);
     free(ws->scores);
+    free(ws->attn_bf16);
     free(ws->res);
     free(ws->lin.qa);
     free(ws->lin.acc);
@@ -92,7 +95,8 @@ int sq_workspace_reserve(sq_workspace *ws, const sq_encoder *enc, int max_tokens
      * team size OpenMP will use, whoever set it (found by fuzzing: a caller
      * that never called sq_threads_init got more threads than buffers). */
     int nt = omp_get_max_threads();
-    if (ws->qkv && max_tokens <= ws->max_tokens && max_len <= ws->max_len && nt <= ws->n_threads)
+    if (ws->qkv && max_tokens <= ws->max_tokens && max_len <= ws->max_len && nt <= ws->n_threads &&
+        (!enc->attn_bf16 || ws->attn_bf16))
         return 0;
     if (ws->qkv) {
         if (max_tokens < ws->max_tokens)
@@ -114,6 +118,14 @@ int sq_workspace_reserve(sq_workspace *ws, const sq_encoder *enc, int max_tokens
     ws->tmp = alloc_floats(T * H);
     ws->ffn = alloc_floats(T * F);
     ws->scores = alloc_floats((size_t)nt * max_len * max_len);
+    if (enc->attn_bf16) {
+        ws->attn_bf16_bytes = sq_attn_bf16_scratch_bytes(max_len, enc->cfg.hidden / enc->cfg.heads);
+        if (posix_memalign(&ws->attn_bf16, 64, (size_t)nt * ws->attn_bf16_bytes) != 0) {
+            ws->attn_bf16 = NULL;
+            sq_workspace_free(ws);
+            return -1;
+        }
+    }
     /* Quantized linears: widest padded input and widest output. */
     size_t kmax = (size_t)(F > H ? F : H), kpad = (kmax + 127) / 128 * 128;
     size_t nmax = 3 * H > F ? 3 * H : F;
@@ -168,8 +180,14 @@ static void embed(const sq_encoder *enc, const sq_batch *b, float *x)
  * ctx = softmax(Q K^T / sqrt(dh)) V per (sequence, head); qkv rows hold
  * [Q | K | V], each D wide; ctx rows are D wide. */
 static void attention(const sq_encoder *enc, const sq_batch *b, const float *qkv, float *ctx,
-                      float *scores, int max_len, int D, float *prange, sq_op_profile *prof)
+                      const sq_workspace *ws, int D, float *prange, sq_op_profile *prof)
 {
+    float *scores = ws->scores;
+    const int max_len = ws->max_len;
+    /* bf16 matmuls (attn_bf16.h): the vdpbf16ps kernels where the CPU has
+     * them, the scalar definition otherwise; same bits either way */
+    const bool bf16 = enc->attn_bf16 && ws->attn_bf16 && (D / enc->cfg.heads) % 2 == 0;
+    const bool hw = bf16 && sq_attn_bf16_hw();
     const int H = D, A = enc->cfg.heads, dh = H / A, ld = 3 * H;
     const float scale = 1.0f / sqrtf((float)dh);
     const int jobs = b->n_seq * A;
@@ -184,8 +202,14 @@ static void attention(const sq_encoder *enc, const sq_batch *b, const float *qkv
         const float *Q = qkv + (size_t)t0 * ld + h * dh;
         const float *K = Q + H, *V = Q + 2 * H;
         double t = prof ? sq_op_now() : 0, u;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, L, L, dh, scale, Q, ld, K, ld, 0.0f,
-                    S, L);
+        void *scratch = bf16 ? (char *)ws->attn_bf16 + (size_t)omp_get_thread_num() *
+                                                           ws->attn_bf16_bytes
+                             : NULL;
+        if (bf16)
+            sq_attn_bf16_scores(Q, K, ld, L, dh, scale, S, scratch, hw);
+        else
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, L, L, dh, scale, Q, ld, K, ld,
+                        0.0f, S, L);
         if (prof)
             u = sq_op_now(), t_qk += u - t, t = u;
         for (int r = 0; r < L; r++)
@@ -197,8 +221,11 @@ static void attention(const sq_encoder *enc, const sq_batch *b, const float *qkv
             }
         if (prof)
             u = sq_op_now(), t_sm += u - t, t = u;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, L, dh, L, 1.0f, S, L, V, ld, 0.0f,
-                    ctx + (size_t)t0 * H + h * dh, H);
+        if (bf16)
+            sq_attn_bf16_context(S, V, ld, L, dh, ctx + (size_t)t0 * H + h * dh, H, scratch, hw);
+        else
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, L, dh, L, 1.0f, S, L, V, ld,
+                        0.0f, ctx + (size_t)t0 * H + h * dh, H);
         if (prof)
             t_pv += sq_op_now() - t;
     }
@@ -288,7 +315,7 @@ int sq_encoder_forward(const sq_encoder *enc, sq_workspace *ws, const sq_batch *
         LIN(SQ_LIN_QKV, a_in, T, ws->qkv);
         float prange[2];
         bool want_p = obs && obs->attn_probs;
-        attention(enc, b, ws->qkv, ws->ctx, ws->scores, ws->max_len, in, want_p ? prange : NULL,
+        attention(enc, b, ws->qkv, ws->ctx, ws, in, want_p ? prange : NULL,
                   prof);
         if (prof)
             t = sq_op_now();

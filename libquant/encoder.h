@@ -60,6 +60,7 @@ typedef struct sq_encoder {
     sq_linear head;   /* pooling head [H][H] (cfg.head != none), always f32 */
     sq_linear score;  /* sequence classifier [num_labels][H] on the head's output
                          (cfg.num_labels > 0), always f32 */
+    bool attn_bf16;   /* the attention matmuls in bf16 (attn_bf16.h; .sqm `attention`) */
 } sq_encoder;
 
 /* The pooling head in place on n pooled rows: x = tanh(x W^T + b). tmp holds
@@ -94,6 +95,8 @@ typedef struct sq_batch {
 typedef struct sq_workspace {
     int max_tokens, max_len, n_threads;
     float *qkv, *ctx, *tmp, *ffn, *scores;
+    void *attn_bf16; /* per-thread scratch of the bf16 attention (sq_encoder.attn_bf16) */
+    size_t attn_bf16_bytes; /* per thread */
     float *res; /* residual projections (only when a layer widens) */
     sq_linear_scratch lin; /* quantized linears: int8 activations, accumulators; lin.prof:
                               a per-op profile (op_profile.h) the forward passes add to,

@@ -578,10 +578,28 @@ static int parse_gates(const yt_node *m, sq_recipe *r, sq_err *err)
     return get_int(m, "topk_k", 1, TOPK_MAX, &r->gates.topk_k, err);
 }
 
+static int parse_attention(const yt_node *m, sq_recipe *r, sq_err *err)
+{
+    static const char *const keys[] = {"matmul", NULL};
+    if (check_keys(m, "attention", keys, err) != 0)
+        return -1;
+    const yt_node *mm = yt_get(m, "matmul");
+    if (!mm)
+        return 0;
+    const char *s;
+    if (yt_as_string(mm, "matmul", &s, err) != 0)
+        return -1;
+    if (strcmp(s, "f32") != 0 && strcmp(s, "bf16") != 0)
+        return yt_error(mm, err, "unknown attention matmul '%s' (expected: f32, bf16)", s);
+    r->attn_bf16 = strcmp(s, "bf16") == 0;
+    return 0;
+}
+
 static int parse_root(const yt_node *root, sq_recipe *r, sq_err *err)
 {
-    static const char *const keys[] = {"version",  "name",    "model",     "observer", "smoothquant",
-                                       "outliers", "weights", "overrides", "gates",    NULL};
+    static const char *const keys[] = {"version",  "name",    "model",     "observer",
+                                       "smoothquant", "outliers", "weights", "attention",
+                                       "overrides", "gates", NULL};
     if (yt_expect(root, YT_MAPPING, "recipe", err) != 0 ||
         check_keys(root, "the recipe", keys, err) != 0)
         return -1;
@@ -615,6 +633,9 @@ static int parse_root(const yt_node *root, sq_recipe *r, sq_err *err)
         (sec && parse_outliers(sec, r, err) != 0))
         return -1;
     if (get_section(root, "weights", &sec, err) != 0 || (sec && parse_weights(sec, r, err) != 0))
+        return -1;
+    if (get_section(root, "attention", &sec, err) != 0 ||
+        (sec && parse_attention(sec, r, err) != 0))
         return -1;
     /* after smoothquant: overrides are checked against smoothquant.enabled */
     const yt_node *ov = yt_get(root, "overrides");
@@ -712,7 +733,7 @@ bool sq_recipe_equal(const sq_recipe *a, const sq_recipe *b)
         a->outl_max != b->outl_max)
         return false;
     if (a->weight_type != b->weight_type || a->int4_scale_search != b->int4_scale_search ||
-        a->int4_gptq != b->int4_gptq)
+        a->int4_gptq != b->int4_gptq || a->attn_bf16 != b->attn_bf16)
         return false;
     if (a->n_overrides != b->n_overrides)
         return false;
@@ -822,6 +843,8 @@ static bool write_yaml(sq_strbuf *sb, const sq_recipe *r)
                  sq_qtype_get(r->weight_type)->name, bool_name(r->int4_scale_search));
     if (r->int4_gptq) /* written only when set: recipes without it print as before */
         sq_sb_printf(sb, "  int4_rounding: gptq\n");
+    if (r->attn_bf16) /* likewise */
+        sq_sb_printf(sb, "attention:\n  matmul: bf16\n");
 
     sq_sb_printf(sb, "overrides:%s\n", r->n_overrides ? "" : " []");
     for (size_t i = 0; i < r->n_overrides; i++) {

@@ -140,6 +140,10 @@ typedef struct sq_recipe {
     bool int4_scale_search; /* int4-g128: search each group's clip for least error */
     bool int4_gptq;         /* int4-g128: GPTQ rounding (gptq.h) instead of nearest */
 
+    /* attention: the matmuls Q K^T and P V in bf16 (attn_bf16.h; recorded
+     * in the .sqm as `attention: bf16`) instead of f32 */
+    bool attn_bf16;
+
     sq_recipe_override *overrides;
     size_t n_overrides;
 

@@ -144,6 +144,22 @@ int sq_sqm_read_meta(const sq_container *c, sq_sqm_schema_ctx *ctx, sq_sqm_info 
         }
         info->guard_rows = strcmp(s, "row") == 0;
     }
+    info->attn_bf16 = false;
+    if (yt_get(r, "attention")) {
+        if (yt_get_string(r, "attention", &s, err) != 0 ||
+            (strcmp(s, "f32") != 0 && strcmp(s, "bf16") != 0)) {
+            sq_err_set(err, "%s: metadata attention must be f32 or bf16", c->path);
+            goto out;
+        }
+        info->attn_bf16 = strcmp(s, "bf16") == 0;
+        if (info->attn_bf16 &&
+            ((cfg->hidden / cfg->heads) % 2 != 0 || (cfg->embed_dim / cfg->heads) % 2 != 0)) {
+            sq_err_set(err, "%s: metadata attention bf16 needs even head widths (hidden %d, "
+                            "embed_dim %d, %d heads)", c->path, cfg->hidden, cfg->embed_dim,
+                       cfg->heads);
+            goto out;
+        }
+    }
     /* What the tokenizer tensors depend on; the tokenizer's own parser
      * (sqm_tokenizer.c) refuses a bad type or vocab_size with its message. */
     const yt_node *tok = yt_get(r, "tokenizer");
@@ -377,6 +393,7 @@ int sq_sqm_load_encoder(const sq_container *c, sq_encoder *enc, sq_sqm_info *inf
             L->lin[k].guard = info->guard_rows && L->lin[k].qtype != SQ_QT_F32;
         }
     }
+    enc->attn_bf16 = info->attn_bf16;
     return 0;
 fail:
     sq_encoder_free(enc);

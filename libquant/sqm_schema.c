@@ -139,6 +139,7 @@ const sq_sqm_meta_rule sq_sqm_meta_rules[] = {
     {"max_seq", NULL, SQ_MT_INT, true, NULL, "3 .. config.max_positions", L},
     {"embeddings_type", NULL, SQ_MT_STRING, true, NULL, "fp32 | int8 | int4-g128", L},
     {"activation_guard", NULL, SQ_MT_STRING, false, "clip", "row | clip", L},
+    {"attention", NULL, SQ_MT_STRING, false, "f32", "f32 | bf16 (the attention matmuls, 6.5)", L},
     {"tokenizer", NULL, SQ_MT_MAPPING, true, NULL, "section 2.4", T},
     {"tokenizer.type", NULL, SQ_MT_STRING, true, NULL, "wordpiece | unigram | llama2c-bpe", T},
     {"tokenizer.vocab_size", "wordpiece", SQ_MT_INT, true, NULL, "1 .. 4194304", T},

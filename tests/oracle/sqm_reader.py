@@ -976,6 +976,10 @@ class Model:
         if g is None:
             g = "clip"
         self.guard = _enum(g, "activation_guard", ("row", "clip"))
+        a = md.get("attention", "f32")
+        self.attn_bf16 = _enum("f32" if a is None else a, "attention", ("f32", "bf16")) == "bf16"
+        if self.attn_bf16 and ((c["hidden"] // c["heads"]) % 2 or (c["embed_dim"] // c["heads"]) % 2):
+            raise Refused("%s: attention bf16 needs even head widths" % self.path)
         tok = md["tokenizer"]
         if not isinstance(tok, dict):
             raise Refused("%s: tokenizer is not a mapping" % self.path)
@@ -1095,17 +1099,30 @@ class Model:
 # Forward computation (SQM.md 6)
 
 
+def _sum8(u):
+    """6.2's S: 8 double lanes in order, combined pairwise, then the tail."""
+    C = u.shape[1]
+    C8 = C - C % 8
+    lanes = np.zeros((u.shape[0], 8), dtype=f64)
+    for c0 in range(0, C8, 8):
+        lanes = lanes + u[:, c0:c0 + 8]
+    s = ((lanes[:, 0] + lanes[:, 1]) + (lanes[:, 2] + lanes[:, 3])) + \
+        ((lanes[:, 4] + lanes[:, 5]) + (lanes[:, 6] + lanes[:, 7]))
+    for c in range(C8, C):
+        s = s + u[:, c]
+    return s
+
+
 def layer_norm(v, gamma, beta, eps):
     """6.2, v [L, C] f32."""
     C = v.shape[1]
-    mean = (v.astype(f64).sum(axis=1) / C).astype(f32)
+    mean = (_sum8(v.astype(f64)) / C).astype(f32)
     d = (v - mean[:, None]).astype(f32)
     d64 = d.astype(f64)
-    var = (d64 * d64).sum(axis=1) / C
+    var = _sum8(d64 * d64) / C
     rstd = (1.0 / np.sqrt(var + f64(eps))).astype(f32)
-    out = (d * rstd[:, None]).astype(f32)
-    out = (out * gamma).astype(f32)
-    return (out + beta).astype(f32)
+    t = (d * rstd[:, None]).astype(f32)
+    return _fma32(t, gamma, beta)
 
 
 def dot32(a, b):
@@ -1244,7 +1261,32 @@ def linear_packed(lin, x, guard, stats):
     return (y + lin.bias).astype(f32)
 
 
-def attention(qkv, D, A):
+def _bf16(x):
+    """6.5's bf16(x) as an f32 array of the rounded values."""
+    x = np.ascontiguousarray(x, dtype=f32)
+    u = x.view(np.uint32)
+    mag = u & np.uint32(0x7fffffff)
+    r = ((u + np.uint32(0x7fff) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16))
+    r = np.where(mag > np.uint32(0x7f800000), (u >> np.uint32(16)) | np.uint32(0x40), r)
+    r = np.where(mag < np.uint32(0x21800000), (u >> np.uint32(16)) & np.uint32(0x8000), r)
+    return (r.astype(np.uint32) << np.uint32(16)).view(f32)
+
+
+def _ftz(v):
+    return np.where(np.abs(v) < f32(2.0 ** -126), np.copysign(f32(0), v), v).astype(f32)
+
+
+def _dot_bf16(a, b):
+    """6.5's dot of every row of a [M, n] with every column of b [n, N]
+    (bf16 values as f32, n even): pair by pair, odd element first."""
+    acc = np.zeros((a.shape[0], b.shape[1]), dtype=f32)
+    for t in range(0, a.shape[1], 2):
+        for e in (t + 1, t):
+            acc = _ftz((acc + (a[:, e:e + 1] * b[e:e + 1, :]).astype(f32)).astype(f32))
+    return acc
+
+
+def attention(qkv, D, A, bf16=False):
     """6.5: qkv [L, 3D] -> ctx [L, D]."""
     dh = D // A
     c = f32(1) / np.sqrt(f32(dh)).astype(f32)
@@ -1253,12 +1295,23 @@ def attention(qkv, D, A):
     out = np.empty((qkv.shape[0], D), dtype=f32)
     for h in range(A):
         sl = slice(h * dh, (h + 1) * dh)
-        S = (dot32(Q[:, sl], Kt[:, sl].T) * c).astype(f32)
+        if bf16:
+            S = (_dot_bf16(_bf16(Q[:, sl]), _bf16(Kt[:, sl]).T) * c).astype(f32)
+        else:
+            S = (dot32(Q[:, sl], Kt[:, sl].T) * c).astype(f32)
         m = S.max(axis=1, keepdims=True)
         e = np.exp((S - m).astype(f32).astype(f64)).astype(f32)
         tot = e.astype(f64).sum(axis=1, keepdims=True).astype(f32)
         P = (e * (f32(1) / tot).astype(f32)).astype(f32)
-        out[:, sl] = dot32(P, Vv[:, sl])
+        if bf16:
+            L = P.shape[0]
+            Pb, Vb = _bf16(P), _bf16(Vv[:, sl])
+            if L % 2:  # the odd last element paired with a 0
+                Pb = np.concatenate([Pb, np.zeros((L, 1), f32)], axis=1)
+                Vb = np.concatenate([Vb, np.zeros((1, dh), f32)], axis=0)
+            out[:, sl] = _dot_bf16(Pb, Vb)
+        else:
+            out[:, sl] = dot32(P, Vv[:, sl])
     return out
 
 
@@ -1368,7 +1421,7 @@ def encode(model, ids, stats=None, pooling=None, normalize=None, gelu="spec", ty
             D = Ly["D"]
             lin = lambda name, v: linear(Ly[name], v, model.guard, stats)
             if not pre:
-                ctx = attention(lin("qkv", x), D, c["heads"])
+                ctx = attention(lin("qkv", x), D, c["heads"], model.attn_bf16)
                 a = lin("attn_out", ctx)
                 r = lin("res", x) if Ly["res"] is not None else x
                 x = layer_norm((r + a).astype(f32), *Ly["ln_attn"], model.eps)
@@ -1376,7 +1429,7 @@ def encode(model, ids, stats=None, pooling=None, normalize=None, gelu="spec", ty
                 x = layer_norm((x + lin("ffn_down", u)).astype(f32), *Ly["ln_ffn"], model.eps)
             else:
                 ctx = attention(lin("qkv", layer_norm(x, *Ly["ln_attn"], model.eps)), D,
-                                c["heads"])
+                                c["heads"], model.attn_bf16)
                 a = lin("attn_out", ctx)
                 r = lin("res", x) if Ly["res"] is not None else x
                 x = (r + a).astype(f32)

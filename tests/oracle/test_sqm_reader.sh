@@ -125,6 +125,7 @@ NTEXTS=$(wc -l < "$W/texts.txt")
 printf 'weights:\n  type: int4-g128\n' > "$W/int4.yaml"
 printf 'weights:\n  type: fp32\n' > "$W/fp32.yaml"
 printf 'observer:\n  guard: clip\n' > "$W/clip.yaml"
+printf 'attention:\n  matmul: bf16\n' > "$W/bf16.yaml"
 cat > "$W/mix.yaml" <<'EOF'
 weights:
   type: int8
@@ -198,7 +199,7 @@ EOF
 GELU=$("$PY" -c "import sys; sys.path.insert(0, '$HERE'); import sqm_reader as r; print(r.resolve_gelu('auto'))")
 echo "reader: $READER (gelu erf: $GELU; tolerance $TOL, $NTEXTS texts per model)"
 
-run_model() {  # FIXTURE RECIPE(default|int4|fp32|clip|mix) [CHECKPOINT_DIR]
+run_model() {  # FIXTURE RECIPE(default|int4|fp32|clip|mix|bf16) [CHECKPOINT_DIR]
     local fx=$1 rc=$2 m="$W/$1-$2" ck=${3:-$W/$1}
     local rargs=()
     [ "$rc" != default ] && rargs=(--recipe "$W/$rc.yaml")
@@ -222,7 +223,7 @@ run_model() {  # FIXTURE RECIPE(default|int4|fp32|clip|mix) [CHECKPOINT_DIR]
 }
 
 for fx in tiny odd; do
-    for rc in default int4 fp32 clip mix; do
+    for rc in default int4 fp32 clip mix bf16; do
         run_model "$fx" "$rc" || fail=1
     done
 done

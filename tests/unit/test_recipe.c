@@ -226,6 +226,7 @@ START_TEST(full_recipe_round_trip)
     ck_assert_int_eq(r.weight_type, SQ_QT_S4G128);
     ck_assert(!r.int4_scale_search);
     ck_assert(r.int4_gptq);
+    ck_assert(r.attn_bf16);
     ck_assert_uint_eq(r.n_overrides, 3);
     ck_assert(r.overrides[1].is_regex);
     ck_assert(r.overrides[2].set_alpha && r.overrides[2].alpha.value == 0.75);
@@ -462,7 +463,11 @@ static const struct {
      "inputs)"},
     {"version: 1\nweight:\n  type: int8\n",
      "x.yaml:2:1: unknown key 'weight' in the recipe (expected: version, name, model, observer, "
-     "smoothquant, outliers, weights, overrides, gates)"},
+     "smoothquant, outliers, weights, attention, overrides, gates)"},
+    {"attention: {matmul: int8}\n",
+     "x.yaml:1:21: unknown attention matmul 'int8' (expected: f32, bf16)"},
+    {"attention: {precision: bf16}\n",
+     "x.yaml:1:13: unknown key 'precision' in attention (expected: matmul)"},
     {"model: {hiden: 384}\n",
      "x.yaml:1:9: unknown key 'hiden' in model (expected: architecture, hidden, layers, heads, "
      "ffn, pooling, normalize)"},
