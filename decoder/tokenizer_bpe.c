@@ -268,8 +268,6 @@ void sq_bpe_hf_settings(const sq_bpe *t, sq_bpe_hf *o)
     o->unk = t->unk, o->bos = t->bos, o->eos = t->eos;
 }
 
-/* merges[r][0..1] of the HF kind (for the .sqm writer): row r's pair. */
-void sq_bpe_merge_pair(const sq_bpe *t, int32_t r, int32_t *a, int32_t *b);
 void sq_bpe_merge_pair(const sq_bpe *t, int32_t r, int32_t *a, int32_t *b)
 {
     *a = t->merges[3 * r];

@@ -90,6 +90,11 @@ sq_bpe *sq_bpe_from_hf(const sq_bpe_hf *spec, const char *name, sq_err *err);
 /* A tokenizer.json (tokenizer_hf_json.c). bos / eos: the model's ids (-1:
  * none). */
 sq_bpe *sq_bpe_load_hf_json(const char *path, int32_t bos, int32_t eos, sq_err *err);
+/* The same from a buffer (no NUL needed); name is used in messages. */
+sq_bpe *sq_bpe_parse_hf_json(const char *buf, size_t len, const char *name, int32_t bos,
+                             int32_t eos, sq_err *err);
+/* Row r of the HF kind's merges (rank r): the pair's ids. */
+void sq_bpe_merge_pair(const sq_bpe *t, int32_t r, int32_t *a, int32_t *b);
 
 /* true: the HF kind. Its settings (pieces and special ids NULL: use
  * sq_bpe_token; merges point into t). */
