@@ -72,9 +72,12 @@ static int read_decoder_meta(const sq_container *c, const yt_node *r, const yt_n
         info->guard_rows = strcmp(s, "row") == 0;
     }
     const yt_node *tok = yt_get(r, "tokenizer");
-    if (!tok || yt_get_string(tok, "type", &s, err) != 0 || strcmp(s, "llama2c-bpe") != 0)
-        return sq_err_set(err, "%s: metadata tokenizer.type of a causal LM must be llama2c-bpe",
+    if (!tok || yt_get_string(tok, "type", &s, err) != 0 ||
+        (strcmp(s, "llama2c-bpe") != 0 && strcmp(s, "hf-bpe") != 0))
+        return sq_err_set(err, "%s: metadata tokenizer.type of a causal LM must be llama2c-bpe "
+                               "or hf-bpe",
                           c->path);
+    ctx->hf_bpe = strcmp(s, "hf-bpe") == 0;
     if (yt_get_int64(tok, "vocab_size", 3, 1 << 22, &v, err) != 0 || v != ctx->dec.vocab)
         return sq_err_set(err, "%s: metadata tokenizer.vocab_size must equal config.vocab_size %d",
                           c->path, ctx->dec.vocab);
