@@ -197,37 +197,24 @@ static const float *f32_of(const sq_container *c, const char *name, sq_err *err)
 
 /* The hf-bpe tokenizer (SQM.md 10.5): the metadata keys, the pieces and
  * the merges into the HF kind's constructor (which checks them). */
-static int load_hf_tokenizer(const sq_container *c, const sq_decoder_config *k, int vocab,
+static int load_hf_tokenizer(const sq_container *c, const sq_sqm_schema_ctx *ctx, int vocab,
                              const char *p, sq_bpe **tok, sq_err *err)
 {
+    /* sq_sqm_read_meta proved the keys and the special ids' range */
     yt_doc *doc = yt_parse_buffer(c->metadata, c->metadata_len, c->path, err);
     if (!doc)
         return -1;
-    const yt_node *t = yt_get(yt_root(doc), "tokenizer"), *sp = yt_get(t, "special_ids");
-    sq_bpe_hf h = {0};
-    int64_t unk;
+    const yt_node *sp = yt_get(yt_get(yt_root(doc), "tokenizer"), "special_ids");
+    const size_t nsp = yt_len(sp);
     const char **pieces = malloc((size_t)vocab * sizeof *pieces);
-    const size_t nsp = sp ? yt_len(sp) : 0;
     int32_t *special = malloc((nsp + 1) * sizeof *special);
     int rc = -1;
     if (!pieces || !special) {
         sq_err_set(err, "out of memory");
         goto out;
     }
-    if (yt_get_bool(t, "add_prefix", &h.add_prefix, err) ||
-        yt_get_bool(t, "split", &h.split, err) ||
-        yt_get_bool(t, "byte_fallback", &h.byte_fallback, err) ||
-        yt_get_bool(t, "fuse_unk", &h.fuse_unk, err) ||
-        yt_get_int64(t, "unk_id", -1, vocab - 1, &unk, err) ||
-        !yt_require(t, "special_ids", err) ||
-        yt_expect(sp, YT_SEQUENCE, "tokenizer.special_ids", err))
-        goto out;
-    for (size_t i = 0; i < nsp; i++) {
-        int64_t v;
-        if (yt_as_int64(yt_at(sp, i), "tokenizer.special_ids", 0, vocab - 1, &v, err) != 0)
-            goto out;
-        special[i] = (int32_t)v;
-    }
+    for (size_t i = 0; i < nsp; i++)
+        special[i] = (int32_t)strtol(yt_scalar(yt_at(sp, i)), NULL, 10);
     for (int i = 0; i < vocab; i++, p += strlen(p) + 1)
         pieces[i] = p;
     const sq_container_tensor *tm = sq_container_find(c, "tokenizer.merges");
@@ -236,19 +223,13 @@ static int load_hf_tokenizer(const sq_container *c, const sq_decoder_config *k, 
                       "rows", c->path, SQ_BPE_MAX_MERGES);
         goto out;
     }
-    h.pieces = pieces;
-    h.n_pieces = vocab;
-    h.merges = tm->data;
-    h.n_merges = (int32_t)tm->dims[0];
-    h.unk = (int32_t)unk, h.bos = k->bos, h.eos = k->eos;
-    h.special = special;
-    h.n_special = (int32_t)nsp;
+    sq_bpe_hf h = {pieces, vocab, tm->data, (int32_t)tm->dims[0], ctx->hf_add_prefix,
+                   ctx->hf_split, ctx->hf_byte_fallback, ctx->hf_fuse_unk, ctx->hf_unk,
+                   ctx->dec.bos, ctx->dec.eos, special, (int32_t)nsp};
     char what[600];
     snprintf(what, sizeof what, "%s (tokenizer.vocab, tokenizer.merges)", c->path);
     rc = (*tok = sq_bpe_from_hf(&h, what, err)) ? 0 : -1;
 out:
-    if (rc != 0 && err->msg[0] && !strstr(err->msg, c->path))
-        sq_err_prefix(err, "%s: metadata", c->path);
     free(pieces);
     free(special);
     yt_free(doc);
@@ -258,7 +239,7 @@ out:
 /* The llama2.c tokenizer file's bytes from tokenizer.vocab and
  * tokenizer.scores, for the tokenizer's own reader (which checks them); or
  * the hf-bpe tokenizer. */
-static int load_tokenizer(const sq_container *c, const sq_decoder_config *k, bool hf, int vocab,
+static int load_tokenizer(const sq_container *c, const sq_sqm_schema_ctx *ctx, int vocab,
                           sq_bpe **tok, sq_err *err)
 {
     const sq_container_tensor *tv = sq_container_find(c, "tokenizer.vocab");
@@ -277,8 +258,8 @@ static int load_tokenizer(const sq_container *c, const sq_decoder_config *k, boo
     if (n != vocab)
         return sq_err_set_at(err, "tokenizer.vocab", "%s: tensor \"tokenizer.vocab\" holds %d "
                              "pieces, config.vocab_size is %d", c->path, n, vocab);
-    if (hf)
-        return load_hf_tokenizer(c, k, vocab, p, tok, err);
+    if (ctx->hf_bpe)
+        return load_hf_tokenizer(c, ctx, vocab, p, tok, err);
     const double *sc = sq_container_find(c, "tokenizer.scores")->data;
     uint8_t *buf = malloc(bytes), *o = buf;
     if (!buf)
@@ -365,7 +346,7 @@ int sq_dec_sqm_open(const char *path, sq_llama_model *m, sq_err *err)
         sq_err_set(err, "out of memory");
         goto fail;
     }
-    if (load_tokenizer(c, k, ctx.hf_bpe, k->vocab, &m->tok, err) != 0 ||
+    if (load_tokenizer(c, &ctx, k->vocab, &m->tok, err) != 0 ||
         !(m->tokenizer_path = strdup(path)))
         goto fail;
     return 0;
