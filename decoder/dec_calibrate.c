@@ -3,9 +3,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fileio.h"
+
 int sq_dec_model_digest(const sq_llama_model *m, const char *model_arg, sq_model_digest *md,
                         sq_err *err)
 {
+    /* an HF folder: its files that decide the outputs (config, weights,
+     * tokenizer.json), as for an encoder checkpoint */
+    if (sq_dir_exists(model_arg))
+        return sq_model_digest_dir(model_arg, md, err);
     const char *files[2] = {model_arg, m->tokenizer_path};
     return sq_model_digest_files(files, 2, md, err);
 }

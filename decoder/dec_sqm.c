@@ -11,6 +11,7 @@
 #include "sqm_schema.h"
 #include "squint_version.h"
 #include "strbuf.h"
+#include "yaml_tree.h"
 
 #define NK SQ_DEC_LIN_KINDS
 
@@ -26,8 +27,24 @@ static char *build_metadata(const sq_dec_sqm_src *s)
     sq_decoder_config_to_yaml(&sb, c, "  ");
     sq_sb_printf(&sb, "embeddings_type: fp32\nactivation_guard: %s\nactivations: %s\n",
                  s->recipe->guard_rows ? "row" : "clip", s->dynamic_acts ? "dynamic" : "static");
-    sq_sb_printf(&sb, "tokenizer:\n  type: llama2c-bpe\n  vocab_size: %d\n",
-                 (int)sq_bpe_vocab_size(s->m->tok));
+    const sq_bpe *tok = s->m->tok;
+    if (sq_bpe_is_hf(tok)) {
+        sq_bpe_hf h;
+        sq_bpe_hf_settings(tok, &h);
+        sq_sb_printf(&sb, "tokenizer:\n  type: hf-bpe\n  vocab_size: %d\n  add_prefix: %s\n"
+                          "  split: %s\n  byte_fallback: %s\n  fuse_unk: %s\n  unk_id: %d\n"
+                          "  special_ids: [",
+                     (int)h.n_pieces, h.add_prefix ? "true" : "false", h.split ? "true" : "false",
+                     h.byte_fallback ? "true" : "false", h.fuse_unk ? "true" : "false",
+                     (int)h.unk);
+        for (int32_t i = 0, k = 0; i < h.n_pieces; i++)
+            if (sq_bpe_is_special(tok, i))
+                sq_sb_printf(&sb, "%s%d", k++ ? ", " : "", (int)i);
+        sq_sb_printf(&sb, "]\n");
+    } else {
+        sq_sb_printf(&sb, "tokenizer:\n  type: llama2c-bpe\n  vocab_size: %d\n",
+                     (int)sq_bpe_vocab_size(tok));
+    }
     sq_sb_printf(&sb, "source:\n  path: ");
     sq_sb_yaml_str(&sb, s->model_arg);
     sq_sb_printf(&sb, "\n  digest: \"%016" PRIx64 "\"\n", s->model_digest);
@@ -74,9 +91,13 @@ int sq_dec_sqm_write(const sq_dec_sqm_src *s, int zstd_level, const char *path, 
         sq_bpe_token(s->m->tok, i, &n);
         vbytes += n + 1;
     }
+    const bool hf = sq_bpe_is_hf(s->m->tok);
+    sq_bpe_hf hs;
+    sq_bpe_hf_settings(s->m->tok, &hs);
     char *vocab = sq_keep_add(&kp, malloc(vbytes));
     double *scores = sq_keep_add(&kp, malloc((size_t)V * sizeof *scores));
-    if (!w || !meta || !vocab || !scores) {
+    int32_t *merges = sq_keep_add(&kp, malloc(((size_t)hs.n_merges * 2 + 1) * sizeof *merges));
+    if (!w || !meta || !vocab || !scores || !merges) {
         sq_err_set(err, "%s: out of memory", path);
         goto out;
     }
@@ -92,7 +113,20 @@ int sq_dec_sqm_write(const sq_dec_sqm_src *s, int zstd_level, const char *path, 
     }
     uint64_t nv = (uint64_t)V, D = (uint64_t)c->dim, dve[2] = {(uint64_t)c->vocab, D};
     ADD_REF("tokenizer.vocab", SQ_CDT_U8, 1, &vbytes, vocab, vbytes);
-    ADD_REF("tokenizer.scores", SQ_CDT_F64, 1, &nv, scores, nv * 8);
+    if (hf) {
+        /* the merges, rank order (SQM.md 10.5) */
+        if (hs.n_merges < 1) {
+            sq_err_set(err, "%s: the tokenizer has no merges (the format stores at least one)",
+                       path);
+            goto out;
+        }
+        for (int32_t r = 0; r < hs.n_merges; r++)
+            sq_bpe_merge_pair(s->m->tok, r, &merges[2 * r], &merges[2 * r + 1]);
+        uint64_t dm[2] = {(uint64_t)hs.n_merges, 2};
+        ADD_REF("tokenizer.merges", SQ_CDT_I32, 2, dm, merges, dm[0] * 8);
+    } else {
+        ADD_REF("tokenizer.scores", SQ_CDT_F64, 1, &nv, scores, nv * 8);
+    }
     ADD_REF("embeddings.word", SQ_CDT_F32, 2, dve, d->tok_emb, dve[0] * D * 4);
     char name[96];
 #define NAME(...) (snprintf(name, sizeof name, __VA_ARGS__), name)
@@ -161,12 +195,54 @@ static const float *f32_of(const sq_container *c, const char *name, sq_err *err)
     return v;
 }
 
+/* The hf-bpe tokenizer (SQM.md 10.5): the metadata keys, the pieces and
+ * the merges into the HF kind's constructor (which checks them). */
+static int load_hf_tokenizer(const sq_container *c, const sq_sqm_schema_ctx *ctx, int vocab,
+                             const char *p, sq_bpe **tok, sq_err *err)
+{
+    /* sq_sqm_read_meta proved the keys and the special ids' range */
+    yt_doc *doc = yt_parse_buffer(c->metadata, c->metadata_len, c->path, err);
+    if (!doc)
+        return -1;
+    const yt_node *sp = yt_get(yt_get(yt_root(doc), "tokenizer"), "special_ids");
+    const size_t nsp = yt_len(sp);
+    const char **pieces = malloc((size_t)vocab * sizeof *pieces);
+    int32_t *special = malloc((nsp + 1) * sizeof *special);
+    int rc = -1;
+    if (!pieces || !special) {
+        sq_err_set(err, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < nsp; i++)
+        special[i] = (int32_t)strtol(yt_scalar(yt_at(sp, i)), NULL, 10);
+    for (int i = 0; i < vocab; i++, p += strlen(p) + 1)
+        pieces[i] = p;
+    const sq_container_tensor *tm = sq_container_find(c, "tokenizer.merges");
+    if (tm->dims[0] > SQ_BPE_MAX_MERGES) {
+        sq_err_set_at(err, "tokenizer.merges", "%s: tensor \"tokenizer.merges\" has more than %d "
+                      "rows", c->path, SQ_BPE_MAX_MERGES);
+        goto out;
+    }
+    sq_bpe_hf h = {pieces, vocab, tm->data, (int32_t)tm->dims[0], ctx->hf_add_prefix,
+                   ctx->hf_split, ctx->hf_byte_fallback, ctx->hf_fuse_unk, ctx->hf_unk,
+                   ctx->dec.bos, ctx->dec.eos, special, (int32_t)nsp};
+    char what[600];
+    snprintf(what, sizeof what, "%s (tokenizer.vocab, tokenizer.merges)", c->path);
+    rc = (*tok = sq_bpe_from_hf(&h, what, err)) ? 0 : -1;
+out:
+    free(pieces);
+    free(special);
+    yt_free(doc);
+    return rc;
+}
+
 /* The llama2.c tokenizer file's bytes from tokenizer.vocab and
- * tokenizer.scores, for the tokenizer's own reader (which checks them). */
-static int load_tokenizer(const sq_container *c, int vocab, sq_bpe **tok, sq_err *err)
+ * tokenizer.scores, for the tokenizer's own reader (which checks them); or
+ * the hf-bpe tokenizer. */
+static int load_tokenizer(const sq_container *c, const sq_sqm_schema_ctx *ctx, int vocab,
+                          sq_bpe **tok, sq_err *err)
 {
     const sq_container_tensor *tv = sq_container_find(c, "tokenizer.vocab");
-    const double *sc = sq_container_find(c, "tokenizer.scores")->data;
     const char *p = tv->data, *end = p + tv->size;
     if (tv->size == 0 || end[-1] != '\0')
         return sq_err_set_at(err, "tokenizer.vocab", "%s: tensor \"tokenizer.vocab\" does not end "
@@ -182,6 +258,9 @@ static int load_tokenizer(const sq_container *c, int vocab, sq_bpe **tok, sq_err
     if (n != vocab)
         return sq_err_set_at(err, "tokenizer.vocab", "%s: tensor \"tokenizer.vocab\" holds %d "
                              "pieces, config.vocab_size is %d", c->path, n, vocab);
+    if (ctx->hf_bpe)
+        return load_hf_tokenizer(c, ctx, vocab, p, tok, err);
+    const double *sc = sq_container_find(c, "tokenizer.scores")->data;
     uint8_t *buf = malloc(bytes), *o = buf;
     if (!buf)
         return sq_err_set(err, "out of memory");
@@ -267,7 +346,7 @@ int sq_dec_sqm_open(const char *path, sq_llama_model *m, sq_err *err)
         sq_err_set(err, "out of memory");
         goto fail;
     }
-    if (load_tokenizer(c, k->vocab, &m->tok, err) != 0 ||
+    if (load_tokenizer(c, &ctx, k->vocab, &m->tok, err) != 0 ||
         !(m->tokenizer_path = strdup(path)))
         goto fail;
     return 0;

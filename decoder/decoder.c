@@ -67,8 +67,8 @@ int sq_decoder_from_llama(sq_llama_ckpt *ck, sq_decoder *d, sq_err *err)
     k->max_pos = c->seq_len;
     k->norm_eps = c->norm_eps;
     k->rope_theta = c->rope_theta;
-    k->bos = 1;
-    k->eos = 2;
+    k->bos = c->bos;
+    k->eos = c->eos;
     k->tied_classifier = c->shared_classifier;
     const size_t D = (size_t)k->dim, H = (size_t)k->hidden, KV = (size_t)k->kv_dim;
     d->layers = calloc((size_t)k->n_layers, sizeof *d->layers);

@@ -103,6 +103,8 @@ int sq_llama_config_from_header(const int32_t hdr[7], sq_llama_config *cfg,
     cfg->seq_len = hdr[6];
     cfg->norm_eps = 1e-5f;
     cfg->rope_theta = 10000.0f;
+    cfg->bos = 1;
+    cfg->eos = 2;
     tensor_spec t[16] = {{0}};
     int n = specs(cfg, NULL, t);
     uint64_t floats = 0;

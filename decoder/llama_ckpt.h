@@ -35,6 +35,7 @@ typedef struct sq_llama_config {
     bool shared_classifier;
     float norm_eps;   /* RMSNorm epsilon (1e-5, llama2.c's) */
     float rope_theta; /* 10000 */
+    int32_t bos, eos; /* 1, 2 (an HF config.json says) */
 } sq_llama_config;
 
 /* The weights, copied out of the file (owned). */

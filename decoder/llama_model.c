@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "fileio.h"
+#include "hf_config.h"
+#include "hf_llama.h"
 #include "sqm_model.h"
 #include "dec_sqm.h"
 #include <sys/stat.h>
@@ -20,11 +22,26 @@ static char *dir_of(const char *path)
     return d;
 }
 
-static int open_tokenizer(const char *path, const char *tokenizer, int vocab, sq_llama_model *m,
-                          sq_err *err)
+static bool ends_with(const char *s, const char *suffix)
 {
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* An explicit tokenizer: a tokenizer.json (bos / eos: the model's ids), else
+ * a llama2.c tokenizer file. */
+static sq_bpe *load_any(const char *tokenizer, const sq_decoder_config *c, sq_err *err)
+{
+    return ends_with(tokenizer, ".json") ? sq_bpe_load_hf_json(tokenizer, c->bos, c->eos, err)
+                                         : sq_bpe_load(tokenizer, err);
+}
+
+static int open_tokenizer(const char *path, const char *tokenizer, const sq_decoder_config *c,
+                          sq_llama_model *m, sq_err *err)
+{
+    const int vocab = c->vocab;
     if (tokenizer) {
-        if (!(m->tok = sq_bpe_load(tokenizer, err)))
+        if (!(m->tok = load_any(tokenizer, c, err)))
             return -1;
         if (sq_bpe_vocab_size(m->tok) != vocab)
             return sq_err_set(err, "%s: %d tokens, but the model %s has a vocabulary of %d",
@@ -67,12 +84,33 @@ static int open_tokenizer(const char *path, const char *tokenizer, int vocab, sq
                       path, vocab, found[0] ? found : "", found[0] ? ")" : "");
 }
 
+/* An HF folder: --tokenizer, else its tokenizer.json. */
+static int open_hf_tokenizer(const char *dir, const char *tokenizer, const sq_decoder_config *c,
+                             sq_llama_model *m, sq_err *err)
+{
+    if (tokenizer)
+        return open_tokenizer(dir, tokenizer, c, m, err);
+    char *p = sq_path_join(dir, "tokenizer.json");
+    if (!p)
+        return sq_err_set(err, "out of memory");
+    if (!sq_file_exists(p)) {
+        sq_err_set(err, "%s: no tokenizer.json (give a tokenizer with --tokenizer)", dir);
+        free(p);
+        return -1;
+    }
+    int rc = open_tokenizer(dir, p, c, m, err);
+    free(p);
+    return rc;
+}
+
 /* A regular file whose seven-int32 header is a valid llama2.c config
  * implying exactly its size, or a versioned llama2.c export ("ak42", which
  * the reader then refuses by name). Anything else (an archive of a BERT
  * checkpoint, a .sqm) is not a llama2.c checkpoint. */
 bool sq_llama_is_checkpoint(const char *path)
 {
+    if (sq_hf_dir_is_causal_lm(path))
+        return true;
     struct stat sb;
     if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode) || sq_sqm_sniff(path))
         return false;
@@ -102,13 +140,14 @@ int sq_llama_model_open(const char *path, const char *tokenizer, sq_llama_model 
                                    "apply", path);
         return sq_dec_sqm_open(path, m, err);
     }
+    const bool hf = sq_hf_dir_is_causal_lm(path);
     sq_llama_ckpt ck;
-    if (sq_llama_ckpt_load(path, &ck, err) != 0)
+    if ((hf ? sq_hf_llama_load(path, &ck, err) : sq_llama_ckpt_load(path, &ck, err)) != 0)
         return -1;
-    const int vocab = ck.cfg.vocab;
     if (sq_decoder_from_llama(&ck, &m->dec, err) != 0)
         return -1;
-    if (open_tokenizer(path, tokenizer, vocab, m, err) != 0) {
+    if ((hf ? open_hf_tokenizer(path, tokenizer, &m->dec.cfg, m, err)
+            : open_tokenizer(path, tokenizer, &m->dec.cfg, m, err)) != 0) {
         sq_llama_model_close(m);
         return -1;
     }

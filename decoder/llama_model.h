@@ -1,8 +1,10 @@
 /* A causal LM ready to run: the decoder and its tokenizer, opened from a
- * llama2.c checkpoint (.bin) and a llama2.c tokenizer file. Without an
- * explicit tokenizer the files tokenizer.bin then tok512.bin next to the
- * checkpoint are tried, and the first that exists with the model's
- * vocabulary size is taken. */
+ * llama2.c checkpoint (.bin) and a llama2.c tokenizer file, or from a
+ * Hugging Face LlamaForCausalLM folder (hf_llama.h) and its tokenizer.json.
+ * Without an explicit tokenizer: the folder's tokenizer.json; next to a
+ * llama2.c checkpoint the files tokenizer.bin then tok512.bin are tried, and
+ * the first that exists with the model's vocabulary size is taken. An
+ * explicit tokenizer ending in .json is read as a tokenizer.json. */
 #ifndef SQ_LLAMA_MODEL_H
 #define SQ_LLAMA_MODEL_H
 
@@ -16,12 +18,13 @@ typedef struct sq_llama_model {
     struct sq_container *sqm; /* a packed model's mapping (dec_sqm.h), NULL for a checkpoint */
 } sq_llama_model;
 
-/* True when path names a llama2.c checkpoint: a regular file that is not a
- * squint container (the commands' dispatch between encoders and decoders;
- * the reader itself proves the rest). */
+/* True when path names a decoder checkpoint: a llama2.c checkpoint (a
+ * regular file whose header implies its size), or a folder whose
+ * config.json names a causal LM (the commands' dispatch between encoders
+ * and decoders; the readers prove the rest). */
 bool sq_llama_is_checkpoint(const char *path);
 
-/* A llama2.c checkpoint, or a decoder .sqm (dec_sqm.h: tokenizer must be
+/* A llama2.c checkpoint, an HF Llama folder, or a decoder .sqm (dec_sqm.h: tokenizer must be
  * NULL, the file holds it). tokenizer NULL: look next to the checkpoint. */
 int sq_llama_model_open(const char *path, const char *tokenizer, sq_llama_model *m, sq_err *err);
 void sq_llama_model_close(sq_llama_model *m);

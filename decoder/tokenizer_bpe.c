@@ -13,10 +13,22 @@ struct sq_bpe {
     uint32_t *len;     /* [n] */
     float *score;      /* [n] */
     int16_t *byte_of;  /* [n] the byte of a <0xXX> piece, else -1 */
-    int32_t byte_id[256]; /* the <0xXX> token of each byte (SQ_BPE_UNK when absent) */
+    int32_t byte_id[256]; /* the <0xXX> token of each byte (-1 when absent) */
     int32_t *slots;    /* open addressing: id or -1; cap a power of two */
     size_t cap;
     char bytes[256];   /* byte b decodes to bytes + b */
+    int32_t bos, eos, unk; /* -1: none */
+    uint8_t *special;  /* [n] 1: decodes to nothing */
+    /* The HF kind (hf true): ranked merges, and the decoded pieces ("▁" as
+     * ' '; for llama2.c they are the pieces themselves). */
+    bool hf, add_prefix, split, byte_fallback, fuse_unk;
+    int32_t n_merges;
+    int32_t *merges;   /* [n_merges][3] left, right, merged id; the rank is the row */
+    int32_t *mslots;   /* open addressing over (left, right): row or -1 */
+    size_t mcap;
+    char *dblob;       /* decoded pieces, NUL-terminated (== blob for llama2.c) */
+    size_t *doff;
+    uint32_t *dlen;
 };
 
 static uint64_t hash_bytes(const char *s, size_t n)
@@ -163,6 +175,11 @@ sq_bpe *sq_bpe_from_memory(const uint8_t *data, size_t size, const char *name, s
     for (int b = 0; b < 256; b++)
         if (t->byte_id[b] < 0)
             t->byte_id[b] = SQ_BPE_UNK;
+    t->bos = SQ_BPE_BOS, t->eos = SQ_BPE_EOS, t->unk = SQ_BPE_UNK;
+    if (!(t->special = calloc((size_t)n, 1)))
+        goto oom;
+    t->special[SQ_BPE_BOS] = t->special[SQ_BPE_EOS] = 1;
+    t->dblob = t->blob, t->doff = t->off, t->dlen = t->len;
     return t;
 oom:
     sq_bpe_free(t);
@@ -191,6 +208,14 @@ void sq_bpe_free(sq_bpe *t)
     free(t->score);
     free(t->byte_of);
     free(t->slots);
+    free(t->special);
+    free(t->merges);
+    free(t->mslots);
+    if (t->dblob != t->blob) {
+        free(t->dblob);
+        free(t->doff);
+        free(t->dlen);
+    }
     free(t);
 }
 
@@ -207,25 +232,210 @@ const char *sq_bpe_token(const sq_bpe *t, int32_t id, size_t *len)
 
 float sq_bpe_score(const sq_bpe *t, int32_t id)
 {
-    return id >= 0 && id < t->n ? t->score[id] : 0.0f;
+    return id >= 0 && id < t->n && !t->hf ? t->score[id] : 0.0f;
+}
+
+bool sq_bpe_is_hf(const sq_bpe *t) { return t->hf; }
+bool sq_bpe_is_special(const sq_bpe *t, int32_t id) { return id >= 0 && id < t->n && t->special[id]; }
+int32_t sq_bpe_bos(const sq_bpe *t) { return t->bos; }
+int32_t sq_bpe_eos(const sq_bpe *t) { return t->eos; }
+
+/* ---- the HF kind ---- */
+
+static uint64_t pair_hash(int32_t a, int32_t b)
+{
+    uint64_t h = ((uint64_t)(uint32_t)a << 32 | (uint32_t)b) * 0x9E3779B97F4A7C15ull;
+    return h ^ (h >> 31);
+}
+
+/* The merge row of (a, b), -1 when none. */
+static int32_t merge_of(const sq_bpe *t, int32_t a, int32_t b)
+{
+    for (size_t i = pair_hash(a, b) & (t->mcap - 1);; i = (i + 1) & (t->mcap - 1)) {
+        int32_t r = t->mslots[i];
+        if (r < 0 || (t->merges[3 * r] == a && t->merges[3 * r + 1] == b))
+            return r;
+    }
+}
+
+void sq_bpe_hf_settings(const sq_bpe *t, sq_bpe_hf *o)
+{
+    memset(o, 0, sizeof *o);
+    o->n_pieces = t->n;
+    o->n_merges = t->n_merges;
+    o->add_prefix = t->add_prefix, o->split = t->split;
+    o->byte_fallback = t->byte_fallback, o->fuse_unk = t->fuse_unk;
+    o->unk = t->unk, o->bos = t->bos, o->eos = t->eos;
+}
+
+void sq_bpe_merge_pair(const sq_bpe *t, int32_t r, int32_t *a, int32_t *b)
+{
+    *a = t->merges[3 * r];
+    *b = t->merges[3 * r + 1];
+}
+
+static const char META[] = "\xe2\x96\x81"; /* U+2581 */
+
+sq_bpe *sq_bpe_from_hf(const sq_bpe_hf *sp, const char *name, sq_err *err)
+{
+    const int32_t n = sp->n_pieces;
+    if (n < 1 || n > (1 << 22)) {
+        sq_err_set(err, "%s: %d pieces (1 .. %d)", name, (int)n, 1 << 22);
+        return NULL;
+    }
+    if (sp->n_merges < 0 || sp->n_merges > SQ_BPE_MAX_MERGES) {
+        sq_err_set(err, "%s: %d merges (0 .. %d)", name, (int)sp->n_merges, SQ_BPE_MAX_MERGES);
+        return NULL;
+    }
+    const int32_t ids[3] = {sp->unk, sp->bos, sp->eos};
+    static const char *const idn[3] = {"unk", "bos", "eos"};
+    for (int i = 0; i < 3; i++)
+        if (ids[i] < -1 || ids[i] >= n) {
+            sq_err_set(err, "%s: %s id %d is outside the vocabulary of %d", name, idn[i],
+                       (int)ids[i], (int)n);
+            return NULL;
+        }
+    size_t text = 0, dtext = 0;
+    for (int32_t i = 0; i < n; i++) {
+        size_t l = strlen(sp->pieces[i]);
+        if (l < 1 || l > SQ_BPE_MAX_TOKEN_LEN) {
+            sq_err_set(err, "%s: piece %d has %zu bytes (1 .. %d)", name, (int)i, l,
+                       SQ_BPE_MAX_TOKEN_LEN);
+            return NULL;
+        }
+        text += l + 1;
+        dtext += l + 1; /* "▁" -> ' ' only shortens */
+    }
+    sq_bpe *t = calloc(1, sizeof *t);
+    if (!t)
+        goto oom;
+    t->n = n;
+    t->hf = true;
+    t->add_prefix = sp->add_prefix, t->split = sp->split;
+    t->byte_fallback = sp->byte_fallback, t->fuse_unk = sp->fuse_unk;
+    t->unk = sp->unk, t->bos = sp->bos, t->eos = sp->eos;
+    t->cap = 16;
+    while (t->cap < (size_t)n * 2)
+        t->cap *= 2;
+    t->mcap = 16;
+    while (t->mcap < (size_t)sp->n_merges * 2)
+        t->mcap *= 2;
+    t->blob = malloc(text);
+    t->off = malloc((size_t)n * sizeof *t->off);
+    t->len = malloc((size_t)n * sizeof *t->len);
+    t->score = calloc((size_t)n, sizeof *t->score);
+    t->byte_of = malloc((size_t)n * sizeof *t->byte_of);
+    t->slots = malloc(t->cap * sizeof *t->slots);
+    t->special = calloc((size_t)n, 1);
+    t->dblob = malloc(dtext);
+    t->doff = malloc((size_t)n * sizeof *t->doff);
+    t->dlen = malloc((size_t)n * sizeof *t->dlen);
+    t->merges = malloc(((size_t)sp->n_merges * 3 + 1) * sizeof *t->merges);
+    t->mslots = malloc(t->mcap * sizeof *t->mslots);
+    if (!t->blob || !t->off || !t->len || !t->score || !t->byte_of || !t->slots ||
+        !t->special || !t->dblob || !t->doff || !t->dlen || !t->merges || !t->mslots)
+        goto oom;
+    memset(t->slots, 0xff, t->cap * sizeof *t->slots);
+    memset(t->mslots, 0xff, t->mcap * sizeof *t->mslots);
+    for (int b = 0; b < 256; b++) {
+        t->byte_id[b] = -1;
+        t->bytes[b] = (char)b;
+    }
+    size_t at = 0, dat = 0;
+    for (int32_t i = 0; i < n; i++) {
+        const char *p = sp->pieces[i];
+        uint32_t l = (uint32_t)strlen(p);
+        memcpy(t->blob + at, p, l + 1);
+        t->off[i] = at;
+        t->len[i] = l;
+        at += l + 1;
+        t->doff[i] = dat;
+        for (uint32_t k = 0; k < l;) {
+            if (l - k >= 3 && memcmp(p + k, META, 3) == 0) {
+                t->dblob[dat++] = ' ';
+                k += 3;
+            } else {
+                t->dblob[dat++] = p[k++];
+            }
+        }
+        t->dblob[dat++] = 0;
+        t->dlen[i] = (uint32_t)(dat - 1 - t->doff[i]);
+        int b = byte_piece(p, l);
+        t->byte_of[i] = (int16_t)b;
+        if (b >= 0 && t->byte_id[b] < 0)
+            t->byte_id[b] = i;
+        if (sq_bpe_lookup(t, p, l) >= 0) {
+            sq_err_set(err, "%s: piece \"%.64s\" appears twice (ids %d and %d)", name, p,
+                       (int)sq_bpe_lookup(t, p, l), (int)i);
+            goto fail;
+        }
+        size_t s = hash_bytes(p, l) & (t->cap - 1);
+        while (t->slots[s] >= 0)
+            s = (s + 1) & (t->cap - 1);
+        t->slots[s] = i;
+    }
+    for (int32_t i = 0; i < sp->n_special; i++) {
+        if (sp->special[i] < 0 || sp->special[i] >= n) {
+            sq_err_set(err, "%s: special id %d is outside the vocabulary of %d", name,
+                       (int)sp->special[i], (int)n);
+            goto fail;
+        }
+        t->special[sp->special[i]] = 1;
+    }
+    char cat[2 * SQ_BPE_MAX_TOKEN_LEN];
+    for (int32_t r = 0; r < sp->n_merges; r++) {
+        const int32_t a = sp->merges[2 * r], b = sp->merges[2 * r + 1];
+        if (a < 0 || a >= n || b < 0 || b >= n) {
+            sq_err_set(err, "%s: merge %d (%d, %d) names an id outside the vocabulary of %d",
+                       name, (int)r, (int)a, (int)b, (int)n);
+            goto fail;
+        }
+        memcpy(cat, t->blob + t->off[a], t->len[a]);
+        memcpy(cat + t->len[a], t->blob + t->off[b], t->len[b]);
+        int32_t m = sq_bpe_lookup(t, cat, (size_t)t->len[a] + t->len[b]);
+        if (m < 0) {
+            sq_err_set(err, "%s: merge %d \"%.64s\" + \"%.64s\" makes no piece of the vocabulary",
+                       name, (int)r, t->blob + t->off[a], t->blob + t->off[b]);
+            goto fail;
+        }
+        t->merges[3 * r] = a, t->merges[3 * r + 1] = b, t->merges[3 * r + 2] = m;
+        t->n_merges = r; /* rows 0 .. r-1 are in the table */
+        if (merge_of(t, a, b) >= 0) {
+            sq_err_set(err, "%s: merge %d \"%.64s\" + \"%.64s\" appears twice", name, (int)r,
+                       t->blob + t->off[a], t->blob + t->off[b]);
+            goto fail;
+        }
+        size_t s = pair_hash(a, b) & (t->mcap - 1);
+        while (t->mslots[s] >= 0)
+            s = (s + 1) & (t->mcap - 1);
+        t->mslots[s] = r;
+    }
+    t->n_merges = sp->n_merges;
+    return t;
+oom:
+    sq_err_set(err, "%s: out of memory", name);
+fail:
+    sq_bpe_free(t);
+    return NULL;
 }
 
 /* ---- encoding ---- */
 
 typedef struct sym {
     int32_t start, len, id, prev, next;
-    bool mergeable, alive;
+    bool mergeable, alive, word_start;
 } sym;
 
+/* A candidate merge: key lower first (llama2.c: minus the score of the
+ * merged piece; HF: the merge's rank), then the leftmost pair. */
 typedef struct cand {
-    float score;
+    double key;
     int32_t left, right, len, id;
 } cand;
 
-/* a before b: the higher score, then the leftmost pair. */
 static bool cand_before(const cand *a, const cand *b)
 {
-    return a->score > b->score || (a->score == b->score && a->left < b->left);
+    return a->key < b->key || (a->key == b->key && a->left < b->left);
 }
 
 typedef struct heap {
@@ -274,48 +484,91 @@ static cand heap_pop(heap *h)
 
 static int try_pair(const sq_bpe *t, const char *buf, const sym *s, int32_t a, int32_t b, heap *h)
 {
-    if (a < 0 || b < 0 || !s[a].mergeable || !s[b].mergeable)
+    if (a < 0 || b < 0 || !s[a].mergeable || !s[b].mergeable || s[b].word_start)
         return 0;
     int32_t len = s[a].len + s[b].len;
+    if (t->hf) {
+        int32_t r = merge_of(t, s[a].id, s[b].id);
+        return r < 0 ? 0 : heap_push(h, (cand){(double)r, a, b, len, t->merges[3 * r + 2]});
+    }
     int32_t id = sq_bpe_lookup(t, buf + s[a].start, (size_t)len);
     if (id < 0 || !(t->score[id] > -1e10f))
         return 0;
-    return heap_push(h, (cand){t->score[id], a, b, len, id});
+    return heap_push(h, (cand){-(double)t->score[id], a, b, len, id});
+}
+
+/* The text as the vocabulary spells it: llama2.c: ' ' in front (the dummy
+ * prefix of a non-empty text); HF: every ' ' as "▁", and "▁" in front with
+ * add_prefix. *n gets its length. */
+static char *normalize(const sq_bpe *t, const char *text, size_t len, size_t *n)
+{
+    if (!t->hf) {
+        char *buf = malloc(len + 2);
+        if (buf && len) {
+            buf[0] = ' ';
+            memcpy(buf + 1, text, len);
+        }
+        *n = len ? len + 1 : 0;
+        return buf;
+    }
+    size_t spaces = 0;
+    for (size_t i = 0; i < len; i++)
+        spaces += text[i] == ' ';
+    char *buf = malloc(len + 2 * spaces + 4), *o = buf;
+    if (!buf)
+        return NULL;
+    if (len && t->add_prefix)
+        memcpy(o, META, 3), o += 3;
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] == ' ')
+            memcpy(o, META, 3), o += 3;
+        else
+            *o++ = text[i];
+    }
+    *n = (size_t)(o - buf);
+    return buf;
 }
 
 int64_t sq_bpe_encode(const sq_bpe *t, const char *text, size_t len, bool bos, bool eos,
                       int32_t **ids_out)
 {
     *ids_out = NULL;
-    if (len > (1u << 30))
+    if (len > (1u << 28))
         return -1;
-    /* The dummy prefix is the first character of the text. */
-    size_t n = len ? len + 1 : 0;
-    char *buf = malloc(n + 1);
+    size_t n = 0;
+    char *buf = normalize(t, text, len, &n);
     sym *s = malloc((n + 1) * sizeof *s);
     int32_t *ids = malloc((n + 2) * sizeof *ids);
     heap h = {0};
     int64_t count = -1;
     if (!buf || !s || !ids)
         goto out;
-    if (len) {
-        buf[0] = ' ';
-        memcpy(buf + 1, text, len);
-    }
     int32_t ns = 0;
     for (size_t i = 0; i < n;) {
         size_t g = 1; /* a byte and the continuation bytes after it, 4 at most */
         while (g < 4 && i + g < n && ((uint8_t)buf[i + g] & 0xC0) == 0x80)
             g++;
+        const bool ws = t->split && g == 3 && memcmp(buf + i, META, 3) == 0;
         int32_t id = sq_bpe_lookup(t, buf + i, g);
+        bool bytes_ok = true;
+        for (size_t k = 0; t->hf && k < g; k++)
+            bytes_ok = bytes_ok && t->byte_id[(uint8_t)buf[i + k]] >= 0;
         if (id >= 0) {
-            s[ns] = (sym){(int32_t)i, (int32_t)g, id, ns - 1, ns + 1, true, true};
+            s[ns] = (sym){(int32_t)i, (int32_t)g, id, ns - 1, ns + 1, true, true, ws};
             ns++;
-        } else {
+        } else if (!t->hf || (t->byte_fallback && bytes_ok)) {
+            /* llama2.c: byte pieces never merge; HF: they merge when a merge says so */
             for (size_t k = 0; k < g; k++, ns++)
                 s[ns] = (sym){(int32_t)(i + k), 1, t->byte_id[(uint8_t)buf[i + k]], ns - 1,
-                              ns + 1, false, true};
-        }
+                              ns + 1, t->hf, true, ws && k == 0};
+        } else if (t->unk >= 0) {
+            if (t->fuse_unk && ns > 0 && s[ns - 1].id == t->unk && !ws) {
+                s[ns - 1].len += (int32_t)g;
+            } else {
+                s[ns] = (sym){(int32_t)i, (int32_t)g, t->unk, ns - 1, ns + 1, true, true, ws};
+                ns++;
+            }
+        } /* else: no unk to give, the character is dropped (as the tokenizers library) */
         i += g;
     }
     if (ns > 0)
@@ -339,12 +592,12 @@ int64_t sq_bpe_encode(const sq_bpe *t, const char *text, size_t len, bool bos, b
             goto out;
     }
     count = 0;
-    if (bos)
-        ids[count++] = SQ_BPE_BOS;
+    if (bos && t->bos >= 0)
+        ids[count++] = t->bos;
     for (int32_t i = ns > 0 ? 0 : -1; i >= 0; i = s[i].next)
         ids[count++] = s[i].id;
-    if (eos)
-        ids[count++] = SQ_BPE_EOS;
+    if (eos && t->eos >= 0)
+        ids[count++] = t->eos;
     *ids_out = ids;
     ids = NULL;
 out:
@@ -360,15 +613,15 @@ out:
 const char *sq_bpe_decode_piece(const sq_bpe *t, int32_t prev, int32_t id, size_t *len)
 {
     *len = 0;
-    if (id < 0 || id >= t->n || id == SQ_BPE_BOS || id == SQ_BPE_EOS)
+    if (id < 0 || id >= t->n || t->special[id])
         return "";
     if (t->byte_of[id] >= 0) {
         *len = 1;
         return t->bytes + t->byte_of[id];
     }
-    const char *p = t->blob + t->off[id];
-    size_t l = t->len[id];
-    if (prev == SQ_BPE_BOS && l > 0 && p[0] == ' ') {
+    const char *p = t->dblob + t->doff[id];
+    size_t l = t->dlen[id];
+    if (prev >= 0 && prev == t->bos && l > 0 && p[0] == ' ') {
         p++;
         l--;
     }

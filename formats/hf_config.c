@@ -558,3 +558,158 @@ out:
     free(path);
     return rc;
 }
+
+/* ---- causal LMs ---- */
+
+static bool names_causal_lm(json_t *root)
+{
+    json_t *arch = json_object_get(root, "architectures"), *mt = json_object_get(root, "model_type");
+    size_t i;
+    json_t *v;
+    if (json_is_array(arch))
+        json_array_foreach(arch, i, v)
+        {
+            const char *a = json_string_value(v);
+            size_t n = a ? strlen(a) : 0;
+            if (n >= 11 && strcmp(a + n - 11, "ForCausalLM") == 0)
+                return true;
+        }
+    return json_is_string(mt) && strcmp(json_string_value(mt), "llama") == 0;
+}
+
+bool sq_hf_dir_is_causal_lm(const char *dir)
+{
+    if (!sq_dir_exists(dir))
+        return false;
+    char *p = sq_path_join(dir, "config.json");
+    sq_err ignored;
+    json_t *root = p && sq_file_exists(p) ? sq_json_load_object(p, &ignored) : NULL;
+    bool yes = root && names_causal_lm(root);
+    json_decref(root);
+    free(p);
+    return yes;
+}
+
+/* A token id: an int, or a non-empty list of ints (the first counts); null
+ * or absent: -1. */
+static int token_id(json_t *root, const char *key, int vocab, int *out, const char *path,
+                    sq_err *err)
+{
+    json_t *v = json_object_get(root, key);
+    *out = -1;
+    if (!v || json_is_null(v))
+        return 0;
+    if (json_is_array(v) && json_array_size(v) > 0)
+        v = json_array_get(v, 0);
+    if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= vocab)
+        return sq_err_set(err, "%s: %s must be a token id in [0, %d)", path, key, vocab);
+    *out = (int)json_integer_value(v);
+    return 0;
+}
+
+int sq_hf_llama_config_load(const char *path, sq_hf_llama_config *c, sq_err *err)
+{
+    memset(c, 0, sizeof *c);
+    json_t *root = sq_json_load_object(path, err);
+    if (!root)
+        return -1;
+    int rc = -1;
+    const char *mt = NULL, *act = NULL;
+    json_t *arch = json_object_get(root, "architectures");
+    bool llama = false;
+    size_t i;
+    json_t *v;
+    if (json_is_array(arch))
+        json_array_foreach(arch, i, v) if (json_is_string(v) &&
+                                           strcmp(json_string_value(v), "LlamaForCausalLM") == 0)
+            llama = true;
+    if (sq_json_str(root, "model_type", true, &mt, path, err) != 0)
+        goto out;
+    if (!llama && !(mt && strcmp(mt, "llama") == 0)) {
+        const char *a0 = json_is_array(arch) ? json_string_value(json_array_get(arch, 0)) : NULL;
+        sq_err_set(err, "%s: %s \"%s\" is not supported (squint's decoder runs LlamaForCausalLM)",
+                   path, a0 ? "architectures" : "model_type", a0 ? a0 : mt ? mt : "(none)");
+        goto out;
+    }
+    static const char *const refused[][2] = {
+        {"rope_scaling", "RoPE scaling (linear / dynamic / llama3 / yarn) is not supported"},
+        {"quantization_config", "an already quantized checkpoint is not read"},
+        {"sliding_window", "sliding-window attention is not supported"},
+    };
+    for (size_t k = 0; k < sizeof refused / sizeof refused[0]; k++) {
+        json_t *x = json_object_get(root, refused[k][0]);
+        if (x && !json_is_null(x)) {
+            sq_err_set(err, "%s: %s is set: %s", path, refused[k][0], refused[k][1]);
+            goto out;
+        }
+    }
+    static const char *const no_bias[] = {"attention_bias", "mlp_bias"};
+    for (size_t k = 0; k < 2; k++) {
+        bool b = false;
+        if (sq_json_bool(root, no_bias[k], true, false, &b, path, err) != 0)
+            goto out;
+        if (b) {
+            sq_err_set(err, "%s: %s is true: biases in a Llama layer are not supported", path,
+                       no_bias[k]);
+            goto out;
+        }
+    }
+    if (sq_json_str(root, "hidden_act", true, &act, path, err) != 0)
+        goto out;
+    if (act && strcmp(act, "silu") != 0) {
+        sq_err_set(err, "%s: hidden_act \"%s\" is not supported (silu: SwiGLU)", path, act);
+        goto out;
+    }
+    int64_t x;
+#define GET(field, key, lo, hi, hasdef, def)                                                       \
+    do {                                                                                           \
+        if (sq_json_int(root, key, lo, hi, hasdef, def, &x, path, err) != 0)                       \
+            goto out;                                                                              \
+        c->field = (int)x;                                                                         \
+    } while (0)
+    GET(hidden, "hidden_size", 2, SQ_MAX_HIDDEN * 4, false, 0);
+    GET(ffn, "intermediate_size", 1, SQ_MAX_FFN * 4, false, 0);
+    GET(layers, "num_hidden_layers", 1, 1024, false, 0);
+    GET(heads, "num_attention_heads", 1, 1024, false, 0);
+    GET(kv_heads, "num_key_value_heads", 1, c->heads, true, c->heads);
+    GET(max_pos, "max_position_embeddings", 1, 1 << 20, false, 0);
+    GET(vocab, "vocab_size", 3, SQ_MAX_VOCAB, false, 0);
+#undef GET
+    if (c->hidden % c->heads != 0 || (c->hidden / c->heads) % 2 != 0) {
+        sq_err_set(err, "%s: hidden_size %d is not num_attention_heads %d times an even head size "
+                        "(RoPE rotates pairs)",
+                   path, c->hidden, c->heads);
+        goto out;
+    }
+    if (c->heads % c->kv_heads != 0) {
+        sq_err_set(err, "%s: num_attention_heads %d is not a multiple of num_key_value_heads %d",
+                   path, c->heads, c->kv_heads);
+        goto out;
+    }
+    json_t *hd = json_object_get(root, "head_dim");
+    if (hd && !json_is_null(hd) &&
+        (!json_is_integer(hd) || json_integer_value(hd) != c->hidden / c->heads)) {
+        sq_err_set(err, "%s: head_dim is not hidden_size / num_attention_heads = %d (a decoupled "
+                        "head size is not supported)",
+                   path, c->hidden / c->heads);
+        goto out;
+    }
+    if (sq_json_real(root, "rms_norm_eps", true, 1e-6, &c->rms_eps, path, err) != 0 ||
+        sq_json_real(root, "rope_theta", true, 10000.0, &c->rope_theta, path, err) != 0 ||
+        sq_json_bool(root, "tie_word_embeddings", true, false, &c->tied, path, err) != 0 ||
+        token_id(root, "bos_token_id", c->vocab, &c->bos, path, err) != 0 ||
+        token_id(root, "eos_token_id", c->vocab, &c->eos, path, err) != 0)
+        goto out;
+    if (!(c->rms_eps >= 1e-30 && c->rms_eps <= 1e-2)) {
+        sq_err_set(err, "%s: rms_norm_eps %g is outside [1e-30, 1e-2]", path, c->rms_eps);
+        goto out;
+    }
+    if (!(c->rope_theta >= 1 && c->rope_theta <= 1e12)) {
+        sq_err_set(err, "%s: rope_theta %g is outside [1, 1e12]", path, c->rope_theta);
+        goto out;
+    }
+    rc = 0;
+out:
+    json_decref(root);
+    return rc;
+}

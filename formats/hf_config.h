@@ -120,4 +120,30 @@ int sq_st_prompt_load(const char *dir, const char *name, char **out, sq_err *err
 const char *sq_pooling_name(sq_pooling p);
 int sq_pooling_parse(const char *s, sq_pooling *out);
 
+/* ---- causal LMs (decoder/hf_llama.c builds the model) ---- */
+
+/* config.json of a LlamaForCausalLM (model_type llama). */
+typedef struct sq_hf_llama_config {
+    int hidden, ffn, layers, heads, kv_heads, vocab, max_pos;
+    double rms_eps, rope_theta;
+    bool tied;
+    int bos, eos; /* -1: none */
+} sq_hf_llama_config;
+
+/* True when dir is a directory whose config.json names a causal LM
+ * (architectures "...ForCausalLM" or model_type "llama"): the commands
+ * route it to the decoder, whose reader accepts Llama only and refuses the
+ * rest by name. */
+bool sq_hf_dir_is_causal_lm(const char *dir);
+
+/* Read and check: architectures LlamaForCausalLM (or model_type llama);
+ * hidden_size, intermediate_size, num_hidden_layers, num_attention_heads,
+ * num_key_value_heads (default: heads), max_position_embeddings,
+ * vocab_size, rms_norm_eps (1e-6), rope_theta (10000), tie_word_embeddings
+ * (false), bos / eos_token_id (an int, or a list: the first). Refused by
+ * name: rope_scaling, attention_bias / mlp_bias true, hidden_act other than
+ * silu, a head_dim other than hidden / heads, quantization_config,
+ * sliding_window, an odd head size. */
+int sq_hf_llama_config_load(const char *path, sq_hf_llama_config *c, sq_err *err);
+
 #endif

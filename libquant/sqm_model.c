@@ -72,13 +72,32 @@ static int read_decoder_meta(const sq_container *c, const yt_node *r, const yt_n
         info->guard_rows = strcmp(s, "row") == 0;
     }
     const yt_node *tok = yt_get(r, "tokenizer");
-    if (!tok || yt_get_string(tok, "type", &s, err) != 0 || strcmp(s, "llama2c-bpe") != 0)
-        return sq_err_set(err, "%s: metadata tokenizer.type of a causal LM must be llama2c-bpe",
+    if (!tok || yt_get_string(tok, "type", &s, err) != 0 ||
+        (strcmp(s, "llama2c-bpe") != 0 && strcmp(s, "hf-bpe") != 0))
+        return sq_err_set(err, "%s: metadata tokenizer.type of a causal LM must be llama2c-bpe "
+                               "or hf-bpe",
                           c->path);
+    ctx->hf_bpe = strcmp(s, "hf-bpe") == 0;
     if (yt_get_int64(tok, "vocab_size", 3, 1 << 22, &v, err) != 0 || v != ctx->dec.vocab)
         return sq_err_set(err, "%s: metadata tokenizer.vocab_size must equal config.vocab_size %d",
                           c->path, ctx->dec.vocab);
     ctx->tok_vocab_size = v;
+    if (ctx->hf_bpe) { /* SQM.md 10.5: every key required */
+        const yt_node *sp;
+        int64_t unk;
+        if (yt_get_bool(tok, "add_prefix", &ctx->hf_add_prefix, err) ||
+            yt_get_bool(tok, "split", &ctx->hf_split, err) ||
+            yt_get_bool(tok, "byte_fallback", &ctx->hf_byte_fallback, err) ||
+            yt_get_bool(tok, "fuse_unk", &ctx->hf_fuse_unk, err) ||
+            yt_get_int64(tok, "unk_id", -1, v - 1, &unk, err) ||
+            !(sp = yt_require(tok, "special_ids", err)) ||
+            yt_expect(sp, YT_SEQUENCE, "tokenizer.special_ids", err))
+            return -1;
+        ctx->hf_unk = (int32_t)unk;
+        for (size_t i = 0; i < yt_len(sp); i++)
+            if (yt_as_int64(yt_at(sp, i), "tokenizer.special_ids", 0, v - 1, &unk, err) != 0)
+                return -1;
+    }
     info->max_seq = ctx->dec.max_pos;
     return 0;
 }

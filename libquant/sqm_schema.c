@@ -20,6 +20,8 @@ const sq_sqm_tensor_rule sq_sqm_tensor_rules[] = {
      "token strings in id order, each followed by one NUL byte (4.1)"},
     {"tokenizer.scores", M, SQ_DTR_F64, SQ_SHR_TOK_VOCAB, SQ_WHEN_SCORES, false, NEVER, NULL,
      "piece log-probabilities (unigram) / merge scores (llama2c-bpe), finite"},
+    {"tokenizer.merges", M, SQ_DTR_I32, SQ_SHR_PAIRS, SQ_WHEN_HF_BPE, false, NEVER, NULL,
+     "hf-bpe merges in rank order: (left id, right id) per row (10.5)"},
     {"embeddings.word", M, SQ_DTR_WORD, SQ_SHR_WORD, SQ_WHEN_ALWAYS, false, NEVER, NULL,
      "word embeddings per embeddings_type: fp32 / int8 / int4-g128 (4.2)"},
     {"embeddings.word.scale", M, SQ_DTR_F32, SQ_SHR_WORD_SCALE, SQ_WHEN_EMB_QUANT, false, NEVER,
@@ -141,7 +143,8 @@ const sq_sqm_meta_rule sq_sqm_meta_rules[] = {
     {"activation_guard", NULL, SQ_MT_STRING, false, "clip", "row | clip", L},
     {"attention", NULL, SQ_MT_STRING, false, "f32", "f32 | bf16 (the attention matmuls, 6.5)", L},
     {"tokenizer", NULL, SQ_MT_MAPPING, true, NULL, "section 2.4", T},
-    {"tokenizer.type", NULL, SQ_MT_STRING, true, NULL, "wordpiece | unigram | llama2c-bpe", T},
+    {"tokenizer.type", NULL, SQ_MT_STRING, true, NULL,
+     "wordpiece | unigram | llama2c-bpe | hf-bpe", T},
     {"tokenizer.vocab_size", "wordpiece", SQ_MT_INT, true, NULL, "1 .. 4194304", T},
     {"tokenizer.lowercase", "wordpiece", SQ_MT_BOOL, false, "false", NULL, T},
     {"tokenizer.strip_accents", "wordpiece", SQ_MT_BOOL_OR_NULL, false, "null",
@@ -172,6 +175,14 @@ const sq_sqm_meta_rule sq_sqm_meta_rules[] = {
     {"config.bos_token_id", NULL, SQ_MT_INT, true, NULL, "0 .. vocab_size - 1 (llama)", L},
     {"config.eos_token_id", NULL, SQ_MT_INT, true, NULL, "0 .. vocab_size - 1 (llama)", L},
     {"tokenizer.vocab_size", "llama2c-bpe", SQ_MT_INT, true, NULL, "config.vocab_size", T},
+    {"tokenizer.vocab_size", "hf-bpe", SQ_MT_INT, true, NULL, "config.vocab_size", T},
+    {"tokenizer.add_prefix", "hf-bpe", SQ_MT_BOOL, true, NULL, "true | false (10.5)", T},
+    {"tokenizer.split", "hf-bpe", SQ_MT_BOOL, true, NULL, "true | false (10.5)", T},
+    {"tokenizer.byte_fallback", "hf-bpe", SQ_MT_BOOL, true, NULL, "true | false (10.5)", T},
+    {"tokenizer.fuse_unk", "hf-bpe", SQ_MT_BOOL, true, NULL, "true | false (10.5)", T},
+    {"tokenizer.unk_id", "hf-bpe", SQ_MT_INT, true, NULL, "-1 .. vocab_size - 1", T},
+    {"tokenizer.special_ids", "hf-bpe", SQ_MT_INT_LIST, true, NULL, "ids 0 .. vocab_size - 1",
+     T},
     {"source", NULL, SQ_MT_MAPPING, false, NULL, "path, digest", P},
     {"calibration", NULL, SQ_MT_MAPPING, false, NULL, "section 2.5", P},
     {"recipe", NULL, SQ_MT_STRING, false, NULL, "canonical recipe text", P},
@@ -226,7 +237,8 @@ static bool when_holds(sq_sqm_when w, const sq_sqm_schema_ctx *ctx, sq_qtype lin
     case SQ_WHEN_ENCODER: return !ctx->decoder;
     case SQ_WHEN_DECODER: return ctx->decoder;
     case SQ_WHEN_UNTIED: return ctx->decoder && !ctx->dec.tied_classifier;
-    case SQ_WHEN_SCORES: return ctx->unigram || ctx->decoder;
+    case SQ_WHEN_SCORES: return ctx->unigram || (ctx->decoder && !ctx->hf_bpe);
+    case SQ_WHEN_HF_BPE: return ctx->decoder && ctx->hf_bpe;
     }
     return false;
 }
@@ -319,6 +331,7 @@ int sq_sqm_expect_tensor(const sq_sqm_tensor_rule *r, const sq_sqm_schema_ctx *c
     case SQ_SHR_CLS_H: set_dims(ex, 2, (uint64_t)ctx->class_head_classes, H); break;
     case SQ_SHR_CLS: set_dims(ex, 1, (uint64_t)ctx->class_head_classes, 0); break;
     case SQ_SHR_V_H: set_dims(ex, 2, V, H); break;
+    case SQ_SHR_PAIRS: ex->any_rows = true, set_dims(ex, 2, 0, 2); break;
     }
     return 1;
 }

@@ -50,6 +50,7 @@ typedef enum sq_sqm_when {
     SQ_WHEN_DECODER,    /* architecture: llama */
     SQ_WHEN_UNTIED,     /* ... with config.tied_embeddings false */
     SQ_WHEN_SCORES,     /* tokenizer.type unigram or llama2c-bpe (piece scores) */
+    SQ_WHEN_HF_BPE,     /* tokenizer.type hf-bpe (ranked merges) */
 } sq_sqm_when;
 
 /* The allowed dtypes. */
@@ -89,6 +90,7 @@ typedef enum sq_sqm_shape_rule {
     SQ_SHR_CLS_H,      /* [C, H], C the count of class_head.labels */
     SQ_SHR_CLS,        /* [C] */
     SQ_SHR_V_H,        /* [V, H] (a causal LM's separate classifier) */
+    SQ_SHR_PAIRS,      /* [n > 0, 2] (tokenizer.merges) */
 } sq_sqm_shape_rule;
 
 typedef struct sq_sqm_tensor_rule {
@@ -113,6 +115,7 @@ extern const size_t sq_sqm_n_tensor_rules;
 enum sq_sqm_row {
     SQ_ROW_TOK_VOCAB,
     SQ_ROW_TOK_SCORES,
+    SQ_ROW_TOK_MERGES,
     SQ_ROW_WORD,
     SQ_ROW_WORD_SCALE,
     SQ_ROW_POSITION,
@@ -158,6 +161,10 @@ typedef struct sq_sqm_schema_ctx {
     sq_decoder_config dec;
     sq_qtype emb_qt;        /* embeddings_type */
     bool unigram;           /* tokenizer.type */
+    bool hf_bpe;            /* tokenizer.type hf-bpe (a causal LM's) */
+    /* hf-bpe settings (SQM.md 10.5; special_ids checked, read by decoder/dec_sqm.c) */
+    bool hf_add_prefix, hf_split, hf_byte_fallback, hf_fuse_unk;
+    int32_t hf_unk;
     int64_t tok_vocab_size; /* tokenizer.vocab_size; < 1: unknown (the tokenizer's own
                                parser refuses the metadata then) */
     int class_head_classes; /* labels in metadata class_head; 0: no class head */

@@ -13,4 +13,11 @@
 /* ids (cap >= len + 3) get the encoding of text with BOS; returns the count. */
 int64_t bpe_naive_encode(const sq_bpe *t, const char *text, size_t len, int32_t *ids);
 
+/* The same for the HF kind (tokenizer_bpe.h 2.): its normalization, then
+ * the tokenizers library's loop spelled out: scan every adjacent pair, look
+ * its rank up by a linear search of the merges, merge the lowest (leftmost
+ * on a tie), repeat. ids: cap >= 3 * len + 4 (with BOS when the tokenizer
+ * has one). */
+int64_t bpe_naive_encode_hf(const sq_bpe *t, const char *text, size_t len, int32_t *ids);
+
 #endif

@@ -2,7 +2,8 @@
  * decoder's logits for every position, for the PyTorch oracle.
  *   dec_logits MODEL TOKENIZER TEXT IDS_OUT LOGITS_OUT [ROWS]
  * IDS_OUT: the ids, one line, space-separated; LOGITS_OUT: raw little-endian
- * float32 [n][vocab]; ROWS: rows per prefill step (default 64). */
+ * float32 [n][vocab]; ROWS: rows per prefill step (default 64). TOKENIZER
+ * "-": the model's own (an HF folder's tokenizer.json, a .sqm's). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +18,7 @@ int main(int argc, char **argv)
     }
     sq_err err;
     sq_llama_model m;
-    if (sq_llama_model_open(argv[1], argv[2], &m, &err) != 0) {
+    if (sq_llama_model_open(argv[1], strcmp(argv[2], "-") ? argv[2] : NULL, &m, &err) != 0) {
         fprintf(stderr, "dec_logits: %s\n", err.msg);
         return 2;
     }

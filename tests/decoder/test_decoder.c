@@ -247,6 +247,136 @@ static void heap_equals_naive(const sq_bpe *t, int rounds)
     }
 }
 
+/* ---- the HF kind (ranked merges) ---- */
+
+#define MS "\xe2\x96\x81"
+/* <unk> <s> </s>, 256 byte pieces, then 259.. below; merges in rank order. */
+enum { H_M = 259, H_A, H_B, H_AB, H_MA, H_AA, H_MAB, H_C, H_MM, H_MAA };
+static sq_bpe *hf_small(bool split, bool byte_fallback, bool fuse_unk, int32_t unk)
+{
+    static const char *extra[] = {MS, "a", "b", "ab", MS "a", "aa", MS "ab", "c", MS MS, MS "aa"};
+    const char *pieces[259 + 10];
+    char bytes[256][8];
+    pieces[0] = "<unk>", pieces[1] = "<s>", pieces[2] = "</s>";
+    for (int i = 0; i < 256; i++) {
+        snprintf(bytes[i], sizeof bytes[i], "<0x%02X>", i);
+        pieces[3 + i] = bytes[i];
+    }
+    for (int i = 0; i < 10; i++)
+        pieces[259 + i] = extra[i];
+    /* "a a" ranks before "▁ a": a score-based merge would differ on "▁aa" */
+    static const int32_t merges[] = {H_A, H_A, H_A, H_B, H_M, H_A, H_M, H_AB, H_M, H_M, H_MA, H_A};
+    static const int32_t special[] = {1, 2};
+    sq_bpe_hf h = {pieces, 269, merges, 6, true, split, byte_fallback, fuse_unk, unk, 1, 2,
+                   special, 2};
+    sq_err err;
+    sq_bpe *t = sq_bpe_from_hf(&h, "hf-small", &err);
+    ck_assert_msg(t != NULL, "%s", err.msg);
+    return t;
+}
+
+static void hf_heap_equals_naive(const sq_bpe *t, int rounds)
+{
+    static const char *parts[] = {"a", "b", " ", "c", "ab", "aa", "\xc3\xa9", "x", "  ",
+                                  "\xe2\x96\x81", "\xff", "\n"};
+    char text[256];
+    int32_t ref[3 * 256 + 8];
+    for (int r = 0; r < rounds; r++) {
+        size_t len = 0;
+        g_lcg = g_lcg * 6364136223846793005ull + 1442695040888963407ull;
+        int k = 1 + (int)(g_lcg >> 58);
+        for (int i = 0; i < k; i++) {
+            g_lcg = g_lcg * 6364136223846793005ull + 1442695040888963407ull;
+            const char *p = parts[(size_t)(g_lcg >> 33) % 12];
+            if (len + strlen(p) >= sizeof text)
+                break;
+            memcpy(text + len, p, strlen(p));
+            len += strlen(p);
+        }
+        int32_t *ids;
+        int64_t n = sq_bpe_encode(t, text, len, true, false, &ids);
+        int64_t m = bpe_naive_encode_hf(t, text, len, ref);
+        ck_assert_int_eq(n, m);
+        ck_assert(memcmp(ids, ref, (size_t)n * sizeof *ids) == 0);
+        free(ids);
+    }
+}
+
+START_TEST(bpe_hf_ranked)
+{
+    sq_bpe *t = hf_small(false, true, true, 0);
+    ck_assert(sq_bpe_is_hf(t));
+    /* "▁aa": rank 0 "a a" first, then nothing joins ▁ + aa ("▁aa" has no merge) */
+    expect_ids(t, "aa", true, false, (int32_t[]){1, H_M, H_AA}, 3);
+    /* "▁ab": "a b" (rank 1), then "▁ ab" (rank 3) */
+    expect_ids(t, "ab", true, true, (int32_t[]){1, H_MAB, 2}, 3);
+    /* two spaces: ▁▁ then the prefix... "▁▁a": ▁ a (rank 2) beats ▁ ▁ (rank 4) */
+    expect_ids(t, " a", false, false, (int32_t[]){H_M, H_MA}, 2);
+    expect_ids(t, "", true, false, (int32_t[]){1}, 1);
+    /* byte fallback for é, then c */
+    expect_ids(t, "\xc3\xa9" "c", false, false, (int32_t[]){H_M, 3 + 0xC3, 3 + 0xA9, H_C}, 4);
+    size_t l;
+    char *s = sq_bpe_decode(t, -1, (int32_t[]){1, H_MAB, H_MA, 3 + 0xC3, 3 + 0xA9, 2}, 6, &l);
+    ck_assert_str_eq(s, "ab a\xc3\xa9");
+    free(s);
+    hf_heap_equals_naive(t, 400);
+    sq_bpe_free(t);
+    /* no byte fallback: é is <unk>, two in a row fused */
+    t = hf_small(false, false, true, 0);
+    expect_ids(t, "\xc3\xa9\xc3\xa9" "c", false, false, (int32_t[]){H_M, 0, H_C}, 3);
+    hf_heap_equals_naive(t, 200);
+    sq_bpe_free(t);
+    t = hf_small(false, false, false, 0);
+    expect_ids(t, "\xc3\xa9\xc3\xa9", false, false, (int32_t[]){H_M, 0, 0}, 3);
+    sq_bpe_free(t);
+    /* split: no merge across the start of a ▁-word ("▁▁" never forms) */
+    t = hf_small(true, true, true, 0);
+    expect_ids(t, " a", false, false, (int32_t[]){H_M, H_MA}, 2);
+    expect_ids(t, "  ", false, false, (int32_t[]){H_M, H_M, H_M}, 3);
+    hf_heap_equals_naive(t, 400);
+    sq_bpe_free(t);
+}
+END_TEST
+
+START_TEST(bpe_hf_hostile)
+{
+    const char *pieces[4] = {"<unk>", "a", "b", "a"};
+    int32_t merges[2] = {1, 2};
+    sq_bpe_hf h = {pieces, 4, merges, 1, true, false, true, true, 0, -1, -1, NULL, 0};
+    sq_err err;
+    ck_assert_ptr_null(sq_bpe_from_hf(&h, "dup", &err));
+    ck_assert_msg(strstr(err.msg, "appears twice"), "%s", err.msg);
+    pieces[3] = "ab";
+    merges[1] = 7;
+    ck_assert_ptr_null(sq_bpe_from_hf(&h, "range", &err));
+    ck_assert_msg(strstr(err.msg, "outside the vocabulary"), "%s", err.msg);
+    merges[0] = 2, merges[1] = 1; /* "ba" is no piece */
+    ck_assert_ptr_null(sq_bpe_from_hf(&h, "nopiece", &err));
+    ck_assert_msg(strstr(err.msg, "makes no piece"), "%s", err.msg);
+    h.bos = 9;
+    merges[0] = 1, merges[1] = 2;
+    ck_assert_ptr_null(sq_bpe_from_hf(&h, "bos", &err));
+    ck_assert_msg(strstr(err.msg, "bos id 9"), "%s", err.msg);
+    static const char *bad_json[] = {
+        "{\"model\": {\"type\": \"WordPiece\"}}",
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}}, \"normalizer\": {\"type\": \"NFKC\"}}",
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}}}",
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 0}}, \"pre_tokenizer\": "
+        "{\"type\": \"Metaspace\", \"replacement\": \"" MS "\"}}",
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1}, \"merges\": [\"a b c\"]}, "
+        "\"pre_tokenizer\": {\"type\": \"Metaspace\", \"replacement\": \"" MS "\"}}",
+        "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 4194304}}, \"pre_tokenizer\": "
+        "{\"type\": \"Metaspace\", \"replacement\": \"" MS "\"}}",
+    };
+    static const char *why[] = {"model.type WordPiece", "normalizer NFKC", "spaces do not become",
+                                "gives id 0 to", "is not \"left right\"", "id must be an integer"};
+    for (size_t i = 0; i < sizeof bad_json / sizeof *bad_json; i++) {
+        ck_assert_ptr_null(sq_bpe_parse_hf_json(bad_json[i], strlen(bad_json[i]), "tj", -1, -1, &err));
+        ck_assert_msg(strstr(err.msg, why[i]) && strstr(err.msg, "tj"), "%zu: %s", i, err.msg);
+    }
+}
+END_TEST
+
 START_TEST(bpe_llama2_golden)
 {
     sq_bpe *t = load_shared("llama2c-tokenizer/tokenizer.bin");
@@ -584,6 +714,8 @@ int main(void)
     tcase_add_test(tc, bpe_heap_vs_naive_small);
     tcase_add_test(tc, bpe_hostile);
     tcase_add_test(tc, bpe_llama2_golden);
+    tcase_add_test(tc, bpe_hf_ranked);
+    tcase_add_test(tc, bpe_hf_hostile);
     tcase_add_test(tc, bpe_tok512_round_trip);
     tcase_add_test(tc, ckpt_hostile);
     tcase_add_test(tc, prefill_equals_steps_random);

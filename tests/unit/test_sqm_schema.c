@@ -121,6 +121,25 @@ static const meta_line meta_llama[] = {
     {"tokenizer", "tokenizer:"}, {"tokenizer.type", "  type: llama2c-bpe"},
     {"tokenizer.vocab_size", "  vocab_size: 24"}, {NULL, NULL}};
 
+/* The same causal LM with a Hugging Face tokenizer (SQM.md 10.5): ranked
+ * merges instead of scores. */
+static const meta_line meta_llama_hf[] = {
+    {"format", "format: squint-model"}, {"format_version", "format_version: 1"},
+    {"architecture", "architecture: llama"}, {"config", "config:"},
+    {"config.vocab_size", "  vocab_size: 24"}, {"config.hidden", "  hidden: 32"},
+    {"config.layers", "  layers: 2"}, {"config.heads", "  heads: 2"},
+    {"config.kv_heads", "  kv_heads: 1"}, {"config.ffn", "  ffn: 48"},
+    {"config.max_positions", "  max_positions: 16"},
+    {"config.rms_norm_eps", "  rms_norm_eps: 1e-05"}, {"config.rope_theta", "  rope_theta: 10000"},
+    {"config.tied_embeddings", "  tied_embeddings: true"},
+    {"config.bos_token_id", "  bos_token_id: 1"}, {"config.eos_token_id", "  eos_token_id: 2"},
+    {"embeddings_type", "embeddings_type: fp32"}, {"activation_guard", "activation_guard: row"},
+    {"tokenizer", "tokenizer:"}, {"tokenizer.type", "  type: hf-bpe"},
+    {"tokenizer.vocab_size", "  vocab_size: 24"}, {"tokenizer.add_prefix", "  add_prefix: true"},
+    {"tokenizer.split", "  split: false"}, {"tokenizer.byte_fallback", "  byte_fallback: true"},
+    {"tokenizer.fuse_unk", "  fuse_unk: true"}, {"tokenizer.unk_id", "  unk_id: 0"},
+    {"tokenizer.special_ids", "  special_ids: [1, 2]"}, {NULL, NULL}};
+
 typedef struct model {
     const char *id;
     const meta_line *meta;
@@ -156,6 +175,7 @@ static const model models[] = {
     {"cross-encoder", meta_ce, qt_bert, NULL, NULL, NULL},
     {"bert-head", meta_bert_head, qt_bert, NULL, NULL, NULL},
     {"llama", meta_llama, qt_bert, "layer.0.attn_out", "layer.1.ffn_down", "layer.0.qkv"},
+    {"llama-hf", meta_llama_hf, qt_f32, NULL, NULL, NULL},
 };
 #define N_MODELS (sizeof models / sizeof *models)
 
@@ -479,7 +499,8 @@ START_TEST(metadata_keys)
     for (size_t mi = 0; mi < N_MODELS; mi++) {
         const model *m = &models[mi];
         char *text = meta_text(m->meta, NULL);
-        const char *tok_type = strstr(text, "type: unigram") ? "unigram" : "wordpiece";
+        const char *tok_type = strstr(text, "type: unigram") ? "unigram"
+                               : strstr(text, "type: hf-bpe") ? "hf-bpe" : "wordpiece";
         free(text);
         for (size_t i = 0; i < sq_sqm_n_meta_rules; i++) {
             const sq_sqm_meta_rule *r = &sq_sqm_meta_rules[i];
