@@ -1,15 +1,19 @@
 /* bf16 attention matmuls (attn_bf16.h): the scalar definition and the
  * AVX512-BF16 kernels. Scratch layout (each part 64-byte aligned):
- *   Qb  [Lq][dh]                 Q rows in bf16, Lq = L rounded up to 4 (zero rows)
+ *   Qb  [Lq][dh]                 Q rows in bf16, Lq = L rounded up to RB (zero rows)
  *   Kp  [JB][dh/2][16][2]        K in blocks of 16 keys, pairs along dh;
  *                                JB = ceil(L / 16) rounded up to 2 (zero keys)
  *   Vp  [J2][dhp][2]             V pairs along the sequence, J2 = ceil(L / 2),
  *                                dhp = dh rounded up to 32 (zero columns)
- *   Pb  [4][2 J2]                four rows of P in bf16 (a zero after an odd L)
+ *   Pb  [RB][2 J2]               RB rows of P in bf16 (a zero after an odd L)
  * The scalar code uses Qb and Kp as plain [L][dh] rows. */
 #include "attn_bf16.h"
 
 #include "bf16.h"
+
+/* Rows per register block of the kernels: RB rows x 32 columns of f32
+ * accumulators (16 zmm) beside the two operand loads. */
+enum { RB = 8 };
 
 #include <immintrin.h>
 #include <math.h>
@@ -49,7 +53,7 @@ typedef struct parts {
 static parts layout(void *scratch, int L, int dh)
 {
     parts p;
-    p.lq = (L + 3) / 4 * 4;
+    p.lq = (L + RB - 1) / RB * RB;
     p.jb = ((L + 15) / 16 + 1) / 2 * 2;
     p.j2 = (L + 1) / 2;
     p.dhp = (dh + 31) / 32 * 32;
@@ -66,10 +70,10 @@ static parts layout(void *scratch, int L, int dh)
 
 size_t sq_attn_bf16_scratch_bytes(int max_len, int dh)
 {
-    const int lq = (max_len + 3) / 4 * 4, jb = ((max_len + 15) / 16 + 1) / 2 * 2;
+    const int lq = (max_len + RB - 1) / RB * RB, jb = ((max_len + 15) / 16 + 1) / 2 * 2;
     const int j2 = (max_len + 1) / 2, dhp = (dh + 31) / 32 * 32;
     return up64((size_t)lq * dh * 2) + up64((size_t)jb * 16 * dh * 2) +
-           up64((size_t)j2 * dhp * 2 * 2) + up64((size_t)4 * 2 * j2 * 2) + 64;
+           up64((size_t)j2 * dhp * 2 * 2) + up64((size_t)RB * 2 * j2 * 2) + 64;
 }
 
 bool sq_attn_bf16_hw(void)
@@ -167,23 +171,23 @@ BF16_FN static void scores_hw(const float *Q, const float *K, int ld, int L, int
     }
     const __m512 vc = _mm512_set1_ps(c);
     const uint32_t *q32 = (const uint32_t *)p->qb;
-    for (int i0 = 0; i0 < L; i0 += 4) {
+    for (int i0 = 0; i0 < L; i0 += RB) {
         for (int b = 0; b < p->jb; b += 2) {
-            __m512 a[4][2];
-            for (int r = 0; r < 4; r++)
+            __m512 a[RB][2];
+            for (int r = 0; r < RB; r++)
                 a[r][0] = a[r][1] = _mm512_setzero_ps();
             const uint16_t *k0 = p->kp + (size_t)b * 16 * dh, *k1 = k0 + (size_t)16 * dh;
             for (int t = 0; t < h2; t++) {
                 const __m512bh kv0 = (__m512bh)_mm512_loadu_si512(k0 + (size_t)t * 32);
                 const __m512bh kv1 = (__m512bh)_mm512_loadu_si512(k1 + (size_t)t * 32);
-                for (int r = 0; r < 4; r++) {
+                for (int r = 0; r < RB; r++) {
                     const __m512bh qv =
                         (__m512bh)_mm512_set1_epi32((int)q32[(size_t)(i0 + r) * h2 + t]);
                     a[r][0] = _mm512_dpbf16_ps(a[r][0], kv0, qv);
                     a[r][1] = _mm512_dpbf16_ps(a[r][1], kv1, qv);
                 }
             }
-            for (int r = 0; r < 4 && i0 + r < L; r++)
+            for (int r = 0; r < RB && i0 + r < L; r++)
                 for (int h = 0; h < 2; h++) {
                     const int j0 = (b + h) * 16;
                     if (j0 >= L)
@@ -210,8 +214,8 @@ BF16_FN static void context_hw(const float *P, const float *V, int ld, int L, in
             dst[(size_t)d * 2] = vrow[d];
     }
     const int pw = 2 * j2n; /* a row of Pb */
-    for (int i0 = 0; i0 < L; i0 += 4) {
-        for (int r = 0; r < 4; r++) {
+    for (int i0 = 0; i0 < L; i0 += RB) {
+        for (int r = 0; r < RB; r++) {
             uint16_t *pr = p->pb + (size_t)r * pw;
             if (i0 + r < L) {
                 round_row16(P + (size_t)(i0 + r) * L, L, pr);
@@ -222,20 +226,20 @@ BF16_FN static void context_hw(const float *P, const float *V, int ld, int L, in
         }
         const uint32_t *p32 = (const uint32_t *)p->pb;
         for (int db = 0; db < dhp; db += 32) {
-            __m512 a[4][2];
-            for (int r = 0; r < 4; r++)
+            __m512 a[RB][2];
+            for (int r = 0; r < RB; r++)
                 a[r][0] = a[r][1] = _mm512_setzero_ps();
             for (int t = 0; t < j2n; t++) {
                 const uint16_t *vv = p->vp + ((size_t)t * dhp + db) * 2;
                 const __m512bh v0 = (__m512bh)_mm512_loadu_si512(vv);
                 const __m512bh v1 = (__m512bh)_mm512_loadu_si512(vv + 32);
-                for (int r = 0; r < 4; r++) {
+                for (int r = 0; r < RB; r++) {
                     const __m512bh pv = (__m512bh)_mm512_set1_epi32((int)p32[(size_t)r * j2n + t]);
                     a[r][0] = _mm512_dpbf16_ps(a[r][0], v0, pv);
                     a[r][1] = _mm512_dpbf16_ps(a[r][1], v1, pv);
                 }
             }
-            for (int r = 0; r < 4 && i0 + r < L; r++)
+            for (int r = 0; r < RB && i0 + r < L; r++)
                 for (int h = 0; h < 2; h++) {
                     const int d0 = db + 16 * h;
                     if (d0 >= dh)
