@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "checkpoint_dir.h"
+#include "dec_sqm.h"
+#include "llama_model.h"
 #include "cli.h"
 #include "container.h"
 #include "fileio.h"
@@ -19,7 +21,9 @@ static const char *const help =
     "Print, one JSON line per input text, the token ids the model sees (with its special\n"
     "tokens, e.g. BERT's [CLS] ... [SEP]; truncated to --max-seq) and the token strings.\n"
     "MODEL is a checkpoint directory, archive or TensorFlow.js export; a .sqm uses the\n"
-    "tokenizer stored in the file.\n"
+    "tokenizer stored in the file. A causal LM (llama2.c checkpoint, Hugging Face Llama\n"
+    "folder or decoder .sqm) gives BOS + the text's BPE ids, as generate and perplexity see\n"
+    "them.\n"
     "\n"
     "options:\n"
     "  --input FILE     texts, one per line, or JSONL (see --field); '-' = stdin\n"
@@ -29,6 +33,63 @@ static const char *const help =
     "\n"
     "example:\n"
     "  squint tokenize bge-small.sqm --input texts.txt\n";
+
+/* One JSON string of n bytes (control characters and quotes escaped). */
+static void put_json_bytes(const char *s, size_t n)
+{
+    putchar('"');
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch == '"' || ch == '\\')
+            printf("\\%c", ch);
+        else if (ch < 0x20)
+            printf("\\u%04x", ch);
+        else
+            putchar(ch);
+    }
+    putchar('"');
+}
+
+/* A causal LM's view: BOS + the BPE ids (decoder/tokenizer_bpe.h), cut at max_seq. */
+static int tokenize_decoder(const char *model, const sq_texts *texts, const char *input,
+                            long max_seq, int ids_only)
+{
+    sq_err err = {0};
+    sq_llama_model m;
+    if (sq_llama_model_open(model, NULL, &m, &err) != 0)
+        return cli_fail("tokenize", &err);
+    int rc = SQ_EXIT_OK;
+    for (int64_t i = 0; i < texts->n; i++) {
+        int32_t *ids = NULL;
+        int64_t n = sq_bpe_encode(m.tok, texts->text[i], texts->len[i], true, false, &ids);
+        if (n < 0) {
+            sq_err_set(&err, "%s: text %lld could not be tokenized", input, (long long)i);
+            rc = cli_fail("tokenize", &err);
+            break;
+        }
+        if (n > max_seq)
+            n = max_seq;
+        fputs("{\"ids\":[", stdout);
+        for (int64_t k = 0; k < n; k++)
+            printf(k ? ",%d" : "%d", ids[k]);
+        fputs("]", stdout);
+        if (!ids_only) {
+            fputs(",\"tokens\":[", stdout);
+            for (int64_t k = 0; k < n; k++) {
+                size_t len = 0;
+                const char *t = sq_bpe_token(m.tok, ids[k], &len);
+                if (k)
+                    putchar(',');
+                put_json_bytes(t ? t : "", t ? len : 0);
+            }
+            putchar(']');
+        }
+        fputs("}\n", stdout);
+        free(ids);
+    }
+    sq_llama_model_close(&m);
+    return rc;
+}
 
 static sq_tokenizer *open_tokenizer(const char *arg, sq_err *err)
 {
@@ -82,6 +143,11 @@ int cmd_tokenize(int argc, char **argv)
     sq_texts texts;
     if (sq_texts_read(input, field, &texts, &err) != 0)
         return cli_fail("tokenize", &err);
+    if (sq_llama_is_checkpoint(argv[optind]) || sq_dec_sqm_is_decoder(argv[optind])) {
+        int rc = tokenize_decoder(argv[optind], &texts, input, max_seq, ids_only);
+        sq_texts_free(&texts);
+        return rc;
+    }
     sq_tokenizer *t = open_tokenizer(argv[optind], &err);
     if (!t) {
         sq_texts_free(&texts);
@@ -106,17 +172,9 @@ int cmd_tokenize(int argc, char **argv)
             fputs(",\"tokens\":[", stdout);
             for (int k = 0; k < n; k++) {
                 const char *s = sq_tokenizer_token(t, ids[k]);
-                fputs(k ? ",\"" : "\"", stdout);
-                for (; s && *s; s++) {
-                    unsigned char ch = (unsigned char)*s;
-                    if (ch == '"' || ch == '\\')
-                        printf("\\%c", ch);
-                    else if (ch < 0x20)
-                        printf("\\u%04x", ch);
-                    else
-                        putchar(ch);
-                }
-                putchar('"');
+                if (k)
+                    putchar(',');
+                put_json_bytes(s ? s : "", s ? strlen(s) : 0);
             }
             putchar(']');
         }

@@ -89,6 +89,11 @@ expect_error "a decoder .sqm is not an embedding model" "int8.sqm" "" -- "$SQ" e
 "$SQ" verify "$W/f.sqm" >"$W/v" 2>&1; rc=$?
 [[ $rc -eq 1 ]] && grep -q 'DAMAGED tensor "layer.1.rms_ffn.weight"' "$W/v" \
   && pass "verify refuses a forged decoder .sqm, naming the tensor" || fail "verify forged: rc $rc $(cat "$W/v")"
+# tokenize reads a decoder: BOS + the BPE ids, the same from the checkpoint and the .sqm
+tk() { "$SQ" tokenize "$1" --input "$W/held.txt" --ids-only 2>"$W/err"; }
+t1=$(tk "$M") t2=$(tk "$W/int4.sqm")
+[[ -n $t1 && $t1 == "$t2" && $(head -1 <<<"$t1") == '{"ids":[1,'* ]] \
+  && pass "tokenize: BOS + the same ids from the checkpoint and the .sqm" || fail "tokenize: $(head -c 200 <<<"$t1") / $(head -c 200 <<<"$t2") $(cat "$W/err")"
 "$SQ" inspect "$W/int4.sqm" >"$W/i" 2>&1 && grep -q "llama" "$W/i" && pass "inspect shows the decoder .sqm" || fail "inspect: $(head -5 "$W/i")"
 "$SQ" diff "$W/int8.sqm" "$W/int4.sqm" >"$W/d" 2>&1; [[ $? -le 1 ]] && pass "diff compares decoder .sqm files" || fail "diff: $(head -5 "$W/d")"
 finish
