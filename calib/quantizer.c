@@ -481,17 +481,8 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
     for (int j = 0; j < kmax; j++)
         ones[j] = 1.0f;
     if (pass_b) {
-        if (sq_act_capture_init(&cap2, st, 0, err) != 0)
+        if (sq_plan_capture_smoothed(&cap2, st, pl, NL, SQ_LIN_KINDS, ones, r, err) != 0)
             goto out;
-        for (int i = 0; i < NL; i++) {
-            if (pl[i].s) /* folded inputs arrive already divided by s */
-                cap2.smooth[i] = pl[i].folded ? ones : pl[i].s;
-            else if (pl[i].n_outl > 0)
-                cap2.smooth[i] = ones;
-            cap2.skip[i] = pl[i].skip;
-            if (sq_plan_wants_gptq(&pl[i], r) && sq_act_capture_want_gram(&cap2, i, err) != 0)
-                goto out;
-        }
         sq_observer obs2 = sq_act_capture_observer(&cap2);
         sq_quantize_log(o, "replaying calibration samples for the smoothed activation ranges%s ...",
                         gptq ? " and GPTQ's Gram matrices" : "");
@@ -499,8 +490,7 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
                             err) != 0 ||
             sq_act_capture_check(&cap2, err) != 0)
             goto out;
-        for (int i = 0; i < NL; i++)
-            pl[i].gram = cap2.gram[i];
+        sq_plan_take_grams(pl, NL, SQ_LIN_KINDS, &cap2);
     }
     for (int i = 0; i < NL; i++) {
         sq_plan_linear *p = &pl[i];

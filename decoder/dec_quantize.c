@@ -168,23 +168,15 @@ int sq_dec_quantize(sq_llama_model *m, const char *model_arg, const sq_calib_sta
     for (int j = 0; j < kmax; j++)
         ones[j] = 1.0f;
     if (pass_b) {
-        if (sq_act_capture_init(&cap2, st, 0, err) != 0)
+        if (sq_plan_capture_smoothed(&cap2, st, pl, NL, NK, ones, r, err) != 0)
             goto out;
-        for (int i = 0; i < NL; i++) {
-            const int si = st_index(i);
-            cap2.smooth[si] = pl[i].s ? pl[i].s : pl[i].n_outl > 0 ? ones : NULL;
-            cap2.skip[si] = pl[i].skip;
-            if (sq_plan_wants_gptq(&pl[i], r) && sq_act_capture_want_gram(&cap2, si, err) != 0)
-                goto out;
-        }
         sq_observer obs2 = sq_act_capture_observer(&cap2);
         sq_quantize_log(o, "replaying calibration samples for the smoothed activation ranges%s ...",
                         gptq ? " and GPTQ's Gram matrices" : "");
         if (sq_dec_calib_replay(m, st, o->corpus, o->n_corpus, &obs2, 0, err) != 0 ||
             sq_act_capture_check(&cap2, err) != 0)
             goto out;
-        for (int i = 0; i < NL; i++)
-            pl[i].gram = cap2.gram[st_index(i)];
+        sq_plan_take_grams(pl, NL, NK, &cap2);
     }
     for (int i = 0; i < NL; i++) {
         sq_plan_linear *p = &pl[i];
