@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "f32_rows.h"
 #include "gemm_s8.h"
 
 /* The output is cut into fixed tiles of ROW_BLOCK x COL_BLOCK, one sgemm
@@ -31,6 +32,12 @@ static void f32_tile(const sq_linear *l, const float *x, int r0, int r1, int c0,
 
 static void f32_forward(const sq_linear *l, const float *x, int rows, float *y)
 {
+    /* A few rows (a decoder step, a verify pass of draft tokens, a short
+     * query): each row on its own, the same bits for any row count. */
+    if (rows <= SQ_F32_ROWS_MAX) {
+        sq_f32_rows(x, rows, l->in, l->w, l->b, l->out, y);
+        return;
+    }
     int nr = (rows + ROW_BLOCK - 1) / ROW_BLOCK, nc = (l->out + COL_BLOCK - 1) / COL_BLOCK;
 #pragma omp parallel for schedule(dynamic, 1) if (nr * nc > 1)
     for (int t = 0; t < nr * nc; t++) {

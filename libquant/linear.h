@@ -1,6 +1,8 @@
 /* A linear layer y = x W^T + b with a qtype: the one place where the
  * executor branches on precision.
- *   f32:       OpenBLAS sgemm on fixed output tiles shared by threads.
+ *   f32:       OpenBLAS sgemm on fixed output tiles shared by threads; up to
+ *              16 rows, f32_rows.h (each row alone: a verify pass of draft
+ *              tokens equals token-by-token decoding).
  *   int8/int4: the activation quantize step q_j = round(x_j * m_j) - z with
  *              m_j = 1 / (s_j * act_scale) (SmoothQuant's 1/s fused in)
  *              and z the int8 zero point of a one-sided input (else 0),
