@@ -14,7 +14,8 @@ static const char *const help =
     "\n"
     "Continue a prompt with a causal language model (Llama family), writing each token to\n"
     "standard output as soon as it is produced. MODEL is a llama2.c checkpoint (.bin, the\n"
-    "legacy float32 export), run in fp32.\n"
+    "legacy float32 export) or a Hugging Face LlamaForCausalLM folder, run in fp32, or a\n"
+    "decoder .sqm from `squint quantize` (int8 / int4-g128).\n"
     "\n"
     "options:\n"
     "  --prompt TEXT       the text to continue (default: empty, generation starts from BOS)\n"
@@ -26,6 +27,10 @@ static const char *const help =
     "  --tokenizer FILE    llama2.c tokenizer (default: tokenizer.bin, then tok512.bin, next\n"
     "                      to MODEL, the first with the model's vocabulary size)\n"
     "  --ids               write the generated token ids (one line) instead of the text\n"
+    "  --draft DRAFT       assisted generation: DRAFT (a smaller or quantized model with the\n"
+    "                      same tokenizer, any MODEL kind) proposes tokens that MODEL checks\n"
+    "                      in one forward; greedy output is the same as without it\n"
+    "  --draft-tokens K    tokens the draft proposes per check, 1..15 (default 4)\n"
     "  --threads N         worker threads (default: $OMP_NUM_THREADS, else the CPUs available)\n"
     "  --quiet             no statistics on standard error\n"
     "\n"
@@ -34,9 +39,13 @@ static const char *const help =
     "stops at EOS or BOS (llama2.c's models end a text with BOS), after N tokens, or when the\n"
     "context is full. Statistics on standard error: prompt and generated tokens, the time to\n"
     "the first token (TTFT: the prefill and the first sample) and the milliseconds per\n"
-    "further output token.\n"
-    "example:\n"
-    "  squint generate stories260K.bin --prompt 'Once upon a time' --max-tokens 64\n";
+    "further output token; with --draft also the checks, the proposals kept (acceptance\n"
+    "rate) and the tokens per check of MODEL. With --draft and --temperature > 0 the text\n"
+    "follows MODEL's distribution (speculative sampling) but the draws differ from a run\n"
+    "without the draft.\n"
+    "examples:\n"
+    "  squint generate stories260K.bin --prompt 'Once upon a time' --max-tokens 64\n"
+    "  squint generate stories260K.bin --draft s4.sqm --draft-tokens 4 --max-tokens 256\n";
 
 typedef struct out_ctx {
     bool ids;
@@ -57,16 +66,17 @@ static int emit_token(void *vctx, int32_t id, const char *piece, size_t len)
 
 int cmd_generate(int argc, char **argv)
 {
-    enum { O_MAX = 256, O_TEMP, O_TOPP, O_SEED, O_TOK, O_IDS, O_QUIET };
+    enum { O_MAX = 256, O_TEMP, O_TOPP, O_SEED, O_TOK, O_IDS, O_QUIET, O_DRAFT, O_DRAFT_K };
     static const struct option opts[] = {
         {"prompt", required_argument, 0, 'p'},       {"max-tokens", required_argument, 0, O_MAX},
         {"temperature", required_argument, 0, O_TEMP}, {"top-p", required_argument, 0, O_TOPP},
         {"seed", required_argument, 0, O_SEED},      {"tokenizer", required_argument, 0, O_TOK},
         {"ids", no_argument, 0, O_IDS},              {"threads", required_argument, 0, 't'},
         {"quiet", no_argument, 0, O_QUIET},          {"help", no_argument, 0, 'h'},
+        {"draft", required_argument, 0, O_DRAFT},    {"draft-tokens", required_argument, 0, O_DRAFT_K},
         {0, 0, 0, 0}};
-    const char *prompt = "", *tokenizer = NULL;
-    long max_tokens = 256, threads = 0;
+    const char *prompt = "", *tokenizer = NULL, *draft_path = NULL;
+    long max_tokens = 256, threads = 0, draft_tokens = 4;
     double temperature = 0.0, top_p = 0.9;
     unsigned long long seed = 0;
     bool ids = false, quiet = false;
@@ -102,6 +112,11 @@ int cmd_generate(int argc, char **argv)
                 return cli_usage_error("generate", "--threads must be an integer in [1, 1024]");
             break;
         case O_QUIET: quiet = true; break;
+        case O_DRAFT: draft_path = optarg; break;
+        case O_DRAFT_K:
+            if (!cli_parse_int(optarg, 1, SQ_GEN_MAX_DRAFT, &draft_tokens))
+                return cli_usage_error("generate", "--draft-tokens must be an integer in [1, 15]");
+            break;
         case 'h': fputs(help, stdout); return SQ_EXIT_OK;
         default: return cli_usage_error("generate", "invalid option");
         }
@@ -113,6 +128,19 @@ int cmd_generate(int argc, char **argv)
     sq_llama_model m;
     if (sq_llama_model_open(argv[optind], tokenizer, &m, &err) != 0)
         return cli_fail("generate", &err);
+    sq_llama_model dm;
+    if (draft_path) {
+        if (sq_llama_model_open(draft_path, NULL, &dm, &err) != 0) {
+            sq_llama_model_close(&m);
+            return cli_fail("generate", &err);
+        }
+        if (sq_gen_check_draft(&m, &dm, &err) != 0) {
+            sq_err_prefix(&err, "%s cannot draft for %s", draft_path, argv[optind]);
+            sq_llama_model_close(&dm);
+            sq_llama_model_close(&m);
+            return cli_fail("generate", &err);
+        }
+    }
     int32_t *pids = NULL;
     int64_t np = sq_bpe_encode(m.tok, prompt, strlen(prompt), true, false, &pids);
     if (np < 0) {
@@ -124,15 +152,20 @@ int cmd_generate(int argc, char **argv)
         sq_err_set(&err, "the prompt is %lld tokens; %s has a context of %d", (long long)np,
                    argv[optind], m.dec.cfg.max_pos);
         free(pids);
+        if (draft_path)
+            sq_llama_model_close(&dm);
         sq_llama_model_close(&m);
         return cli_fail("generate", &err);
     }
     sq_gen_opts o = {.max_tokens = (int)max_tokens, .temperature = (float)temperature,
-                     .top_p = (float)top_p, .seed = seed};
+                     .top_p = (float)top_p, .seed = seed, .draft = draft_path ? &dm : NULL,
+                     .draft_tokens = (int)draft_tokens};
     out_ctx oc = {.ids = ids};
     sq_gen_stats stats;
     int rc = sq_generate(&m, pids, (int)np, &o, emit_token, &oc, &stats, &err);
     free(pids);
+    if (draft_path)
+        sq_llama_model_close(&dm);
     sq_llama_model_close(&m);
     if (rc != 0)
         return cli_fail("generate", &err);
@@ -148,6 +181,15 @@ int cmd_generate(int argc, char **argv)
                 stats.prompt_tokens, stats.generated, sq_gen_stop_name(stats.stop),
                 stats.ttft_s * 1e3, tpot, tpot > 0 ? 1e3 / tpot : 0.0, n_threads,
                 n_threads == 1 ? "" : "s");
+        if (draft_path)
+            fprintf(stderr,
+                    "squint generate: assisted by %s: %d checks of up to %ld drafted tokens, "
+                    "%lld of %lld kept (acceptance %.1f%%), %.2f tokens per check\n",
+                    draft_path, stats.verify_passes, draft_tokens, (long long)stats.accepted,
+                    (long long)stats.drafted,
+                    stats.drafted ? 100.0 * stats.accepted / stats.drafted : 0.0,
+                    stats.verify_passes ? (double)(stats.generated - 1) / stats.verify_passes
+                                        : 0.0);
     }
     return SQ_EXIT_OK;
 }

@@ -56,10 +56,9 @@ static int by_prob_desc(const void *a, const void *b)
     return (x->id > y->id) - (x->id < y->id);
 }
 
-int32_t sq_sample(sq_sampler *s, const float *logits)
+/* s->prob = softmax(logits / T) in double. */
+static void softmax_t(sq_sampler *s, const float *logits)
 {
-    if (!(s->temperature > 0.0f))
-        return sq_sample_argmax(logits, s->vocab);
     const int V = s->vocab;
     const double inv_t = 1.0 / s->temperature;
     double mx = logits[sq_sample_argmax(logits, V)], sum = 0;
@@ -69,18 +68,13 @@ int32_t sq_sample(sq_sampler *s, const float *logits)
     }
     for (int i = 0; i < V; i++)
         s->prob[i] /= sum;
-    const double u = uniform(&s->rng);
-    if (s->top_p >= 1.0f) {
-        double cdf = 0;
-        for (int i = 0; i < V; i++) {
-            cdf += s->prob[i];
-            if (u < cdf)
-                return i;
-        }
-        return V - 1; /* rounding: u beyond the last cumulative sum */
-    }
-    /* Nucleus: sort by probability (ties by id), keep the shortest prefix
-     * whose mass exceeds top_p, draw within it. */
+}
+
+/* The nucleus: s->order sorted by probability (ties by id); returns how
+ * many lead it (the shortest prefix whose mass exceeds top_p) and its mass. */
+static int nucleus(sq_sampler *s, double *mass_out)
+{
+    const int V = s->vocab;
     for (int i = 0; i < V; i++)
         s->order[i] = (struct sq_prob_id){s->prob[i], i};
     qsort(s->order, (size_t)V, sizeof *s->order, by_prob_desc);
@@ -93,6 +87,29 @@ int32_t sq_sample(sq_sampler *s, const float *logits)
             break;
         }
     }
+    *mass_out = mass;
+    return keep;
+}
+
+int32_t sq_sample(sq_sampler *s, const float *logits)
+{
+    if (!(s->temperature > 0.0f))
+        return sq_sample_argmax(logits, s->vocab);
+    const int V = s->vocab;
+    softmax_t(s, logits);
+    const double u = uniform(&s->rng);
+    if (s->top_p >= 1.0f) {
+        double cdf = 0;
+        for (int i = 0; i < V; i++) {
+            cdf += s->prob[i];
+            if (u < cdf)
+                return i;
+        }
+        return V - 1; /* rounding: u beyond the last cumulative sum */
+    }
+    /* Nucleus: draw within the most probable tokens. */
+    double mass;
+    const int keep = nucleus(s, &mass);
     const double r = u * mass;
     double cdf = 0;
     for (int i = 0; i < keep; i++) {
@@ -101,4 +118,46 @@ int32_t sq_sample(sq_sampler *s, const float *logits)
             return s->order[i].id;
     }
     return s->order[keep - 1].id;
+}
+
+void sq_sampler_dist(sq_sampler *s, const float *logits, double *prob)
+{
+    const int V = s->vocab;
+    softmax_t(s, logits);
+    if (s->top_p >= 1.0f) {
+        for (int i = 0; i < V; i++)
+            prob[i] = s->prob[i];
+        return;
+    }
+    double mass;
+    const int keep = nucleus(s, &mass);
+    for (int i = 0; i < V; i++)
+        prob[i] = 0.0;
+    for (int i = 0; i < keep; i++)
+        prob[s->order[i].id] = s->order[i].p / mass;
+}
+
+double sq_sampler_uniform(sq_sampler *s)
+{
+    return uniform(&s->rng);
+}
+
+int32_t sq_sampler_draw(sq_sampler *s, const double *prob)
+{
+    const int V = s->vocab;
+    double total = 0;
+    for (int i = 0; i < V; i++)
+        total += prob[i];
+    const double r = uniform(&s->rng) * total;
+    double cdf = 0;
+    int32_t last = 0;
+    for (int i = 0; i < V; i++) {
+        if (!(prob[i] > 0.0))
+            continue;
+        cdf += prob[i];
+        last = i;
+        if (r < cdf)
+            return i;
+    }
+    return last; /* rounding: r beyond the last cumulative sum */
 }

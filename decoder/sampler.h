@@ -25,4 +25,14 @@ void sq_sampler_free(sq_sampler *s);
 int32_t sq_sample_argmax(const float *logits, int vocab);
 int32_t sq_sample(sq_sampler *s, const float *logits);
 
+/* For speculative sampling (speculative.h); temperature > 0.
+ * prob[vocab] = the distribution sq_sample draws from: softmax(logits / T),
+ * with top-p < 1 zero outside the nucleus and the nucleus renormalized. */
+void sq_sampler_dist(sq_sampler *s, const float *logits, double *prob);
+/* The next uniform double in [0, 1) of the seeded generator. */
+double sq_sampler_uniform(sq_sampler *s);
+/* One draw from prob[vocab] (nonnegative, not necessarily normalized), by
+ * the cumulative sum in id order (id 0 when all of it is 0). */
+int32_t sq_sampler_draw(sq_sampler *s, const double *prob);
+
 #endif
