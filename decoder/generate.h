@@ -62,7 +62,7 @@ int sq_generate(const sq_llama_model *m, const int32_t *prompt, int n_prompt,
                 sq_err *err);
 
 /* -1 with err unless draft can propose for target: the same vocabulary
- * (every piece the same bytes), BOS and EOS. */
+ * (every id decodes to the same text), BOS and EOS. */
 int sq_gen_check_draft(const sq_llama_model *target, const sq_llama_model *draft, sq_err *err);
 
 #endif
