@@ -256,15 +256,15 @@ static enum MHD_Result handle_embed(server *s, struct MHD_Connection *c, conn_re
     static const char *const retry[] = {"Retry-After", "1", NULL};
     if (is_draining(s))
         return reply_error(s, c, r, 503, retry, "the server is shutting down");
-    if (r->ep == SQ_EP_CLASSIFY && !s->has_head)
-        return reply_error(s, c, r, 404, NULL,
-                           "no classification head: start the server with --head HEAD, or serve a .sqm "
-                           "quantized with --head");
     if (s->decoder)
         return reply_error(s, c, r, 400, NULL,
                            "the model is a causal LM (a decoder): it generates text (POST "
                            "/v1/completions); %s is for an encoder model",
                            sq_endpoint_label(r->ep));
+    if (r->ep == SQ_EP_CLASSIFY && !s->has_head)
+        return reply_error(s, c, r, 404, NULL,
+                           "no classification head: start the server with --head HEAD, or serve a .sqm "
+                           "quantized with --head");
     const bool cross = sq_model_is_classifier(&s->model);
     if (cross && r->ep != SQ_EP_RERANK)
         return reply_error(s, c, r, 400, NULL,
