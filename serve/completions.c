@@ -56,6 +56,16 @@ int sq_cmpl_engine_init(sq_cmpl_engine *e)
 {
     e->active = 0;
     e->next_id = 0;
+    /* A llama2.c tokenizer's tokens cover at most max_piece bytes of the
+     * text each (a byte it cannot piece is one token): a prompt too long
+     * for the context can be refused before it is encoded. Not so for an HF
+     * tokenizer, whose unknown characters may fuse into one token. */
+    e->max_piece = 0;
+    for (int32_t i = 0; !sq_bpe_is_hf(e->m->tok) && i < sq_bpe_vocab_size(e->m->tok); i++) {
+        size_t l;
+        if (sq_bpe_token(e->m->tok, i, &l) && l > e->max_piece)
+            e->max_piece = l;
+    }
     return pthread_mutex_init(&e->mu, NULL) == 0 ? 0 : -1;
 }
 
@@ -118,6 +128,16 @@ int sq_cmpl_begin(sq_cmpl_engine *e, const char *body, size_t len, sq_cmpl_job *
     if (st) {
         sq_cmpl_request_free(&req);
         return st;
+    }
+    /* BOS, then the dummy-prefix space and the text in tokens of max_piece
+     * bytes at most */
+    if (e->max_piece && req.prompt_len / e->max_piece + 2 > (size_t)ctx - 1) {
+        snprintf(msg, msgn,
+                 "the prompt is %zu bytes, more than %zu tokens; the model's context is %d "
+                 "tokens, so a prompt may have at most %d (BOS included)",
+                 req.prompt_len, req.prompt_len / e->max_piece + 1, ctx, ctx - 1);
+        sq_cmpl_request_free(&req);
+        return 400;
     }
     int32_t *ids = NULL;
     int64_t n = sq_bpe_encode(e->m->tok, req.prompt, req.prompt_len, true, false, &ids);

@@ -258,7 +258,9 @@ hostile = [
     (b'{"prompt": "a", "presence_penalty": 1}', "presence_penalty"),
     (b'{"prompt": "a", "logit_bias": {"5": 100}}', "logit_bias"),
     (b'{"prompt": "a", "model": 7}', "model a number"),
-    (json.dumps({"prompt": long_prompt}).encode(), "a prompt beyond the context"),
+    (json.dumps({"prompt": long_prompt}).encode(), "a prompt far beyond the context"),
+    (json.dumps({"prompt": "the dog ran. " * 100}).encode(), "a prompt just beyond the context"),
+    (json.dumps({"prompt": "the dog ran. " * 600000}).encode(), "a prompt of 7.8 MB"),
 ]
 bad = []
 for raw, what in hostile:
@@ -271,7 +273,10 @@ check(not bad, "%d hostile bodies: each 400 with an OpenAI-style error message%s
       (len(hostile), "" if not bad else ": " + "; ".join(bad)))
 st, _, b = call(url, "/v1/completions", raw=json.dumps({"prompt": long_prompt}).encode())
 check("context is 512" in b["error"]["message"] and "tokens" in b["error"]["message"],
-      "a prompt beyond the context: the message says so (%s)" % b["error"]["message"])
+      "a prompt far beyond the context: the message says so (%s)" % b["error"]["message"])
+st, _, b = call(url, "/v1/completions", raw=json.dumps({"prompt": "the dog ran. " * 100}).encode())
+check(re.match(r"the prompt is \d+ tokens; the model's context is 512", b["error"]["message"]) is not None,
+      "a prompt just beyond the context, encoded: the message says so (%s)" % b["error"]["message"])
 st, _, b = call(url, "/v1/completions", raw=b'{"prompt": "a", "max_tokens": 513}')
 check("max_tokens" in b["error"]["message"], "max_tokens beyond the context: named (%s)" % b["error"]["message"])
 st, _, b = complete({"prompt": "Once upon a time", "max_tokens": 5, "user": "x", "whatever": [1]})
