@@ -18,7 +18,9 @@
 static const char *const help =
     "usage: squint serve MODEL [options]\n"
     "\n"
-    "Serve embeddings over HTTP/1.1. MODEL is a .sqm or a checkpoint, as for `squint embed`.\n"
+    "Serve embeddings over HTTP/1.1. MODEL is a .sqm or a checkpoint, as for `squint embed`;\n"
+    "or generate text: MODEL a causal LM, as for `squint generate` (a llama2.c checkpoint, a\n"
+    "Hugging Face Llama folder or a decoder .sqm), served on POST /v1/completions.\n"
     "\n"
     "endpoints:\n"
     "  POST /v1/embeddings   OpenAI: {\"input\": \"text\" | [\"text\", ...], \"encoding_format\":\n"
@@ -33,6 +35,11 @@ static const char *const help =
     "                        cosine, highest first\n"
     "  POST /classify        with --head or a head stored in MODEL: {\"inputs\": ...} ->\n"
     "                        [[{\"label\", \"score\"}, ...], ...]\n"
+    "  POST /v1/completions  a causal LM (also /completions), OpenAI: {\"prompt\": \"text\",\n"
+    "                        \"max_tokens\": 16, \"temperature\": 0, \"top_p\": 1, \"seed\": S,\n"
+    "                        \"stop\": \"s\" | [up to 4], \"stream\": false} -> {\"choices\": [{\"text\",\n"
+    "                        \"finish_reason\"}], \"usage\"}; \"stream\": true: Server-Sent Events,\n"
+    "                        one per piece of text, then data: [DONE]\n"
     "\n"
     "options:\n"
     "  --host ADDR           numeric IPv4 / IPv6 address or localhost (default 127.0.0.1;\n"
@@ -59,6 +66,11 @@ static const char *const help =
     "  --head HEAD           a classification head from `squint train-head` for /classify\n"
     "                        (JSON or safetensors; overrides a head stored in MODEL)\n"
     "  --quiet               no access log on stderr\n"
+    "  --tokenizer FILE      a causal LM's llama2.c tokenizer (default: as for generate)\n"
+    "  --max-generations N   a causal LM: concurrent generations, 503 with Retry-After beyond\n"
+    "                        (default 4); each uses --threads threads\n"
+    "  --draft DRAFT         a causal LM: assisted generation, as `squint generate --draft`\n"
+    "  --draft-tokens K      tokens the draft proposes per check, 1..15 (default 4)\n"
     "  --instances N         N worker processes, each pinned to its own --threads cores\n"
     "                        (default: the usable cores / N), behind the one address; a worker\n"
     "                        that dies is restarted; /metrics, /health and /info answer for\n"
@@ -73,12 +85,15 @@ static const char *const help =
     "batch. SIGTERM or SIGINT: stop accepting, finish the requests in flight, exit 0.\n"
     "example:\n"
     "  squint serve bge-small.sqm --port 8080 &\n"
-    "  curl -s localhost:8080/v1/embeddings -d '{\"input\": [\"a query\", \"a document\"]}'\n";
+    "  curl -s localhost:8080/v1/embeddings -d '{\"input\": [\"a query\", \"a document\"]}'\n"
+    "  squint serve stories260K.bin --port 8080 &\n"
+    "  curl -sN localhost:8080/v1/completions -d '{\"prompt\": \"Once upon a time\", \"stream\": true}'\n";
 
 int cmd_serve(int argc, char **argv)
 {
     enum { O_HOST = 256, O_PORT, O_NAME, O_MAXB, O_WAIT, O_QUEUE, O_BODY, O_INPUTS, O_TOKENS,
-           O_TIMEOUT, O_CONNS, O_KEY, O_QUIET, O_HEAD, O_HELP, O_INST, O_TUNE, O_NOTUNE };
+           O_TIMEOUT, O_CONNS, O_KEY, O_QUIET, O_HEAD, O_HELP, O_INST, O_TUNE, O_NOTUNE,
+           O_TOK, O_GENS, O_DRAFT, O_DRAFT_K };
     static const struct option opts[] = {
         {"host", required_argument, 0, O_HOST},       {"port", required_argument, 0, O_PORT},
         {"model-name", required_argument, 0, O_NAME}, {"threads", required_argument, 0, 't'},
@@ -92,12 +107,16 @@ int cmd_serve(int argc, char **argv)
         {"head", required_argument, 0, O_HEAD},
         {"instances", required_argument, 0, O_INST}, {"tune", required_argument, 0, O_TUNE},
         {"no-tune", no_argument, 0, O_NOTUNE},
+        {"tokenizer", required_argument, 0, O_TOK},
+        {"max-generations", required_argument, 0, O_GENS},
+        {"draft", required_argument, 0, O_DRAFT},
+        {"draft-tokens", required_argument, 0, O_DRAFT_K},
         {"help", no_argument, 0, O_HELP},             {0, 0, 0, 0}};
 #ifdef SQ_HAVE_SERVE
     sq_serve_opts o = {.host = "127.0.0.1", .port = 8080, .batch = 32, .max_batch = 256,
                        .batch_wait_ms = 0, .queue = 64, .max_body = 8u << 20,
                        .max_inputs = 2048, .max_tokens = 262144, .timeout_s = 30,
-                       .max_connections = 128};
+                       .max_connections = 128, .max_generations = 4, .draft_tokens = 4};
 #endif
     long threads = 0, v, instances = 0;
     const char *key_file = NULL, *tune_path = NULL;
@@ -133,10 +152,15 @@ int cmd_serve(int argc, char **argv)
         case O_INST: NUM("--instances", 1, SQ_CPUS_MAX, instances = v); break;
         case O_TUNE: tune_path = optarg; break;
         case O_NOTUNE: no_tune = true; break;
+        case O_TOK: o.tokenizer_path = optarg; break;
+        case O_GENS: NUM("--max-generations", 1, 1024, o.max_generations = (int)v); break;
+        case O_DRAFT: o.draft_path = optarg; break;
+        case O_DRAFT_K: NUM("--draft-tokens", 1, 15, o.draft_tokens = (int)v); break;
 #else
         case O_HOST: case O_PORT: case O_NAME: case 't': case 'b': case O_MAXB: case O_WAIT:
         case O_QUEUE: case O_BODY: case O_INPUTS: case O_TOKENS: case O_TIMEOUT: case O_CONNS:
-        case O_KEY: case O_QUIET: case O_HEAD: case O_INST: case O_TUNE: case O_NOTUNE: break;
+        case O_KEY: case O_QUIET: case O_HEAD: case O_INST: case O_TUNE: case O_NOTUNE:
+        case O_TOK: case O_GENS: case O_DRAFT: case O_DRAFT_K: break;
 #endif
         case O_HELP: fputs(help, stdout); return SQ_EXIT_OK;
         default: return cli_usage_error("serve", "invalid option");

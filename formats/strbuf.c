@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "yaml_tree.h"
 
@@ -39,6 +40,16 @@ void sq_sb_printf(sq_strbuf *sb, const char *fmt, ...)
     vsnprintf(sb->s + sb->len, (size_t)n + 1, fmt, ap);
     va_end(ap);
     sb->len += (size_t)n;
+}
+
+void sq_sb_append(sq_strbuf *sb, const char *p, size_t n)
+{
+    if (!reserve(sb, n))
+        return;
+    if (n)
+        memcpy(sb->s + sb->len, p, n);
+    sb->len += n;
+    sb->s[sb->len] = '\0';
 }
 
 void sq_sb_yaml_str(sq_strbuf *sb, const char *s)

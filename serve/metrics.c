@@ -12,7 +12,7 @@ const char *sq_endpoint_label(sq_endpoint e)
 {
     static const char *const names[SQ_EP_COUNT] = {"/v1/embeddings", "/embed", "/health",
                                                    "/metrics", "/info", "/classify", "/rerank",
-                                                   "other"};
+                                                   "/v1/completions", "other"};
     return e < SQ_EP_COUNT ? names[e] : "other";
 }
 
@@ -108,6 +108,29 @@ void sq_metrics_rejected(sq_serve_metrics *m)
     pthread_mutex_unlock(&m->mu);
 }
 
+void sq_metrics_completion(sq_serve_metrics *m, int64_t prompt_tokens, int64_t generated,
+                           double seconds, bool cancelled, bool failed)
+{
+    pthread_mutex_lock(&m->mu);
+    m->prompt_tokens += (uint64_t)(prompt_tokens > 0 ? prompt_tokens : 0);
+    m->completion_tokens += (uint64_t)(generated > 0 ? generated : 0);
+    m->generate_seconds += seconds;
+    if (failed)
+        m->completions_failed++;
+    else if (cancelled)
+        m->completions_cancelled++;
+    else
+        m->completions++;
+    pthread_mutex_unlock(&m->mu);
+}
+
+void sq_metrics_completion_rejected(sq_serve_metrics *m)
+{
+    pthread_mutex_lock(&m->mu);
+    m->completions_rejected++;
+    pthread_mutex_unlock(&m->mu);
+}
+
 /* A label value with \, " and newline escaped (exposition format). */
 static void label_value(const char *s, char *out, size_t n)
 {
@@ -153,6 +176,35 @@ void sq_metrics_render(sq_serve_metrics *m, const char *model_name, sq_strbuf *s
                  model, (unsigned long long)m->texts, model, (unsigned long long)m->tokens,
                  (unsigned long long)m->rejected_full, (long long)m->queue_depth,
                  (long long)m->in_flight, m->encode_seconds);
+    sq_sb_printf(sb,
+                 "# HELP squint_completions_total Text generations that ran to their end.\n"
+                 "# TYPE squint_completions_total counter\nsquint_completions_total{model=\"%s\"} %llu\n"
+                 "# HELP squint_completion_tokens_total Tokens generated.\n"
+                 "# TYPE squint_completion_tokens_total counter\n"
+                 "squint_completion_tokens_total{model=\"%s\"} %llu\n"
+                 "# HELP squint_prompt_tokens_total Prompt tokens run (BOS included).\n"
+                 "# TYPE squint_prompt_tokens_total counter\n"
+                 "squint_prompt_tokens_total{model=\"%s\"} %llu\n"
+                 "# HELP squint_completions_cancelled_total Streamed generations ended early "
+                 "because the client went away.\n# TYPE squint_completions_cancelled_total "
+                 "counter\nsquint_completions_cancelled_total %llu\n"
+                 "# HELP squint_completions_failed_total Generations that failed.\n"
+                 "# TYPE squint_completions_failed_total counter\n"
+                 "squint_completions_failed_total %llu\n"
+                 "# HELP squint_completions_rejected_total Completion requests answered 503 "
+                 "because every generation slot was taken.\n"
+                 "# TYPE squint_completions_rejected_total counter\n"
+                 "squint_completions_rejected_total %llu\n"
+                 "# HELP squint_generations_active Generations running.\n"
+                 "# TYPE squint_generations_active gauge\nsquint_generations_active %lld\n"
+                 "# HELP squint_generate_seconds_total Time spent generating.\n"
+                 "# TYPE squint_generate_seconds_total counter\nsquint_generate_seconds_total %.6f\n",
+                 model, (unsigned long long)m->completions, model,
+                 (unsigned long long)m->completion_tokens, model,
+                 (unsigned long long)m->prompt_tokens, (unsigned long long)m->completions_cancelled,
+                 (unsigned long long)m->completions_failed,
+                 (unsigned long long)m->completions_rejected, (long long)m->generations_active,
+                 m->generate_seconds);
     sq_sb_printf(sb, "# HELP squint_batch_sequences Sequences per forward pass (dynamic "
                      "batching).\n# TYPE squint_batch_sequences histogram\n");
     uint64_t cum = 0;

@@ -5,6 +5,7 @@
 #define SQ_SERVE_METRICS_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "strbuf.h"
@@ -18,6 +19,7 @@ typedef enum sq_endpoint {
     SQ_EP_INFO,       /* GET /info */
     SQ_EP_CLASSIFY,   /* POST /classify (with a head) */
     SQ_EP_RERANK,     /* POST /rerank */
+    SQ_EP_COMPLETIONS, /* POST /v1/completions (a causal LM) */
     SQ_EP_OTHER,
     SQ_EP_COUNT
 } sq_endpoint;
@@ -42,6 +44,14 @@ typedef struct sq_serve_metrics {
     double encode_seconds;             /* time in the encoder */
     int64_t queue_depth;               /* requests waiting for the batcher (gauge) */
     int64_t in_flight;                 /* requests being handled (gauge) */
+    /* text generation (a causal LM) */
+    uint64_t completions;              /* generations that ran to their end */
+    uint64_t prompt_tokens, completion_tokens;
+    uint64_t completions_cancelled;    /* streams whose client left before the end */
+    uint64_t completions_failed;       /* generations that failed (500 / an error event) */
+    uint64_t completions_rejected;     /* 503: every generation slot taken */
+    int64_t generations_active;        /* gauge */
+    double generate_seconds;           /* time in generation */
 } sq_serve_metrics;
 
 int sq_metrics_init(sq_serve_metrics *m);
@@ -53,6 +63,11 @@ void sq_metrics_texts(sq_serve_metrics *m, int64_t texts);
 void sq_metrics_add_gauge(sq_serve_metrics *m, int64_t *gauge, int64_t delta);
 int64_t sq_metrics_get_gauge(sq_serve_metrics *m, const int64_t *gauge);
 void sq_metrics_rejected(sq_serve_metrics *m);
+/* One generation over: its tokens, and whether it was cut short by the
+ * client or failed. */
+void sq_metrics_completion(sq_serve_metrics *m, int64_t prompt_tokens, int64_t generated,
+                           double seconds, bool cancelled, bool failed);
+void sq_metrics_completion_rejected(sq_serve_metrics *m);
 /* Responses sent, over every endpoint and status. */
 uint64_t sq_metrics_answered(sq_serve_metrics *m);
 

@@ -1,6 +1,8 @@
 /* squint serve (server.h): libmicrohttpd with a thread per connection; each
  * request is parsed and tokenized on its connection's thread, embedded by the
- * batcher, and answered there. */
+ * batcher, and answered there. A causal LM generates instead
+ * (completions.h): on the connection's thread, or streamed from a thread of
+ * its own. */
 #include "server.h"
 
 #include <arpa/inet.h>
@@ -27,6 +29,10 @@
 #include "linear.h"
 #include "metrics.h"
 #include "instances.h"
+#include "completions.h"
+#include "dec_sqm.h"
+#include "generate.h"
+#include "llama_model.h"
 
 typedef struct server {
     const sq_serve_opts *o;
@@ -39,6 +45,12 @@ typedef struct server {
     bool has_head;
     pthread_mutex_t mu;
     bool draining;
+    /* a causal LM (text generation) instead of an encoder */
+    bool decoder;
+    sq_llama_model lm, draft;
+    bool has_draft;
+    sq_cmpl_engine cmpl;
+    char draft_name[256];
 } server;
 
 /* One request's state across libmicrohttpd's calls. */
@@ -82,27 +94,17 @@ static sq_endpoint route(const char *url)
         return SQ_EP_CLASSIFY;
     if (!strcmp(url, "/rerank"))
         return SQ_EP_RERANK;
+    if (!strcmp(url, "/v1/completions") || !strcmp(url, "/completions"))
+        return SQ_EP_COMPLETIONS;
     return SQ_EP_OTHER;
 }
 
-/* Queue sb (taken) as the response. extra: "Name: value" pairs, NULL-ended. */
-static enum MHD_Result reply(server *s, struct MHD_Connection *c, conn_req *r, int status,
-                             const char *ctype, sq_strbuf *sb, const char *const *extra)
+/* Queue resp (taken): headers, the metrics, the access log. extra: "Name:
+ * value" pairs, NULL-ended. */
+static enum MHD_Result queue(server *s, struct MHD_Connection *c, conn_req *r, int status,
+                             const char *ctype, struct MHD_Response *resp,
+                             const char *const *extra)
 {
-    if (sb->failed) {
-        sq_sb_free(sb);
-        sq_sb_printf(sb, "{\"error\":\"out of memory\"}");
-        status = 500;
-    }
-    size_t len = sb->len;
-    char *body = sb->s ? sb->s : strdup("");
-    sb->s = NULL;
-    struct MHD_Response *resp =
-        MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
-    if (!resp) {
-        free(body);
-        return MHD_NO;
-    }
     MHD_add_response_header(resp, "Content-Type", ctype);
     for (int i = 0; extra && extra[i]; i += 2)
         MHD_add_response_header(resp, extra[i], extra[i + 1]);
@@ -133,6 +135,27 @@ static enum MHD_Result reply(server *s, struct MHD_Connection *c, conn_req *r, i
                 1e3 * dt);
     }
     return ret;
+}
+
+/* Queue sb (taken) as the response. */
+static enum MHD_Result reply(server *s, struct MHD_Connection *c, conn_req *r, int status,
+                             const char *ctype, sq_strbuf *sb, const char *const *extra)
+{
+    if (sb->failed) {
+        sq_sb_free(sb);
+        sq_sb_printf(sb, "{\"error\":\"out of memory\"}");
+        status = 500;
+    }
+    size_t len = sb->len;
+    char *body = sb->s ? sb->s : strdup("");
+    sb->s = NULL;
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(body);
+        return MHD_NO;
+    }
+    return queue(s, c, r, status, ctype, resp, extra);
 }
 
 static enum MHD_Result reply_error(server *s, struct MHD_Connection *c, conn_req *r, int status,
@@ -181,7 +204,18 @@ static enum MHD_Result handle_get(server *s, struct MHD_Connection *c, conn_req 
     bool draining = is_draining(s);
     if (r->ep == SQ_EP_HEALTH)
         sq_sb_printf(&sb, "{\"status\":\"%s\"}", draining ? "draining" : "ok");
-    else
+    else if (s->decoder) {
+        const sq_decoder_config *dc = &s->lm.dec.cfg;
+        sq_sb_printf(&sb,
+                     "{\"model\":\"%s\",\"task\":\"text-generation\",\"kind\":\"decoder\","
+                     "\"architecture\":\"llama\",\"context\":%d,\"vocab\":%d,\"dim\":%d,"
+                     "\"layers\":%d,\"quantized\":%s,\"max_generations\":%d,\"max_body\":%zu,"
+                     "\"draft\":%s%s%s,\"endpoints\":[\"/v1/completions\"]}",
+                     s->name, dc->max_pos, dc->vocab, dc->dim, dc->n_layers,
+                     s->lm.sqm ? "true" : "false", s->o->max_generations, s->o->max_body,
+                     s->has_draft ? "\"" : "", s->has_draft ? s->draft_name : "null",
+                     s->has_draft ? "\"" : "");
+    } else
         sq_sb_printf(&sb,
                      "{\"model\":\"%s\",\"task\":\"%s\",\"dim\":%d,\"max_seq\":%d,\"quantized\":%s,"
                      "\"pooling\":\"%s\",\"normalize\":%s,\"max_inputs\":%lld,"
@@ -222,6 +256,11 @@ static enum MHD_Result handle_embed(server *s, struct MHD_Connection *c, conn_re
     static const char *const retry[] = {"Retry-After", "1", NULL};
     if (is_draining(s))
         return reply_error(s, c, r, 503, retry, "the server is shutting down");
+    if (s->decoder)
+        return reply_error(s, c, r, 400, NULL,
+                           "the model is a causal LM (a decoder): it generates text (POST "
+                           "/v1/completions); %s is for an encoder model",
+                           sq_endpoint_label(r->ep));
     if (r->ep == SQ_EP_CLASSIFY && !s->has_head)
         return reply_error(s, c, r, 404, NULL,
                            "no classification head: start the server with --head HEAD, or serve a .sqm "
@@ -326,6 +365,41 @@ out:
     return ret;
 }
 
+/* POST /v1/completions: a whole body, or Server-Sent Events. */
+static enum MHD_Result handle_completion(server *s, struct MHD_Connection *c, conn_req *r)
+{
+    static const char *const retry[] = {"Retry-After", "1", NULL};
+    if (is_draining(s))
+        return reply_error(s, c, r, 503, retry, "the server is shutting down");
+    if (!s->decoder)
+        return reply_error(s, c, r, 400, NULL,
+                           "the model is an encoder: it gives embeddings, not text (serve a causal "
+                           "LM, a llama2.c checkpoint, Hugging Face Llama folder or decoder .sqm, "
+                           "for POST /v1/completions)");
+    sq_cmpl_job *job;
+    char msg[512];
+    int st = sq_cmpl_begin(&s->cmpl, r->body ? r->body : "", r->len, &job, msg, sizeof msg);
+    if (st)
+        return reply_error(s, c, r, st, st == 503 ? retry : NULL, "%s", msg);
+    r->texts = 1;
+    r->tokens = sq_cmpl_prompt_tokens(job);
+    if (sq_cmpl_streamed(job)) {
+        struct MHD_Response *resp = sq_cmpl_stream_response(job);
+        if (!resp)
+            return reply_error(s, c, r, 500, NULL, "cannot start the generation thread");
+        static const char *const sse[] = {"Cache-Control", "no-cache", "X-Accel-Buffering", "no",
+                                          NULL};
+        return queue(s, c, r, 200, "text/event-stream", resp, sse);
+    }
+    sq_strbuf sb = {0};
+    sq_err err = {0};
+    if (sq_cmpl_run(job, &sb, &err) != 0) {
+        sq_sb_free(&sb);
+        return reply_error(s, c, r, 500, NULL, "generation failed: %s", err.msg);
+    }
+    return reply(s, c, r, 200, "application/json", &sb, NULL);
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version,
                                   const char *upload, size_t *upload_size, void **ctx)
@@ -341,11 +415,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *ctx = r;
         sq_metrics_add_gauge(&s->metrics, &s->metrics.in_flight, 1);
         const bool post = r->ep == SQ_EP_EMBEDDINGS || r->ep == SQ_EP_EMBED ||
-                          r->ep == SQ_EP_CLASSIFY || r->ep == SQ_EP_RERANK;
+                          r->ep == SQ_EP_CLASSIFY || r->ep == SQ_EP_RERANK ||
+                          r->ep == SQ_EP_COMPLETIONS;
         if (r->ep == SQ_EP_OTHER)
             return reply_error(s, c, r, 404, NULL,
                                "no such endpoint (POST /v1/embeddings, POST /embed, POST /rerank, "
-                               "POST /classify, GET /health, GET /info, GET /metrics)");
+                               "POST /classify, POST /v1/completions, GET /health, GET /info, "
+                               "GET /metrics)");
         if (post && strcmp(method, "POST") != 0) {
             static const char *const allow[] = {"Allow", "POST", NULL};
             return reply_error(s, c, r, 405, allow, "%s takes POST", sq_endpoint_label(r->ep));
@@ -403,6 +479,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (r->too_big)
         return reply_error(s, c, r, 413, NULL, "the body is over %zu bytes (--max-body)",
                            s->o->max_body);
+    if (r->ep == SQ_EP_COMPLETIONS)
+        return handle_completion(s, c, r);
     return handle_embed(s, c, r);
 }
 
@@ -475,7 +553,7 @@ int sq_serve_run(const sq_serve_opts *o, sq_err *err)
     s->o = o;
     int rc = -1;
     struct MHD_Daemon *d = NULL;
-    bool model_open = false, metrics_ok = false;
+    bool model_open = false, metrics_ok = false, lm_open = false, cmpl_ok = false;
     pthread_mutex_init(&s->mu, NULL);
     /* Signals: handled by sigwait below, blocked in every thread started
      * from here on (they inherit this mask). */
@@ -486,6 +564,36 @@ int sq_serve_run(const sq_serve_opts *o, sq_err *err)
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    s->decoder = sq_llama_is_checkpoint(o->model_path) || sq_dec_sqm_is_decoder(o->model_path);
+    if (!s->decoder && (o->tokenizer_path || o->draft_path)) {
+        sq_err_set(err, "%s: --tokenizer and --draft are for a causal LM; this is not one",
+                   o->model_path);
+        goto out;
+    }
+    if (s->decoder) {
+        if (o->head_path) {
+            sq_err_set(err, "%s: a causal LM takes no --head", o->model_path);
+            goto out;
+        }
+        if (sq_llama_model_open(o->model_path, o->tokenizer_path, &s->lm, err) != 0)
+            goto out;
+        lm_open = true;
+        if (o->draft_path) {
+            if (sq_llama_model_open(o->draft_path, NULL, &s->draft, err) != 0)
+                goto out;
+            s->has_draft = true;
+            if (sq_gen_check_draft(&s->lm, &s->draft, err) != 0) {
+                sq_err_prefix(err, "%s cannot draft for %s", o->draft_path, o->model_path);
+                goto out;
+            }
+            base_name(o->draft_path, s->draft_name, sizeof s->draft_name);
+            for (char *p = s->draft_name; *p; p++)
+                if (*p < 0x20 || *p > 0x7e || *p == '"' || *p == '\\')
+                    *p = '_';
+        }
+        s->dim = s->lm.dec.cfg.dim;
+        goto named;
+    }
     if (sq_embed_model_open(o->model_path, &s->model, err) != 0)
         goto out;
     model_open = true;
@@ -507,6 +615,7 @@ int sq_serve_run(const sq_serve_opts *o, sq_err *err)
             goto out;
         s->has_head = true;
     }
+named:
     if (o->model_name)
         snprintf(s->name, sizeof s->name, "%s", o->model_name);
     else
@@ -521,12 +630,24 @@ int sq_serve_run(const sq_serve_opts *o, sq_err *err)
         goto out;
     }
     metrics_ok = true;
-    s->batcher = (sq_batcher){.model = &s->model, .pooling = s->model.pool.pooling,
-                              .threads = o->threads, .batch = o->batch,
-                              .max_texts = o->max_batch, .wait_ms = o->batch_wait_ms,
-                              .queue_cap = o->queue, .metrics = &s->metrics};
-    if (sq_batcher_start(&s->batcher, err) != 0)
-        goto out;
+    if (s->decoder) {
+        s->cmpl = (sq_cmpl_engine){.m = &s->lm, .draft = s->has_draft ? &s->draft : NULL,
+                                   .draft_tokens = o->draft_tokens, .threads = o->threads,
+                                   .max_active = o->max_generations, .model_name = s->name,
+                                   .metrics = &s->metrics};
+        if (sq_cmpl_engine_init(&s->cmpl) != 0) {
+            sq_err_set(err, "cannot create the generation lock");
+            goto out;
+        }
+        cmpl_ok = true;
+    } else {
+        s->batcher = (sq_batcher){.model = &s->model, .pooling = s->model.pool.pooling,
+                                  .threads = o->threads, .batch = o->batch,
+                                  .max_texts = o->max_batch, .wait_ms = o->batch_wait_ms,
+                                  .queue_cap = o->queue, .metrics = &s->metrics};
+        if (sq_batcher_start(&s->batcher, err) != 0)
+            goto out;
+    }
 
     struct sockaddr_storage ss;
     bool v6 = false;
@@ -559,6 +680,15 @@ int sq_serve_run(const sq_serve_opts *o, sq_err *err)
         (void)!write(o->worker->ready_fd, "R", 1);
         close(o->worker->ready_fd);
         o->worker->ready_fd = -1;
+    } else if (s->decoder) {
+        fprintf(stderr,
+                "squint serve: %s (causal LM, %s, context %d, vocab %d%s%s) listening on "
+                "http://%s%s%s:%d (POST /v1/completions; %d threads per generation, up to %d "
+                "at once%s)\n",
+                s->name, s->lm.sqm ? "quantized" : "fp32", s->lm.dec.cfg.max_pos,
+                s->lm.dec.cfg.vocab, s->has_draft ? ", draft " : "",
+                s->has_draft ? s->draft_name : "", v6 ? "[" : "", o->host, v6 ? "]" : "", port,
+                o->threads, o->max_generations, o->api_key ? ", API key required" : "");
     } else {
         fprintf(stderr,
                 "squint serve: %s (%s, dim %d, max_seq %d) listening on http://%s%s%s:%d "
@@ -606,6 +736,12 @@ out:
         sq_metrics_destroy(&s->metrics);
     if (model_open)
         sq_embed_model_close(&s->model);
+    if (cmpl_ok)
+        sq_cmpl_engine_destroy(&s->cmpl);
+    if (s->has_draft)
+        sq_llama_model_close(&s->draft);
+    if (lm_open)
+        sq_llama_model_close(&s->lm);
     if (s->has_head)
         sq_head_free(&s->head);
     pthread_mutex_destroy(&s->mu);

@@ -1,4 +1,4 @@
-/* squint serve: an HTTP/1.1 embedding server on libmicrohttpd.
+/* squint serve: an HTTP/1.1 embedding (or text generation) server on libmicrohttpd.
  *   POST /v1/embeddings  OpenAI-compatible (http_api.h)
  *   POST /embed          text-embeddings-inference-style
  *   GET  /health         {"status": "ok", ...}; 503 while draining
@@ -6,6 +6,9 @@
  *   GET  /metrics        Prometheus text (metrics.h)
  *   POST /rerank         {"query", "texts"} -> [{"index", "score"}] by cosine
  *   POST /classify       with a head (--head, or stored in the .sqm): [[{"label", "score"}], ...]
+ *   POST /v1/completions a causal LM's text (completion_api.h), whole or streamed
+ *                        as Server-Sent Events; the embedding endpoints answer 400
+ *                        for such a model, and /v1/completions 400 for an encoder
  * Concurrent requests are coalesced by the batcher (batcher.h); a full queue
  * answers 503 with Retry-After; a body over max_body, or more inputs or
  * tokens than allowed, 413; a bad body 400; every error is JSON. With an API
@@ -40,6 +43,11 @@ typedef struct sq_serve_opts {
     int max_connections;
     const char *api_key;     /* NULL: none */
     const char *head_path;   /* a classification head (heads/head.h) for /classify */
+    /* a causal LM (POST /v1/completions, completions.h) */
+    const char *tokenizer_path; /* NULL: found next to the checkpoint (llama_model.h) */
+    const char *draft_path;  /* assisted generation; NULL: none */
+    int draft_tokens;        /* 1 .. SQ_GEN_MAX_DRAFT */
+    int max_generations;     /* concurrent generations; beyond: 503 */
     bool quiet;              /* no access log */
     struct sq_serve_worker *worker; /* NULL: bind host:port; else a worker of serve
                                        --instances (instances.h) */

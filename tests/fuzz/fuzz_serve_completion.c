@@ -1,0 +1,178 @@
+/* Fuzz squint serve's completion requests (serve/completion_api.h) and the
+ * text path of a streamed completion (serve/stop_text.h, utf8_text.h):
+ *   - an accepted body is in range (max_tokens within the context,
+ *     temperature, top_p, 1..4 stop strings of 1..256 bytes, the prompt its
+ *     stated length) and its response body is valid JSON;
+ *   - the input's raw bytes, cut into pieces as tokens would be, go through
+ *     the stop strings (the request's, else a fixed set): what comes out
+ *     joined is the text before the first stop string completed (a naive
+ *     search over the pieces decides), no piece but the last ends inside a
+ *     character the next bytes complete, every chunk is valid JSON, and the chunks' texts joined are the
+ *     text of one body built from the joined bytes (invalid UTF-8 repaired
+ *     the same wherever the cuts fall). */
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "completion_api.h"
+#include "stop_text.h"
+#include "utf8_text.h"
+
+enum { CONTEXT = 512 };
+
+/* The "text" of choices[0] in a body or chunk (malloc'd, *n bytes), NULL
+ * when it does not parse. */
+static char *choice_text(const char *s, size_t len, size_t *n)
+{
+    if (len >= 6 && !memcmp(s, "data: ", 6))
+        s += 6, len -= 6;
+    json_error_t je;
+    json_t *j = json_loadb(s, len, JSON_ALLOW_NUL, &je);
+    json_t *t = json_object_get(json_array_get(json_object_get(j, "choices"), 0), "text");
+    char *out = NULL;
+    if (json_is_string(t)) {
+        *n = json_string_length(t);
+        out = malloc(*n + 1);
+        if (out)
+            memcpy(out, json_string_value(t), *n + 1);
+    }
+    json_decref(j);
+    return out;
+}
+
+/* The naive rule: the first prefix, at a piece end, holding a stop string;
+ * the text up to that string's earliest start there. */
+static size_t naive_cut(const char *p, const size_t *ends, int pieces, const char *const *stops,
+                        const size_t *lens, int ns, bool *hit)
+{
+    *hit = false;
+    for (int k = 0; k < pieces; k++) {
+        size_t best = ends[k];
+        for (int i = 0; i < ns; i++)
+            for (size_t a = 0; a + lens[i] <= ends[k]; a++)
+                if (!memcmp(p + a, stops[i], lens[i]) && a < best)
+                    best = a;
+        if (best < ends[k]) {
+            *hit = true;
+            return best;
+        }
+    }
+    return pieces ? ends[pieces - 1] : 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const char *d = (const char *)data;
+    sq_cmpl_request req;
+    char msg[256];
+    int st = sq_api_parse_completion(d, size, CONTEXT, &req, msg, sizeof msg);
+    static const sq_cmpl_meta meta = {.id = 7, .created = 1700000000, .model = "fuzz\"\\"};
+    if (st == 0) {
+        if (req.max_tokens < 0 || req.max_tokens > CONTEXT || !(req.temperature >= 0) ||
+            req.temperature > SQ_CMPL_MAX_TEMPERATURE || !(req.top_p > 0) || req.top_p > 1 ||
+            req.n_stops < 0 || req.n_stops > SQ_STOP_MAX || !req.prompt ||
+            strlen(req.prompt) != req.prompt_len)
+            abort();
+        for (int i = 0; i < req.n_stops; i++)
+            if (req.stop_lens[i] < 1 || req.stop_lens[i] > SQ_CMPL_STOP_BYTES ||
+                strlen(req.stops[i]) != req.stop_lens[i])
+                abort();
+        sq_strbuf sb = {0};
+        sq_api_completion_response(&meta, req.prompt, req.prompt_len, "stop", 3, 4, &sb);
+        size_t n;
+        char *t = sb.failed ? NULL : choice_text(sb.s, sb.len, &n);
+        if (!sb.failed && (!t || n != req.prompt_len || memcmp(t, req.prompt, n)))
+            abort(); /* valid UTF-8 in, the same text out */
+        free(t);
+        sq_sb_free(&sb);
+    } else if (st != 400 || !msg[0]) {
+        abort();
+    }
+
+    /* the raw bytes as generated text, pieces of 1..8 bytes from the bytes */
+    static const char *const fixed[] = {"ab", "\xc3\xa9", "}\n", "aaa"};
+    static const size_t fixed_lens[] = {2, 2, 2, 3};
+    const char *const *stops = st == 0 ? req.stops : fixed;
+    const size_t *lens = st == 0 ? req.stop_lens : fixed_lens;
+    const int ns = st == 0 ? req.n_stops : 4;
+    size_t *ends = malloc((size + 1) * sizeof *ends);
+    int pieces = 0;
+    for (size_t at = 0; at < size; pieces++) {
+        size_t len = 1 + (data[at] % 8);
+        at = at + len < size ? at + len : size;
+        ends[pieces] = at;
+    }
+    sq_stop_text t;
+    sq_stop_text_init(&t, stops, lens, ns);
+    sq_strbuf joined = {0}, chunk_text = {0};
+    bool stopped = false;
+    size_t prev = 0;
+    for (int k = 0; k < pieces && !stopped; k++) {
+        const char *out;
+        size_t n;
+        int r = sq_stop_text_feed(&t, d + prev, ends[k] - prev, &out, &n);
+        prev = ends[k];
+        if (r < 0)
+            goto out; /* out of memory */
+        stopped = r == 1;
+        if (!stopped && sq_utf8_whole(out, n) != n) {
+            /* it ends in a lead byte and its continuations: the bytes held
+             * back must make that sequence invalid */
+            const size_t k = n - sq_utf8_whole(out, n);
+            bool bad, cut;
+            sq_utf8_seq((const unsigned char *)out + n - k, k + (t.len - t.emitted), &bad, &cut);
+            if (!bad || cut)
+                abort(); /* a character cut in a piece that went out */
+        }
+        sq_sb_append(&joined, out, n);
+        sq_strbuf ev = {0};
+        sq_api_completion_chunk(&meta, out, n, NULL, 0, 0, &ev);
+        size_t tn;
+        char *tx = ev.failed ? NULL : choice_text(ev.s, ev.len, &tn);
+        if (!ev.failed && !tx)
+            abort();
+        if (tx)
+            sq_sb_append(&chunk_text, tx, tn);
+        free(tx);
+        sq_sb_free(&ev);
+    }
+    if (!stopped) {
+        const char *out;
+        size_t n;
+        sq_stop_text_flush(&t, &out, &n);
+        sq_sb_append(&joined, out, n);
+        sq_strbuf ev = {0};
+        sq_api_completion_chunk(&meta, out, n, "length", 1, 2, &ev);
+        size_t tn;
+        char *tx = ev.failed ? NULL : choice_text(ev.s, ev.len, &tn);
+        if (!ev.failed && !tx)
+            abort();
+        if (tx)
+            sq_sb_append(&chunk_text, tx, tn);
+        free(tx);
+        sq_sb_free(&ev);
+    }
+    if (!joined.failed && !chunk_text.failed) {
+        bool hit;
+        size_t cut = naive_cut(d, ends, pieces, stops, lens, ns, &hit);
+        if (hit != stopped || joined.len != cut || (cut && memcmp(joined.s, d, cut)))
+            abort(); /* not the text before the first stop string */
+        sq_strbuf whole = {0};
+        sq_api_completion_response(&meta, joined.s ? joined.s : "", joined.len, "stop", 1, 2,
+                                   &whole);
+        size_t wn;
+        char *w = whole.failed ? NULL : choice_text(whole.s, whole.len, &wn);
+        if (!whole.failed && (!w || wn != chunk_text.len ||
+                              (wn && memcmp(w, chunk_text.s, wn))))
+            abort(); /* the repair depends on where the pieces were cut */
+        free(w);
+        sq_sb_free(&whole);
+    }
+out:
+    sq_sb_free(&joined);
+    sq_sb_free(&chunk_text);
+    sq_stop_text_free(&t);
+    free(ends);
+    sq_cmpl_request_free(&req);
+    return 0;
+}
