@@ -65,7 +65,8 @@ int sq_plan_quantize_linear(const sq_linear *lin, const float *scale_s, const fl
     }
     memcpy(w, lin->w, (size_t)N * K * sizeof *w);
     for (int j = 0; j < K; j++)
-        imp[j] = (float)(xs->ch_sumsq[j] / (imp_s ? (double)imp_s[j] * imp_s[j] : 1.0));
+        imp[j] = xs ? (float)(xs->ch_sumsq[j] / (imp_s ? (double)imp_s[j] * imp_s[j] : 1.0))
+                    : 1.0f;
     if (scale_s)
         sq_smooth_scale_weights(w, N, K, scale_s);
     if (p && p->n_outl > 0) {
@@ -309,7 +310,7 @@ void sq_plan_free(sq_plan_linear *pl, int n, float **w_orig)
         if (sq_container_writer_add_tensor_ref(w, name, dt, nd, dims, ptr, size, err) != 0)        \
             return -1;                                                                             \
     } while (0)
-int sq_plan_add_packed(sq_container_writer *w, sq_keep *kp, int l, const char *kn,
+int sq_plan_add_packed(sq_container_writer *w, sq_keep *kp, const char *pre,
                        const sq_linear *lin, const sq_plan_linear *p, sq_err *err)
 {
     char name[96];
@@ -320,19 +321,19 @@ int sq_plan_add_packed(sq_container_writer *w, sq_keep *kp, int l, const char *k
         int sdim = qt->block ? 2 : 1;
         uint64_t G = (uint64_t)sq_qweight_groups(q), NP = (uint64_t)q->n_pad;
         uint64_t dsc[2] = {N, G}, dws[2] = {NP, G}, one = 1;
-        ADD_REF(NAME("layer.%d.%s.weight", l, kn), qt->cdtype, 2, dw, q->data, q->data_size);
-        ADD_REF(NAME("layer.%d.%s.scale", l, kn), SQ_CDT_F32, sdim, dsc, q->scale, N * G * 4);
-        ADD_REF(NAME("layer.%d.%s.wsum", l, kn), SQ_CDT_I32, sdim, dws, q->wsum, NP * G * 4);
-        ADD_REF(NAME("layer.%d.%s.bias", l, kn), SQ_CDT_F32, 1, &N, lin->b, N * 4);
+        ADD_REF(NAME("%s.weight", pre), qt->cdtype, 2, dw, q->data, q->data_size);
+        ADD_REF(NAME("%s.scale", pre), SQ_CDT_F32, sdim, dsc, q->scale, N * G * 4);
+        ADD_REF(NAME("%s.wsum", pre), SQ_CDT_I32, sdim, dws, q->wsum, NP * G * 4);
+        ADD_REF(NAME("%s.bias", pre), SQ_CDT_F32, 1, &N, lin->b, N * 4);
         if (p->s && !p->folded)
-            ADD_REF(NAME("layer.%d.%s.smooth", l, kn), SQ_CDT_F32, 1, &K, p->s, K * 4);
+            ADD_REF(NAME("%s.smooth", pre), SQ_CDT_F32, 1, &K, p->s, K * 4);
         float *as = sq_keep_add(kp, malloc(4));
         if (!as) {
             sq_err_set(err, "out of memory");
             return -1;
         }
         *as = p->act_scale;
-        ADD_REF(NAME("layer.%d.%s.act_scale", l, kn), SQ_CDT_F32, 1, &one, as, 4);
+        ADD_REF(NAME("%s.act_scale", pre), SQ_CDT_F32, 1, &one, as, 4);
         if (p->act_zero != 0) {
             int32_t *az = sq_keep_add(kp, malloc(4));
             if (!az) {
@@ -340,13 +341,13 @@ int sq_plan_add_packed(sq_container_writer *w, sq_keep *kp, int l, const char *k
                 return -1;
             }
             *az = p->act_zero;
-            ADD_REF(NAME("layer.%d.%s.act_zero", l, kn), SQ_CDT_I32, 1, &one, az, 4);
+            ADD_REF(NAME("%s.act_zero", pre), SQ_CDT_I32, 1, &one, az, 4);
         }
         if (p->n_outl > 0) {
             uint64_t no = (uint64_t)p->n_outl, dow[2] = {no, N};
-            ADD_REF(NAME("layer.%d.%s.outlier_index", l, kn), SQ_CDT_I32, 1, &no, p->outl_idx,
+            ADD_REF(NAME("%s.outlier_index", pre), SQ_CDT_I32, 1, &no, p->outl_idx,
                     no * 4);
-            ADD_REF(NAME("layer.%d.%s.outlier_weight", l, kn), SQ_CDT_F32, 2, dow, p->outl_w,
+            ADD_REF(NAME("%s.outlier_weight", pre), SQ_CDT_F32, 2, dow, p->outl_w,
                     no * N * 4);
         }
     return 0;

@@ -79,7 +79,8 @@ int sq_plan_quantized_error(const float *x, int rows, const float *w_ref, const 
                            const sq_plan_linear *p, const sq_qweight *qw, double *out, sq_err *err);
 
 /* Quantize W (times diag(scale_s) when given) to qt. The int4 importance of
- * input j is the calibration sum of x_j^2 / imp_s_j^2 (the smoothed input).
+ * input j is the calibration sum of x_j^2 / imp_s_j^2 (the smoothed input;
+ * xs NULL: every input weighs 1).
  * With p (n_outl > 0): the outlier columns of W diag(scale_s) go to
  * p->outl_w [n_outl][N] and are zeroed before quantizing, so no outlier
  * sets a row's weight scale. With p->gram (int4): GPTQ rounding. */
@@ -126,9 +127,10 @@ int sq_plan_select_act(const sq_hist *h, const sq_scale_params *sp, bool use_zer
                       float lo, float *amax, float *scale, int *zero, sq_err *err);
 
 /* Add a packed linear's tensors (SQM.md 3.3: weight, scale, wsum, bias,
- * smooth unless folded, act_scale, act_zero, outliers) for layer l, kind
- * name kn; scalars live in kp until the writer has written. */
-int sq_plan_add_packed(sq_container_writer *w, sq_keep *kp, int l, const char *kn,
+ * smooth unless folded, act_scale, act_zero, outliers) named "<pre>.weight"
+ * ... (pre from sq_sqm_linear_prefix: "layer.3.qkv", "classifier"); scalars
+ * live in kp until the writer has written. */
+int sq_plan_add_packed(sq_container_writer *w, sq_keep *kp, const char *pre,
                        const sq_linear *lin, const sq_plan_linear *p, sq_err *err);
 
 /* Outlier channels of a packed linear (outlier_select.h) from the

@@ -248,7 +248,7 @@ static int write_sqm(const sq_embed_model *m, const sq_plan_linear *pl, const ch
                 ADD_REF(NAME("layer.%d.%s.bias", l, kn), SQ_CDT_F32, 1, &N, lin->b, N * 4);
                 continue;
             }
-            if (sq_plan_add_packed(w, &kp, l, kn, lin, p, err) != 0)
+            if (sq_plan_add_packed(w, &kp, NAME("layer.%d.%s", l, kn), lin, p, err) != 0)
                 goto fail;
 #undef NAME
         }
@@ -330,6 +330,13 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
     if (r->attn_bf16 && ((c->hidden / c->heads) % 2 != 0 || (c->embed_dim / c->heads) % 2 != 0)) {
         sq_err_set(err, "the recipe's attention.matmul bf16 needs even head widths; this model "
                         "has hidden %d, embed_dim %d and %d heads", c->hidden, c->embed_dim, c->heads);
+        goto out;
+    }
+    if (r->classifier_type != SQ_QT_F32) {
+        sq_err_set(err, "%s: classifier type %s is for causal LMs (the lm_head of a llama "
+                        "model); an encoder has no such classifier: remove the classifier "
+                        "section", r->source ? r->source : "recipe",
+                   sq_qtype_get(r->classifier_type)->name);
         goto out;
     }
     if (sq_recipe_check_overrides_layers(r, L, o->strict, warn_to_log, (void *)o, err) < 0)

@@ -12,6 +12,7 @@
 #include "file_hash.h"
 #include "quant_plan.h"
 #include "smoothquant.h"
+#include "sqm_schema.h"
 
 #define NK SQ_DEC_LIN_KINDS
 
@@ -35,17 +36,19 @@ int sq_dec_quantize(sq_llama_model *m, const char *model_arg, const sq_calib_sta
     const sq_recipe *r = o->recipe;
     const sq_decoder_config *c = &m->dec.cfg;
     const int L = c->n_layers, NL = L * NK;
-    sq_plan_linear *pl = calloc((size_t)NL, sizeof *pl);
+    /* pl[NL], rep->linears[NL]: the classifier, when the recipe packs it */
+    const bool cls_q = r->classifier_type != SQ_QT_F32;
+    sq_plan_linear *pl = calloc((size_t)NL + 1, sizeof *pl);
     sq_act_capture cap = {0}, cap2 = {0};
     sq_model_digest md = {0};
     float *ones = NULL;
     int rc = -1;
-    rep->linears = calloc((size_t)NL, sizeof *rep->linears);
+    rep->linears = calloc((size_t)NL + 1, sizeof *rep->linears);
     if (!pl || !rep->linears) {
         sq_err_set(err, "out of memory");
         goto out;
     }
-    rep->n_linears = NL;
+    rep->n_linears = NL + cls_q;
     /* 0. The statistics must be of this very model. */
     if (sq_dec_model_digest(m, model_arg, &md, err) != 0)
         goto out;
@@ -89,6 +92,18 @@ int sq_dec_quantize(sq_llama_model *m, const char *model_arg, const sq_calib_sta
         lr->bytes_fp32 = (uint64_t)lin->out * lin->in * 4 + (uint64_t)lin->out * 4;
         any_quant |= lr->qtype != SQ_QT_F32;
         any_smooth |= lr->smooth;
+    }
+    if (cls_q) { /* SQM.md 10.6: per-channel weights, dynamic acts, no smoothing */
+        sq_linear_report *lr = &rep->linears[NL];
+        const sq_linear *lin = &m->dec.classifier;
+        snprintf(lr->name, sizeof lr->name, "%s", SQ_SQM_CLASSIFIER_PREFIX);
+        pl[NL].res = (sq_resolved_linear){.qtype = r->classifier_type, .last_override = -1};
+        lr->qtype = r->classifier_type;
+        lr->n = lin->out;
+        lr->k = lin->in;
+        lr->alpha = -1.0f;
+        lr->err = lr->err_nosmooth = NAN;
+        lr->bytes_fp32 = (uint64_t)lin->out * lin->in * 4;
     }
     if (o->dry_run) {
         rc = 0;
@@ -219,11 +234,28 @@ int sq_dec_quantize(sq_llama_model *m, const char *model_arg, const sq_calib_sta
               lr->bytes_packed, lr->smooth ? (double)lr->alpha : 0.0, lr->err,
               p->n_outl ? "  (outlier channels in fp32)" : "");
     }
+    /* 5b. The classifier: the same per-linear quantizer, no calibration
+     * statistics (int8 per-channel scales depend on the weights alone). */
+    if (cls_q) {
+        sq_plan_linear *p = &pl[NL];
+        sq_linear_report *lr = &rep->linears[NL];
+        p->act_scale = 0.0f; /* per-token steps at run time */
+        if (sq_plan_quantize_linear(&m->dec.classifier, NULL, NULL, NULL, p->res.qtype, false,
+                                    p, &p->qw, err) != 0) {
+            sq_err_prefix(err, "%s", lr->name);
+            goto out;
+        }
+        lr->bytes_packed = sq_plan_packed_bytes(&p->qw);
+        sq_quantize_log(o, "%-18s [%5d x %5d] %-9s %8" PRIu64 " -> %7" PRIu64 " bytes  dynamic acts",
+                        lr->name, lr->n, lr->k, sq_qtype_get(lr->qtype)->name, lr->bytes_fp32,
+                        lr->bytes_packed);
+    }
     /* 6. Write. */
     uint64_t st_size, st_hash = 0;
     if (st_path && sq_hash_file(st_path, &st_size, &st_hash, err) != 0)
         goto out;
     sq_dec_sqm_src src = {.m = m, .plans = pl, .rep = rep, .st = st, .st_hash = st_hash,
+                          .cls_plan = cls_q ? &pl[NL] : NULL,
                           .model_digest = md.combined, .model_arg = model_arg, .recipe = r,
                           .scale = &sp, .dynamic_acts = dynamic_acts};
     if (sq_dec_sqm_write(&src, o->zstd_level, out_path, err) != 0)
@@ -237,7 +269,7 @@ out:
     sq_act_capture_free(&cap);
     sq_act_capture_free(&cap2);
     sq_model_digest_free(&md);
-    sq_plan_free(pl, NL, NULL);
+    sq_plan_free(pl, NL + 1, NULL);
     if (rc != 0)
         sq_quantize_report_free(rep);
     return rc;

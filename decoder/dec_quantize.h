@@ -5,7 +5,9 @@
  * clip from the (smoothed) histogram, int8 per-channel or int4-g128 RTN
  * weights in panels. Every decoder linear keeps 1/s as a runtime multiplier
  * (the quantize step applies it for free), so nothing is folded; the
- * embeddings, RMSNorm weights and the classifier stay fp32.
+ * embeddings and RMSNorm weights stay fp32, the classifier too unless the
+ * recipe's classifier.type is int8 (per-channel weights, dynamic per-token
+ * activations whatever dynamic_acts says, no smoothing; SQM.md 10.6).
  * dynamic_acts: no static range; act_scale 0 in the file, each row of the
  * input quantized with its own int8 step at run time (per token). */
 #ifndef SQ_DEC_QUANTIZE_H

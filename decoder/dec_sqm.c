@@ -27,6 +27,8 @@ static char *build_metadata(const sq_dec_sqm_src *s)
     sq_decoder_config_to_yaml(&sb, c, "  ");
     sq_sb_printf(&sb, "embeddings_type: fp32\nactivation_guard: %s\nactivations: %s\n",
                  s->recipe->guard_rows ? "row" : "clip", s->dynamic_acts ? "dynamic" : "static");
+    if (s->cls_plan) /* written only when int8: fp32 files stay as they were */
+        sq_sb_printf(&sb, "classifier_type: int8\n");
     const sq_bpe *tok = s->m->tok;
     if (sq_bpe_is_hf(tok)) {
         sq_bpe_hf h;
@@ -56,7 +58,9 @@ static char *build_metadata(const sq_dec_sqm_src *s)
                      sq_qtype_get(lr->qtype)->name, lr->n, lr->k, lr->smooth ? "true" : "false");
         if (lr->smooth)
             sq_sb_printf(&sb, ", alpha: %.3g", (double)lr->alpha);
-        if (lr->qtype != SQ_QT_F32 && !s->dynamic_acts)
+        /* the classifier's activations are always dynamic (no static range) */
+        const bool dyn = s->dynamic_acts || strcmp(lr->name, SQ_SQM_CLASSIFIER_PREFIX) == 0;
+        if (lr->qtype != SQ_QT_F32 && !dyn)
             sq_sb_printf(&sb, ", act_amax: %.9g, act_zero: %d, err: %.6g", (double)lr->act_amax,
                          lr->act_zero, lr->err);
         if (lr->n_outliers > 0)
@@ -142,14 +146,19 @@ int sq_dec_sqm_write(const sq_dec_sqm_src *s, int zstd_level, const char *path, 
             if (p->res.qtype == SQ_QT_F32) {
                 ADD_REF(NAME("layer.%d.%s.weight", l, kn), SQ_CDT_F32, 2, dw, lin->w, N * K * 4);
                 ADD_REF(NAME("layer.%d.%s.bias", l, kn), SQ_CDT_F32, 1, &N, lin->b, N * 4);
-            } else if (sq_plan_add_packed(w, &kp, l, kn, lin, p, err) != 0) {
+            } else if (sq_plan_add_packed(w, &kp, NAME("layer.%d.%s", l, kn), lin, p, err) != 0) {
                 goto fail;
             }
         }
     }
     ADD_REF("final_norm.weight", SQ_CDT_F32, 1, &D, d->rms_final, D * 4);
-    if (!c->tied_classifier)
+    if (s->cls_plan) { /* packed; a tied model keeps embeddings.word for the lookup */
+        if (sq_plan_add_packed(w, &kp, SQ_SQM_CLASSIFIER_PREFIX, &d->classifier, s->cls_plan,
+                               err) != 0)
+            goto fail;
+    } else if (!c->tied_classifier) {
         ADD_REF("classifier.weight", SQ_CDT_F32, 2, dve, d->classifier.w, dve[0] * D * 4);
+    }
 #undef NAME
     sq_container_writer_set_zstd(w, zstd_level);
     if (sq_container_writer_write(w, path, err) != 0 || sq_sqm_check_written(path, err) != 0)
@@ -327,21 +336,28 @@ int sq_dec_sqm_open(const char *path, sq_llama_model *m, sq_err *err)
         for (int j = 0; j < NK; j++) {
             int N, K;
             sq_decoder_linear_shape(k, (sq_linear_kind)j, &N, &K);
-            if (sq_sqm_load_linear(c, l, (sq_linear_kind)j, N, K, true, &L->lin[j], err) != 0)
+            sq_sqm_linear_prefix(name, sizeof name, l, (sq_linear_kind)j);
+            if (sq_sqm_load_linear(c, name, N, K, true, &L->lin[j], err) != 0)
                 goto fail;
             L->lin[j].guard = info.guard_rows && L->lin[j].qtype != SQ_QT_F32;
         }
     }
     sq_linear *cl = &d->classifier;
-    cl->in = k->dim;
-    cl->out = k->vocab;
-    cl->qtype = SQ_QT_F32;
-    cl->b = d->cls_bias;
-    cl->borrowed = true;
-    if (k->tied_classifier)
-        cl->w = d->tok_emb;
-    else if (!(cl->w = (float *)f32_of(c, "classifier.weight", err)))
-        goto fail;
+    if (ctx.cls_qt != SQ_QT_F32) { /* packed (SQM.md 10.6) */
+        if (sq_sqm_load_linear(c, SQ_SQM_CLASSIFIER_PREFIX, k->vocab, k->dim, true, cl, err) != 0)
+            goto fail;
+        cl->guard = info.guard_rows;
+    } else {
+        cl->in = k->dim;
+        cl->out = k->vocab;
+        cl->qtype = SQ_QT_F32;
+        cl->b = d->cls_bias;
+        cl->borrowed = true;
+        if (k->tied_classifier)
+            cl->w = d->tok_emb;
+        else if (!(cl->w = (float *)f32_of(c, "classifier.weight", err)))
+            goto fail;
+    }
     if (sq_decoder_rope_tables(d) != 0) {
         sq_err_set(err, "out of memory");
         goto fail;

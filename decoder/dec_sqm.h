@@ -16,6 +16,7 @@
 typedef struct sq_dec_sqm_src {
     const sq_llama_model *m;          /* the fp32 model */
     const sq_plan_linear *plans;      /* [n_layers * SQ_DEC_LIN_KINDS] */
+    const sq_plan_linear *cls_plan;   /* the packed classifier (SQM.md 10.6); NULL: fp32 */
     const sq_quantize_report *rep;
     const sq_calib_stats *st;
     uint64_t st_hash, model_digest;

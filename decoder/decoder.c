@@ -176,6 +176,8 @@ int sq_decoder_state_init(sq_decoder_state *st, const sq_decoder *d, int max_row
     size_t nmax = (size_t)(c->dim + 2 * c->kv_dim);
     if ((size_t)2 * c->hidden > nmax)
         nmax = (size_t)2 * c->hidden;
+    if (d->classifier.qtype != SQ_QT_F32 && (size_t)c->vocab > nmax) /* int8 classifier */
+        nmax = (size_t)c->vocab;
     void *qa = NULL, *acc = NULL;
     if (posix_memalign(&qa, 64, R * kpad) == 0)
         st->lin.qa = qa;

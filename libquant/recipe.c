@@ -595,11 +595,30 @@ static int parse_attention(const yt_node *m, sq_recipe *r, sq_err *err)
     return 0;
 }
 
+/* classifier: a causal LM's classifier (the lm_head), fp32 or int8 (per
+ * output channel, dynamic per-token activations; SQM.md 10.6). */
+static int parse_classifier(const yt_node *m, sq_recipe *r, sq_err *err)
+{
+    static const char *const keys[] = {"type", NULL};
+    if (check_keys(m, "classifier", keys, err) != 0)
+        return -1;
+    const yt_node *t = yt_get(m, "type");
+    if (!t)
+        return 0;
+    const char *s;
+    if (yt_as_string(t, "type", &s, err) != 0)
+        return -1;
+    if (strcmp(s, "fp32") != 0 && strcmp(s, "int8") != 0)
+        return yt_error(t, err, "unknown classifier type '%s' (expected: fp32, int8)", s);
+    r->classifier_type = strcmp(s, "int8") == 0 ? SQ_QT_S8 : SQ_QT_F32;
+    return 0;
+}
+
 static int parse_root(const yt_node *root, sq_recipe *r, sq_err *err)
 {
     static const char *const keys[] = {"version",  "name",    "model",     "observer",
                                        "smoothquant", "outliers", "weights", "attention",
-                                       "overrides", "gates", NULL};
+                                       "classifier", "overrides", "gates", NULL};
     if (yt_expect(root, YT_MAPPING, "recipe", err) != 0 ||
         check_keys(root, "the recipe", keys, err) != 0)
         return -1;
@@ -636,6 +655,9 @@ static int parse_root(const yt_node *root, sq_recipe *r, sq_err *err)
         return -1;
     if (get_section(root, "attention", &sec, err) != 0 ||
         (sec && parse_attention(sec, r, err) != 0))
+        return -1;
+    if (get_section(root, "classifier", &sec, err) != 0 ||
+        (sec && parse_classifier(sec, r, err) != 0))
         return -1;
     /* after smoothquant: overrides are checked against smoothquant.enabled */
     const yt_node *ov = yt_get(root, "overrides");
@@ -733,7 +755,8 @@ bool sq_recipe_equal(const sq_recipe *a, const sq_recipe *b)
         a->outl_max != b->outl_max)
         return false;
     if (a->weight_type != b->weight_type || a->int4_scale_search != b->int4_scale_search ||
-        a->int4_gptq != b->int4_gptq || a->attn_bf16 != b->attn_bf16)
+        a->int4_gptq != b->int4_gptq || a->attn_bf16 != b->attn_bf16 ||
+        a->classifier_type != b->classifier_type)
         return false;
     if (a->n_overrides != b->n_overrides)
         return false;
@@ -845,6 +868,8 @@ static bool write_yaml(sq_strbuf *sb, const sq_recipe *r)
         sq_sb_printf(sb, "  int4_rounding: gptq\n");
     if (r->attn_bf16) /* likewise */
         sq_sb_printf(sb, "attention:\n  matmul: bf16\n");
+    if (r->classifier_type != SQ_QT_F32) /* likewise */
+        sq_sb_printf(sb, "classifier:\n  type: %s\n", sq_qtype_get(r->classifier_type)->name);
 
     sq_sb_printf(sb, "overrides:%s\n", r->n_overrides ? "" : " []");
     for (size_t i = 0; i < r->n_overrides; i++) {

@@ -144,6 +144,11 @@ typedef struct sq_recipe {
      * in the .sqm as `attention: bf16`) instead of f32 */
     bool attn_bf16;
 
+    /* classifier: a causal LM's classifier (lm_head) SQ_QT_F32 (default) or
+     * SQ_QT_S8: per-channel int8 weights, dynamic per-token activations
+     * (recorded in the .sqm as classifier_type; encoders refuse it) */
+    sq_qtype classifier_type;
+
     sq_recipe_override *overrides;
     size_t n_overrides;
 

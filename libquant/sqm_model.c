@@ -65,6 +65,14 @@ static int read_decoder_meta(const sq_container *c, const yt_node *r, const yt_n
     if (yt_get_string(r, "embeddings_type", &s, err) != 0 || strcmp(s, "fp32") != 0)
         return sq_err_set(err, "%s: metadata embeddings_type of a causal LM must be fp32", c->path);
     ctx->emb_qt = SQ_QT_F32;
+    /* absent: fp32, every file written before the key existed (SQM.md 10.6) */
+    ctx->cls_qt = SQ_QT_F32;
+    if (yt_get(r, "classifier_type")) {
+        if (yt_get_string(r, "classifier_type", &s, err) != 0 ||
+            (strcmp(s, "fp32") != 0 && strcmp(s, "int8") != 0))
+            return sq_err_set(err, "%s: metadata classifier_type must be fp32 or int8", c->path);
+        ctx->cls_qt = strcmp(s, "int8") == 0 ? SQ_QT_S8 : SQ_QT_F32;
+    }
     if (yt_get(r, "activation_guard")) {
         if (yt_get_string(r, "activation_guard", &s, err) != 0 ||
             (strcmp(s, "row") != 0 && strcmp(s, "clip") != 0))
@@ -214,15 +222,15 @@ static int load_linear(const sq_container *c, int l, sq_linear_kind k, const sq_
     int N, K;
     if (!sq_linear_shape(cfg, l, k, &N, &K))
         return 0; /* the layer has no such linear */
-    return sq_sqm_load_linear(c, l, k, N, K, false, lin, err);
+    char pre[64];
+    sq_sqm_linear_prefix(pre, sizeof pre, l, k);
+    return sq_sqm_load_linear(c, pre, N, K, false, lin, err);
 }
 
-int sq_sqm_load_linear(const sq_container *c, int l, sq_linear_kind k, int N, int K,
-                       bool allow_dynamic, sq_linear *lin, sq_err *err)
+int sq_sqm_load_linear(const sq_container *c, const char *pre, int N, int K, bool allow_dynamic,
+                       sq_linear *lin, sq_err *err)
 {
-    const char *kn = sq_linear_kind_name(k);
-    char name[96], pre[64];
-    snprintf(pre, sizeof pre, "layer.%d.%s", l, kn);
+    char name[96];
 #define NAME(suffix) (snprintf(name, sizeof name, "%s.%s", pre, suffix), name)
     const sq_container_tensor *wt = sq_container_find(c, NAME("weight"));
     lin->in = K;
@@ -494,7 +502,8 @@ int sq_sqm_check_decoder(const sq_container *c, sq_err *err)
         return sq_err_set(err, "%s: not a causal LM", c->path);
     char name[96];
     if (all_finite(c, "tokenizer.scores", err) || all_finite(c, "embeddings.word", err) ||
-        all_finite(c, "final_norm.weight", err) || all_finite(c, "classifier.weight", err))
+        all_finite(c, "final_norm.weight", err) ||
+        (ctx.cls_qt == SQ_QT_F32 && all_finite(c, "classifier.weight", err)))
         return -1;
     for (int l = 0; l < ctx.dec.n_layers; l++) {
         snprintf(name, sizeof name, "layer.%d.rms_att.weight", l);
@@ -508,11 +517,21 @@ int sq_sqm_check_decoder(const sq_container *c, sq_err *err)
             sq_linear lin;
             memset(&lin, 0, sizeof lin);
             sq_decoder_linear_shape(&ctx.dec, (sq_linear_kind)k, &N, &K);
-            int rc = sq_sqm_load_linear(c, l, (sq_linear_kind)k, N, K, true, &lin, err);
+            char pre[64];
+            sq_sqm_linear_prefix(pre, sizeof pre, l, (sq_linear_kind)k);
+            int rc = sq_sqm_load_linear(c, pre, N, K, true, &lin, err);
             sq_linear_free(&lin);
             if (rc != 0)
                 return -1;
         }
+    }
+    if (ctx.cls_qt != SQ_QT_F32) { /* the packed classifier (SQM.md 10.6) */
+        sq_linear lin;
+        memset(&lin, 0, sizeof lin);
+        int rc = sq_sqm_load_linear(c, SQ_SQM_CLASSIFIER_PREFIX, ctx.dec.vocab, ctx.dec.dim, true, &lin, err);
+        sq_linear_free(&lin);
+        if (rc != 0)
+            return -1;
     }
     return 0;
 }

@@ -36,11 +36,13 @@ int sq_sqm_read_meta(const sq_container *c, struct sq_sqm_schema_ctx *ctx, sq_sq
  * the schema (sq_sqm_check_schema), then the values. */
 int sq_sqm_load_encoder(const sq_container *c, sq_encoder *enc, sq_sqm_info *info, sq_err *err);
 
-/* Linear layer.l.K of shape [N, K] from the file (f32 or packed), its
- * values proven (finite, panels against wsum, multipliers); the arrays are
- * views into the mapping. allow_dynamic: an act_scale of 0 means per-row
- * steps (sq_linear.dynamic; causal LMs, SQM.md 10.4). */
-int sq_sqm_load_linear(const sq_container *c, int l, sq_linear_kind k, int N, int K,
+/* The linear whose tensors are "<prefix>.weight", ".bias", ... (prefix
+ * "layer.3.qkv", or a causal LM's "classifier": sq_sqm_linear_prefix) of
+ * shape [N, K] from the file (f32 or packed), its values proven (finite,
+ * panels against wsum, multipliers); the arrays are views into the
+ * mapping. allow_dynamic: an act_scale of 0 means per-row steps
+ * (sq_linear.dynamic; causal LMs, SQM.md 10.4). */
+int sq_sqm_load_linear(const sq_container *c, const char *prefix, int N, int K,
                        bool allow_dynamic, sq_linear *lin, sq_err *err);
 
 /* What the decoder loader (decoder/dec_sqm.c) proves of a causal LM's

@@ -82,17 +82,39 @@ const sq_sqm_tensor_rule sq_sqm_tensor_rules[] = {
     {"final_norm.weight", M, SQ_DTR_F32, SQ_SHR_H, SQ_WHEN_DECODER, false, NEVER, NULL,
      "RMSNorm weight before the classifier"},
     {"classifier.weight", M, SQ_DTR_F32, SQ_SHR_V_H, SQ_WHEN_UNTIED, false, NEVER, NULL,
-     "separate output projection W[token][H]; absent when tied to embeddings.word"},
+     "separate output projection W[token][H] (classifier_type fp32); absent when tied to "
+     "embeddings.word"},
 };
 const size_t sq_sqm_n_tensor_rules = sizeof sq_sqm_tensor_rules / sizeof *sq_sqm_tensor_rules;
 _Static_assert(sizeof sq_sqm_tensor_rules / sizeof *sq_sqm_tensor_rules == SQ_ROW_COUNT,
                "enum sq_sqm_row names every row");
 
+void sq_sqm_linear_prefix(char *buf, size_t n, int l, sq_linear_kind k)
+{
+    if (l == SQ_SQM_CLASSIFIER)
+        snprintf(buf, n, "%s", SQ_SQM_CLASSIFIER_PREFIX);
+    else
+        snprintf(buf, n, "layer.%d.%s", l, sq_linear_kind_name(k));
+}
+
+/* A linear row's suffix: ".weight" of "layer.%d.%s.weight". */
+static const char *linear_suffix(const char *pattern)
+{
+    return pattern + strlen("layer.%d.%s");
+}
+
+static void linear_tensor_name(char *buf, size_t n, const char *pattern, int l, sq_linear_kind k)
+{
+    char pre[64];
+    sq_sqm_linear_prefix(pre, sizeof pre, l, k);
+    snprintf(buf, n, "%s%s", pre, linear_suffix(pattern));
+}
+
 void sq_sqm_tensor_name(char *buf, size_t n, enum sq_sqm_row row, int l, sq_linear_kind k)
 {
     const sq_sqm_tensor_rule *r = &sq_sqm_tensor_rules[row];
     if (r->scope == SQ_SCOPE_LINEAR)
-        snprintf(buf, n, r->name, l, sq_linear_kind_name(k));
+        linear_tensor_name(buf, n, r->name, l, k);
     else if (r->scope == SQ_SCOPE_LAYER)
         snprintf(buf, n, r->name, l);
     else
@@ -142,6 +164,8 @@ const sq_sqm_meta_rule sq_sqm_meta_rules[] = {
     {"embeddings_type", NULL, SQ_MT_STRING, true, NULL, "fp32 | int8 | int4-g128", L},
     {"activation_guard", NULL, SQ_MT_STRING, false, "clip", "row | clip", L},
     {"attention", NULL, SQ_MT_STRING, false, "f32", "f32 | bf16 (the attention matmuls, 6.5)", L},
+    {"classifier_type", NULL, SQ_MT_STRING, false, "fp32",
+     "fp32 | int8 (llama: the classifier, section 10.6)", L},
     {"tokenizer", NULL, SQ_MT_MAPPING, true, NULL, "section 2.4", T},
     {"tokenizer.type", NULL, SQ_MT_STRING, true, NULL,
      "wordpiece | unigram | llama2c-bpe | hf-bpe", T},
@@ -205,6 +229,11 @@ const size_t sq_sqm_n_meta_rules = sizeof sq_sqm_meta_rules / sizeof *sq_sqm_met
 /* Linear k of layer l of the model ctx describes (encoder or causal LM). */
 static bool lin_shape(const sq_sqm_schema_ctx *ctx, int l, sq_linear_kind k, int *N, int *K)
 {
+    if (l == SQ_SQM_CLASSIFIER) {
+        *N = ctx->dec.vocab;
+        *K = ctx->dec.dim;
+        return ctx->decoder;
+    }
     return ctx->decoder ? sq_decoder_linear_shape(&ctx->dec, k, N, K)
                         : sq_linear_shape(&ctx->cfg, l, k, N, K);
 }
@@ -236,7 +265,8 @@ static bool when_holds(sq_sqm_when w, const sq_sqm_schema_ctx *ctx, sq_qtype lin
     case SQ_WHEN_NO_CLASS_HEAD: return ctx->class_head_classes <= 0;
     case SQ_WHEN_ENCODER: return !ctx->decoder;
     case SQ_WHEN_DECODER: return ctx->decoder;
-    case SQ_WHEN_UNTIED: return ctx->decoder && !ctx->dec.tied_classifier;
+    case SQ_WHEN_UNTIED:
+        return ctx->decoder && !ctx->dec.tied_classifier && ctx->cls_qt == SQ_QT_F32;
     case SQ_WHEN_SCORES: return ctx->unigram || (ctx->decoder && !ctx->hf_bpe);
     case SQ_WHEN_HF_BPE: return ctx->decoder && ctx->hf_bpe;
     }
@@ -266,7 +296,7 @@ int sq_sqm_expect_tensor(const sq_sqm_tensor_rule *r, const sq_sqm_schema_ctx *c
     if (r->scope == SQ_SCOPE_LINEAR) {
         if (!lin_shape(ctx, l, k, &N, &K))
             return 0;
-        snprintf(ex->name, sizeof ex->name, r->name, l, sq_linear_kind_name(k));
+        linear_tensor_name(ex->name, sizeof ex->name, r->name, l, k);
     } else if (r->scope == SQ_SCOPE_LAYER) {
         snprintf(ex->name, sizeof ex->name, r->name, l);
     } else {
@@ -354,6 +384,19 @@ const sq_sqm_tensor_rule *sq_sqm_rule_of(const char *name, const sq_sqm_schema_c
             rest = end + 1;
         }
     }
+    /* A causal LM's packed classifier (SQM.md 10.6): "classifier.<suffix>"
+     * of a linear row; an fp32 one's classifier.weight is the model row. */
+    const size_t cl = strlen(SQ_SQM_CLASSIFIER_PREFIX);
+    if (strncmp(name, SQ_SQM_CLASSIFIER_PREFIX, cl) == 0 && name[cl] == '.' &&
+        (!ctx || (ctx->decoder && ctx->cls_qt != SQ_QT_F32)))
+        for (size_t i = 0; i < sq_sqm_n_tensor_rules; i++) {
+            const sq_sqm_tensor_rule *r = &sq_sqm_tensor_rules[i];
+            if (r->scope == SQ_SCOPE_LINEAR &&
+                strcmp(name + cl, linear_suffix(r->name)) == 0) {
+                *l = SQ_SQM_CLASSIFIER;
+                return r;
+            }
+        }
     for (size_t i = 0; i < sq_sqm_n_tensor_rules; i++) {
         const sq_sqm_tensor_rule *r = &sq_sqm_tensor_rules[i];
         if (r->scope == SQ_SCOPE_MODEL) {
@@ -370,7 +413,7 @@ const sq_sqm_tensor_rule *sq_sqm_rule_of(const char *name, const sq_sqm_schema_c
             }
             continue;
         }
-        const char *suffix = r->name + strlen("layer.%d.%s"); /* ".scale" */
+        const char *suffix = linear_suffix(r->name); /* ".scale" */
         for (int kk = 0; kk < SQ_LIN_KINDS; kk++) {
             const char *kn = sq_linear_kind_name((sq_linear_kind)kk);
             size_t n = strlen(kn);
@@ -432,7 +475,7 @@ static int check_row(const sq_container *c, const sq_sqm_tensor_rule *r,
     const sq_container_tensor *t = sq_container_find(c, ex.name);
     char pair[96] = "";
     if (r->pair && r->scope == SQ_SCOPE_LINEAR)
-        snprintf(pair, sizeof pair, r->pair, l, sq_linear_kind_name(k));
+        linear_tensor_name(pair, sizeof pair, r->pair, l, k);
     else if (r->pair)
         snprintf(pair, sizeof pair, "%s", r->pair);
     if (!ex.applies) {
@@ -475,6 +518,35 @@ static int check_row(const sq_container *c, const sq_sqm_tensor_rule *r,
                          want);
 }
 
+/* A causal LM's classifier (SQM.md 10.6): with classifier_type int8 the
+ * linear rows under "classifier", of that qtype whatever the weight's dtype
+ * says; with fp32 none of a packed linear's tensors may be there (the
+ * metadata and the tensors would disagree about what runs). */
+static int check_classifier(const sq_container *c, const sq_sqm_schema_ctx *ctx, bool *seen,
+                            sq_err *err)
+{
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < sq_sqm_n_tensor_rules; i++) {
+        const sq_sqm_tensor_rule *r = &sq_sqm_tensor_rules[i];
+        if (r->scope != SQ_SCOPE_LINEAR)
+            continue;
+        if (ctx->cls_qt != SQ_QT_F32) {
+            rc = check_row(c, r, ctx, SQ_SQM_CLASSIFIER, SQ_LIN_KINDS, ctx->cls_qt, seen, err);
+            continue;
+        }
+        char name[96];
+        linear_tensor_name(name, sizeof name, r->name, SQ_SQM_CLASSIFIER, SQ_LIN_KINDS);
+        const sq_container_tensor *t = sq_container_find(c, name);
+        /* classifier.weight in f32 is the model row's (untied) */
+        if (t && (r->when != SQ_WHEN_LINEAR || t->dtype != SQ_CDT_F32))
+            rc = sq_err_set_at(err, name,
+                               "%s: tensor \"%s\" is a packed classifier's, but metadata "
+                               "classifier_type is fp32 (or absent; formats/SQM.md 10.6)",
+                               c->path, name);
+    }
+    return rc;
+}
+
 int sq_sqm_check_schema(const sq_container *c, const sq_sqm_schema_ctx *ctx, unsigned flags,
                         sq_err *err)
 {
@@ -504,6 +576,8 @@ int sq_sqm_check_schema(const sq_container *c, const sq_sqm_schema_ctx *ctx, uns
                                    qt >= 0 ? (sq_qtype)qt : SQ_QT_F32, seen, err);
         }
     }
+    if (rc == 0 && ctx->decoder)
+        rc = check_classifier(c, ctx, seen, err);
     for (size_t i = 0; rc == 0 && seen && i < c->n_tensors; i++)
         if (!seen[i])
             rc = sq_err_set_at(err, c->tensors[i].name,

@@ -48,7 +48,7 @@ typedef enum sq_sqm_when {
     /* causal LMs (SQM.md section 10) */
     SQ_WHEN_ENCODER,    /* architecture bert / t2t (not llama) */
     SQ_WHEN_DECODER,    /* architecture: llama */
-    SQ_WHEN_UNTIED,     /* ... with config.tied_embeddings false */
+    SQ_WHEN_UNTIED,     /* ... with config.tied_embeddings false and an fp32 classifier */
     SQ_WHEN_SCORES,     /* tokenizer.type unigram or llama2c-bpe (piece scores) */
     SQ_WHEN_HF_BPE,     /* tokenizer.type hf-bpe (ranked merges) */
 } sq_sqm_when;
@@ -150,6 +150,17 @@ enum sq_sqm_row {
     SQ_ROW_COUNT
 };
 
+/* The layer index that stands for a causal LM's packed classifier
+ * (metadata classifier_type int8, SQM.md 10.6): the linear rows name its
+ * tensors "classifier.<suffix>" (N = vocab_size, K = hidden). */
+#define SQ_SQM_CLASSIFIER (-1)
+#define SQ_SQM_CLASSIFIER_PREFIX "classifier" /* also its name in the `linears` list */
+
+/* The name prefix of linear (l, k): "layer.<l>.<kind>", or "classifier" for
+ * l == SQ_SQM_CLASSIFIER. A linear row's tensor is the prefix followed by
+ * its suffix (".weight", ".scale", ...). */
+void sq_sqm_linear_prefix(char *buf, size_t n, int l, sq_linear_kind k);
+
 /* The name of row `row`'s tensor for layer l and linear kind k (ignored by
  * narrower scopes) into buf. */
 void sq_sqm_tensor_name(char *buf, size_t n, enum sq_sqm_row row, int l, sq_linear_kind k);
@@ -168,6 +179,7 @@ typedef struct sq_sqm_schema_ctx {
     int64_t tok_vocab_size; /* tokenizer.vocab_size; < 1: unknown (the tokenizer's own
                                parser refuses the metadata then) */
     int class_head_classes; /* labels in metadata class_head; 0: no class head */
+    sq_qtype cls_qt;        /* a causal LM's classifier_type: SQ_QT_F32 (absent) or SQ_QT_S8 */
 } sq_sqm_schema_ctx;
 
 /* One tensor a row asks for. */
@@ -211,8 +223,9 @@ enum {
     SQ_SQM_STRICT = 1,
 };
 
-/* Check every tensor of c against the schema: presence, dtype, shape, pairs
- * (and with SQ_SQM_STRICT nothing else). Fails naming the tensor in
+/* Check every tensor of c against the schema: presence, dtype, shape, pairs,
+ * a causal LM's classifier tensors against classifier_type (and with
+ * SQ_SQM_STRICT nothing else). Fails naming the tensor in
  * err->subject, the message starting with c->path. */
 int sq_sqm_check_schema(const sq_container *c, const sq_sqm_schema_ctx *ctx, unsigned flags,
                         sq_err *err);
