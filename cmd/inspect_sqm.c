@@ -53,7 +53,7 @@ static json_t *metadata_summary(const yt_node *root)
 {
     static const char *const keys[] = {"format", "format_version", "tool", "architecture",
                                        "config", "labels", "pooling", "normalize", "max_seq",
-                                       "embeddings_type", "activation_guard", "attention", "tokenizer",
+                                       "embeddings_type", "activation_guard", "attention", "classifier_type", "tokenizer",
                                        "source", "calibration"};
     json_t *m = json_object();
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
@@ -155,8 +155,10 @@ static json_t *linears_table(const sq_container *c, const yt_node *linears)
         if (sq_sqm_rule_of(t->name, NULL, &l, &k) != &sq_sqm_tensor_rules[SQ_ROW_LIN_WEIGHT] ||
             t->ndim != 2 || qt < 0)
             continue;
+        if (l == SQ_SQM_CLASSIFIER && qt == SQ_QT_F32)
+            continue; /* an untied fp32 classifier is not a linear of the table */
         char name[SQ_CONTAINER_MAX_NAME + 16];
-        snprintf(name, sizeof name, "layer.%d.%s", l, sq_linear_kind_name(k));
+        sq_sqm_linear_prefix(name, sizeof name, l, k);
         json_t *row = json_pack("{s:s,s:s,s:o}", "name", name, "type",
                                 sq_qtype_get((sq_qtype)qt)->name, "shape", shape_json(t));
         char tn[SQ_CONTAINER_MAX_NAME + 16];
@@ -352,6 +354,12 @@ static void print_metadata(const json_t *m)
     if (json_object_get(m, "attention") && !strcmp(str(m, "attention"), "bf16"))
         printf("attention:   bf16 matmuls (Q.K^T and P.V with bf16 operands, f32 sums; "
                "softmax f32)\n");
+    if (json_object_get(m, "architecture") && !strcmp(str(m, "architecture"), "llama"))
+        printf("lm head:     %s\n",
+               json_object_get(m, "classifier_type") && !strcmp(str(m, "classifier_type"), "int8")
+                   ? "int8 (packed \"classifier\": per-channel weights, per-token int8 "
+                     "activations; SQM.md 10.6)"
+                   : "fp32");
     const json_t *src = json_object_get(m, "source");
     if (src)
         printf("source:      %s (digest %s)\n", str(src, "path"), str(src, "digest"));

@@ -241,6 +241,33 @@ START_TEST(full_recipe_round_trip)
 }
 END_TEST
 
+/* classifier: {type: int8} round trips and is written only when set, so
+ * recipes without it keep their canonical text (and their .sqm bytes). */
+START_TEST(classifier_type_round_trip)
+{
+    sq_recipe r, d;
+    sq_err err;
+    const char *t = "version: 1\nclassifier:\n  type: int8\n";
+    ck_assert_msg(sq_recipe_load_buffer(t, strlen(t), "c.yaml", &r, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(r.classifier_type, SQ_QT_S8);
+    assert_round_trip(&r);
+    char *y = sq_recipe_to_yaml(&r);
+    ck_assert_ptr_nonnull(strstr(y, "classifier:\n  type: int8\n"));
+    free(y);
+    sq_recipe_free(&r);
+    const char *f = "version: 1\nclassifier: {type: fp32}\n";
+    ck_assert_msg(sq_recipe_load_buffer(f, strlen(f), "f.yaml", &r, &err) == 0, "%s", err.msg);
+    ck_assert_int_eq(sq_recipe_default(&d), 0);
+    char *a = sq_recipe_to_yaml(&r), *b = sq_recipe_to_yaml(&d);
+    ck_assert_str_eq(a, b);
+    ck_assert_ptr_null(strstr(a, "classifier"));
+    free(a);
+    free(b);
+    sq_recipe_free(&r);
+    sq_recipe_free(&d);
+}
+END_TEST
+
 /* The same recipe written differently gives the same canonical bytes. */
 START_TEST(canonical_is_independent_of_spelling)
 {
@@ -463,9 +490,13 @@ static const struct {
      "inputs)"},
     {"version: 1\nweight:\n  type: int8\n",
      "x.yaml:2:1: unknown key 'weight' in the recipe (expected: version, name, model, observer, "
-     "smoothquant, outliers, weights, attention, overrides, gates)"},
+     "smoothquant, outliers, weights, attention, classifier, overrides, gates)"},
     {"attention: {matmul: int8}\n",
      "x.yaml:1:21: unknown attention matmul 'int8' (expected: f32, bf16)"},
+    {"classifier: {type: int4-g128}\n",
+     "x.yaml:1:20: unknown classifier type 'int4-g128' (expected: fp32, int8)"},
+    {"classifier: {dtype: int8}\n",
+     "x.yaml:1:14: unknown key 'dtype' in classifier (expected: type)"},
     {"attention: {precision: bf16}\n",
      "x.yaml:1:13: unknown key 'precision' in attention (expected: matmul)"},
     {"model: {hiden: 384}\n",
@@ -765,6 +796,7 @@ static Suite *suite(void)
     tcase_add_test(tc, default_recipe);
     tcase_add_test(tc, full_recipe_round_trip);
     tcase_add_test(tc, canonical_is_independent_of_spelling);
+    tcase_add_test(tc, classifier_type_round_trip);
     tcase_add_test(tc, round_trip_awkward_values);
     tcase_add_test(tc, overrides_last_match_wins);
     tcase_add_test(tc, regex_is_anchored_glob_spans_dots);
