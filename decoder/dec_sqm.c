@@ -339,6 +339,13 @@ int sq_dec_sqm_open(const char *path, sq_llama_model *m, sq_err *err)
             sq_sqm_linear_prefix(name, sizeof name, l, (sq_linear_kind)j);
             if (sq_sqm_load_linear(c, name, N, K, true, &L->lin[j], err) != 0)
                 goto fail;
+            const sq_linear *li = &L->lin[j];
+            if (ctx.dec_acts && li->qtype != SQ_QT_F32 && li->dynamic != (ctx.dec_acts == 2)) {
+                sq_err_set(err, "%s: tensor \"%s.act_scale\" is %s, but metadata activations is %s",
+                           path, name, li->dynamic ? "0 (dynamic)" : "nonzero (static)",
+                           ctx.dec_acts == 2 ? "dynamic" : "static");
+                goto fail;
+            }
             L->lin[j].guard = info.guard_rows && L->lin[j].qtype != SQ_QT_F32;
         }
     }

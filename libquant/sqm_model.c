@@ -79,6 +79,15 @@ static int read_decoder_meta(const sq_container *c, const yt_node *r, const yt_n
             return sq_err_set(err, "%s: metadata activation_guard must be row or clip", c->path);
         info->guard_rows = strcmp(s, "row") == 0;
     }
+    /* informative (10.4), but a value must be one the spec names; the
+     * loader checks it against the act_scale tensors */
+    ctx->dec_acts = 0;
+    if (yt_get(r, "activations")) {
+        if (yt_get_string(r, "activations", &s, err) != 0 ||
+            (strcmp(s, "static") != 0 && strcmp(s, "dynamic") != 0))
+            return sq_err_set(err, "%s: metadata activations must be static or dynamic", c->path);
+        ctx->dec_acts = strcmp(s, "static") == 0 ? 1 : 2;
+    }
     const yt_node *tok = yt_get(r, "tokenizer");
     if (!tok || yt_get_string(tok, "type", &s, err) != 0 ||
         (strcmp(s, "llama2c-bpe") != 0 && strcmp(s, "hf-bpe") != 0))

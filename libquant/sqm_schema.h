@@ -180,6 +180,7 @@ typedef struct sq_sqm_schema_ctx {
                                parser refuses the metadata then) */
     int class_head_classes; /* labels in metadata class_head; 0: no class head */
     sq_qtype cls_qt;        /* a causal LM's classifier_type: SQ_QT_F32 (absent) or SQ_QT_S8 */
+    int dec_acts;           /* a causal LM's activations: 0 absent, 1 static, 2 dynamic */
 } sq_sqm_schema_ctx;
 
 /* One tensor a row asks for. */

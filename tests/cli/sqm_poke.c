@@ -5,7 +5,11 @@
  *
  * usage: sqm_poke IN OUT TENSOR INDEX (--add N | --set-f32 X | --set-i32 N | --set-i8 N)
  *   INDEX is the element index in the tensor's bytes viewed as its dtype
- *   (i32/f32: 4-byte elements; panels and i8/u8: bytes). */
+ *   (i32/f32: 4-byte elements; panels and i8/u8: bytes).
+ *        sqm_poke IN OUT --replace OLD NEW
+ *   every occurrence of the bytes OLD outside the tensors' data (metadata,
+ *   tensor names) replaced by NEW of the same length: a metadata value
+ *   changed ("int8" -> "fp32"), tensors taken away by renaming them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,8 +17,59 @@
 #include "container.h"
 #include "container_fixup.h"
 
+/* fixes the container's checksums, writes OUT, frees buf */
+static int write_out(const char *out, uint8_t *buf, size_t size)
+{
+    container_fixup(buf, size);
+    FILE *fp = fopen(out, "wb");
+    const int ok = fp && fwrite(buf, 1, size, fp) == size;
+    if ((fp && fclose(fp) != 0) || !ok) {
+        fprintf(stderr, "sqm_poke: cannot write %s\n", out);
+        free(buf);
+        return 2;
+    }
+    free(buf);
+    return 0;
+}
+
+static int replace(const char *in, const char *out, const char *from, const char *to)
+{
+    const size_t n = strlen(from);
+    if (n == 0 || strlen(to) != n) {
+        fprintf(stderr, "sqm_poke: --replace needs two strings of the same length\n");
+        return 2;
+    }
+    sq_container c;
+    sq_err err;
+    if (sq_container_open(in, 0, &c, &err) != 0 || c.compressed) {
+        fprintf(stderr, "sqm_poke: %s\n", c.compressed ? "compressed input" : err.msg);
+        return 2;
+    }
+    uint8_t *buf = malloc(c.size), *data = calloc(c.size, 1);
+    memcpy(buf, c.bytes, c.size);
+    const size_t size = c.size;
+    for (size_t i = 0; i < c.n_tensors; i++) /* the tensors' data stays as it is */
+        memset(data + ((const uint8_t *)c.tensors[i].data - c.bytes), 1, c.tensors[i].size);
+    sq_container_close(&c);
+    int hits = 0;
+    for (size_t o = 0; o + n <= size; o++)
+        if (!data[o] && !data[o + n - 1] && memcmp(buf + o, from, n) == 0) {
+            memcpy(buf + o, to, n);
+            hits++;
+        }
+    free(data);
+    if (hits == 0) {
+        fprintf(stderr, "sqm_poke: \"%s\" not found in %s\n", from, in);
+        free(buf);
+        return 2;
+    }
+    return write_out(out, buf, size);
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 6 && !strcmp(argv[3], "--replace"))
+        return replace(argv[1], argv[2], argv[4], argv[5]);
     if (argc != 7) {
         fprintf(stderr, "usage: sqm_poke IN OUT TENSOR INDEX --add N|--set-f32 X|--set-i32 N|"
                         "--set-i8 N\n");
@@ -65,12 +120,5 @@ int main(int argc, char **argv)
         fprintf(stderr, "sqm_poke: unknown operation %s\n", op);
         return 2;
     }
-    container_fixup(buf, size);
-    FILE *fp = fopen(out, "wb");
-    if (!fp || fwrite(buf, 1, size, fp) != size || fclose(fp) != 0) {
-        fprintf(stderr, "sqm_poke: cannot write %s\n", out);
-        return 2;
-    }
-    free(buf);
-    return 0;
+    return write_out(out, buf, size);
 }

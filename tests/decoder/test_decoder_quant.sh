@@ -96,4 +96,37 @@ t1=$(tk "$M") t2=$(tk "$W/int4.sqm")
   && pass "tokenize: BOS + the same ids from the checkpoint and the .sqm" || fail "tokenize: $(head -c 200 <<<"$t1") / $(head -c 200 <<<"$t2") $(cat "$W/err")"
 "$SQ" inspect "$W/int4.sqm" >"$W/i" 2>&1 && grep -q "llama" "$W/i" && pass "inspect shows the decoder .sqm" || fail "inspect: $(head -5 "$W/i")"
 "$SQ" diff "$W/int8.sqm" "$W/int4.sqm" >"$W/d" 2>&1; [[ $? -le 1 ]] && pass "diff compares decoder .sqm files" || fail "diff: $(head -5 "$W/d")"
+
+# the int8 classifier (recipe classifier.type, SQM.md 10.6): within 0.5% of
+# the int8 model's perplexity, deterministic, greedy assisted generation with
+# it unchanged, and files whose metadata and tensors disagree refused
+(cat "$R/stories260K-int8.yaml"; printf 'classifier:\n  type: int8\n') >"$W/c8.yaml"
+q --recipe "$W/c8.yaml" -o "$W/c8.sqm" --threads 1 && pass "quantize with an int8 classifier" || fail "quantize c8: $(cat "$W/err")"
+q --recipe "$W/c8.yaml" -o "$W/c8.t2.sqm" --threads 2
+cmp -s "$W/c8.sqm" "$W/c8.t2.sqm" && pass "int8-classifier .sqm bytes identical at 1 and 2 threads" \
+  || fail "int8-classifier .sqm bytes differ between 1 and 2 threads"
+"$SQ" inspect "$W/c8.sqm" 2>&1 | grep -q "lm head: *int8" && pass "inspect names the int8 lm head" || fail "inspect c8"
+pc=$(ppl "$W/c8.sqm")
+echo "# perplexity with the int8 classifier: $pc (int8 layers, fp32 classifier: $p8)"
+within "$pc" "$p8" 1.005 && pass "int8 classifier within 0.5% of the fp32 classifier's perplexity" \
+  || fail "int8 classifier perplexity $pc vs $p8"
+[[ $pc != "$p8" ]] && pass "the int8 classifier is what runs (perplexity differs)" || fail "c8 perplexity equals int8's: $pc"
+g1=$("$SQ" generate "$W/c8.sqm" --prompt "Once upon a time" --max-tokens 96 --threads 1 --quiet 2>&1)
+g2=$("$SQ" generate "$W/c8.sqm" --prompt "Once upon a time" --max-tokens 96 --threads 2 --quiet \
+       --draft "$W/int4.sqm" --draft-tokens 4 2>&1)
+[[ ${#g1} -gt 100 && $g1 == "$g2" ]] && pass "int8 classifier: greedy assisted output = target alone, 1 vs 2 threads" \
+  || fail "c8 assisted: [$g1] vs [$g2]"
+cforge() { # NAME NEEDLE OLD NEW
+  "$POKE" "$W/c8.sqm" "$W/f.sqm" --replace "$3" "$4" 2>/dev/null || { fail "$1: sqm_poke"; return; }
+  expect_error "$1" "$2" "" -- "$SQ" generate "$W/f.sqm" --max-tokens 4 --threads 1
+}
+cforge "packed classifier, metadata says fp32" "classifier_type is fp32" "classifier_type: int8" "classifier_type: fp32"
+cforge "classifier_type int4" "classifier_type must be fp32 or int8" "classifier_type: int8" "classifier_type: int4"
+cforge "int8 classifier without its tensors" "f.sqm" "classifier.weight" "classifieX.weight"
+"$POKE" "$W/int8.sqm" "$W/f.sqm" --replace "activations: static" "activations: sta1ic" 2>/dev/null
+expect_error "unknown activations value" "activations must be static or dynamic" "" -- "$SQ" generate "$W/f.sqm" --max-tokens 4 --threads 1
+"$POKE" "$W/int4.sqm" "$W/f.sqm" --replace "activations: dynamic" "activations: static " 2>/dev/null
+expect_error "activations static, act_scales 0" "metadata activations is static" "" -- "$SQ" generate "$W/f.sqm" --max-tokens 4 --threads 1
+"$POKE" "$W/c8.sqm" "$W/f.sqm" classifier.wsum 7 --add 1 2>/dev/null
+expect_error "int8 classifier wsum off by one" "f.sqm" "" -- "$SQ" generate "$W/f.sqm" --max-tokens 4 --threads 1
 finish
