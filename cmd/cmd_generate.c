@@ -42,7 +42,7 @@ static const char *const help =
     "further output token; with --draft also the checks, the proposals kept (acceptance\n"
     "rate) and the tokens per check of MODEL. With --draft and --temperature > 0 the text\n"
     "follows MODEL's distribution (speculative sampling) but the draws differ from a run\n"
-    "without the draft.\n"
+    "without the draft.\n\n"
     "examples:\n"
     "  squint generate stories260K.bin --prompt 'Once upon a time' --max-tokens 64\n"
     "  squint generate stories260K.bin --draft s4.sqm --draft-tokens 4 --max-tokens 256\n";

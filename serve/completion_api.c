@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "http_api.h"
 #include "utf8_text.h"
 
 #define MSG(...) (snprintf(msg, msgn, __VA_ARGS__), 400)
@@ -96,14 +97,10 @@ int sq_api_parse_completion(const char *body, size_t len, int context, sq_cmpl_r
     memset(req, 0, sizeof *req);
     req->max_tokens = SQ_CMPL_DEFAULT_MAX_TOKENS;
     req->top_p = 1.0;
-    json_error_t je;
-    /* jansson refuses invalid UTF-8 and \u0000 in strings */
-    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
-    if (!root)
-        return MSG("the body is not JSON: %s (line %d, column %d)", je.text, je.line, je.column);
-    req->doc = root;
-    if (!json_is_object(root))
-        return MSG("the body must be a JSON object");
+    const int st = sq_api_load_object(body, len, &req->doc, msg, msgn);
+    if (st)
+        return st;
+    json_t *root = req->doc;
     json_t *p = json_object_get(root, "prompt");
     if (!p)
         return MSG("missing \"prompt\"");

@@ -23,15 +23,14 @@ static int get_bool(json_t *root, const char *key, int *out, char *msg, size_t m
     return 0;
 }
 
-/* The body as a JSON object, kept in req->doc (the texts point into it):
- * 0, or 400 with msg. */
-static int load_body(const char *body, size_t len, sq_embed_request *req, char *msg, size_t msgn)
+int sq_api_load_object(const char *body, size_t len, void **doc, char *msg, size_t msgn)
 {
     json_error_t je;
+    /* jansson refuses invalid UTF-8 and \u0000 in strings */
     json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
     if (!root)
         return MSG("the body is not JSON: %s (line %d, column %d)", je.text, je.line, je.column);
-    req->doc = root;
+    *doc = root;
     if (!json_is_object(root))
         return MSG("the body must be a JSON object");
     return 0;
@@ -52,7 +51,7 @@ int sq_api_parse_embed(sq_api_kind k, const char *body, size_t len, int dim, int
 {
     memset(req, 0, sizeof *req);
     req->normalize = -1;
-    if (load_body(body, len, req, msg, msgn))
+    if (sq_api_load_object(body, len, &req->doc, msg, msgn))
         return 400;
     json_t *root = req->doc;
     const char *field = k == SQ_API_OPENAI ? "input" : "inputs";
@@ -116,7 +115,7 @@ int sq_api_parse_rerank(const char *body, size_t len, int64_t max_inputs, sq_emb
 {
     memset(req, 0, sizeof *req);
     req->normalize = 1; /* cosine */
-    if (load_body(body, len, req, msg, msgn))
+    if (sq_api_load_object(body, len, &req->doc, msg, msgn))
         return 400;
     json_t *root = req->doc;
     json_t *q = json_object_get(root, "query"), *t = json_object_get(root, "texts");

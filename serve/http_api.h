@@ -33,6 +33,11 @@ typedef struct sq_embed_request {
     void *doc;          /* the parsed body (json_t *) */
 } sq_embed_request;
 
+/* A request body as a JSON object (duplicate keys, invalid UTF-8 and
+ * \u0000 refused), stored in *doc (json_t *; the caller frees it, also on
+ * failure when set): 0, or 400 with msg. */
+int sq_api_load_object(const char *body, size_t len, void **doc, char *msg, size_t msgn);
+
 /* Parse a request body of kind k. dim: the model's width (for OpenAI's
  * "dimensions"); max_inputs: the most texts a request may carry. Returns 0,
  * or the HTTP status to answer (400, or 413 for too many inputs) with msg. */
