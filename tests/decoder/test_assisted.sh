@@ -34,10 +34,11 @@ declare -A model=([fp32]=$M [int8]=$W/int8.sqm [int4]=$W/int4.sqm)
 mapfile -t prompts < <(tail -n 3 "$T" | cut -d' ' -f1-6)
 prompts+=("")
 gen() { "$SQ" generate "$1" --prompt "$2" --max-tokens 600 --ids --threads 1 --quiet "${@:3}"; }
-same=0 runs=0
+same=0 runs=0 longest=0
 for t in fp32 int8 int4; do
   for i in "${!prompts[@]}"; do
     gen "${model[$t]}" "${prompts[$i]}" >"$W/alone" 2>"$W/err" || fail "generate $t: $(cat "$W/err")"
+    n=$(wc -w <"$W/alone"); [[ $n -gt $longest ]] && longest=$n
     for d in fp32 int8 int4; do
       for k in 1 4 15; do
         runs=$((runs + 1))
@@ -50,8 +51,9 @@ for t in fp32 int8 int4; do
 done
 [[ $same -eq $runs && $runs -eq 108 ]] && pass "greedy with a draft == the target alone ($same of $runs runs: 3 targets x 3 drafts x K 1/4/15 x 4 prompts)" \
   || fail "greedy with a draft differs from the target alone in $((runs - same)) of $runs runs"
-n=$(wc -w <"$W/alone")
-[[ $n -gt 400 ]] && pass "the runs reach the end of the context ($n tokens)" || fail "only $n tokens: the context end is not exercised"
+# Some prompts end in EOS early; the longest run must reach the context end.
+[[ $longest -gt 400 ]] && pass "the runs reach the end of the context (longest $longest tokens)" \
+  || fail "longest run $longest tokens: the context end is not exercised"
 
 # a draft of another shape (HF layout, grouped-query attention, random
 # weights, the same tokenizer): still the target's tokens, few accepted
