@@ -159,12 +159,32 @@ typedef struct tile {
     int r0, nr, p0, np, live;
 } tile;
 
-static tile tile_at(long t, int M, int panels, int n, int nr_max, int np_max)
+/* Rows of A per chunk: the tiles of one chunk of rows run panel block by
+ * panel block, so the chunk's A rows (about CHUNK_BYTES) stay in L2 while
+ * every panel block reads them, instead of all of A streaming from L3 once
+ * per panel block. Depends on the shapes only. */
+#define CHUNK_BYTES (128 * 1024)
+
+static int chunk_rows(int M, int k_pad, int nr_max)
+{
+    long rows = CHUNK_BYTES / (k_pad > 0 ? k_pad : 1);
+    rows -= rows % nr_max;
+    if (rows < nr_max)
+        rows = nr_max;
+    return rows > M ? M : (int)rows;
+}
+
+/* Tile t of the grid: chunk-major, then panel block, then row block. */
+static tile tile_at(long t, int M, int k_pad, int panels, int n, int nr_max, int np_max)
 {
     long row_blocks = (M + nr_max - 1) / nr_max;
+    long pblocks = (panels + np_max - 1) / np_max;
+    long rb_chunk = (chunk_rows(M, k_pad, nr_max) + nr_max - 1) / nr_max;
+    long c = t / (rb_chunk * pblocks), in = t % (rb_chunk * pblocks);
+    long rb_here = row_blocks - c * rb_chunk < rb_chunk ? row_blocks - c * rb_chunk : rb_chunk;
     tile tl;
-    tl.r0 = (int)(t % row_blocks) * nr_max;
-    tl.p0 = (int)(t / row_blocks) * np_max;
+    tl.r0 = (int)((c * rb_chunk + in % rb_here) * nr_max);
+    tl.p0 = (int)(in / rb_here) * np_max;
     tl.nr = M - tl.r0 < nr_max ? M - tl.r0 : nr_max;
     tl.np = panels - tl.p0 < np_max ? panels - tl.p0 : np_max;
     int cols = n - tl.p0 * SQ_PANEL_N;
@@ -182,19 +202,27 @@ static int worth_threads(int M, const sq_qweight *W)
     return (double)M * W->n_pad * W->k_pad >= PARALLEL_MIN_MACS;
 }
 
-/* The tile's y lines, requested before its micro-kernel runs: they are
- * one or two lines per row, a row stride apart, and would otherwise be
- * store misses the epilogue waits on (most of its time in a 1-thread
- * profile). The kernel's compute hides the fetch; prefetcht1 (L2) keeps
- * them out of the kernel's L1 working set. */
-static inline void prefetch_y(const sq_gemm_epilogue *ep, int r0, int nr, int n0, int live)
+/* The tile's output lines (y, or C without an epilogue), requested before
+ * its micro-kernel runs: they are one or two lines per row, a row stride
+ * apart, and would otherwise be store misses the epilogue (or the copy
+ * into C) waits on: most of its time in a 1-thread profile, and 10-15% of
+ * the raw GEMM's at M = 8192. The kernel's compute hides the fetch;
+ * prefetcht1 (L2) keeps them out of the kernel's L1 working set. */
+static inline void prefetch_rows(const void *base, size_t ld_bytes, int r0, int nr,
+                                 size_t off_bytes, size_t live_bytes)
 {
     for (int i = 0; i < nr; i++) {
-        const float *yr = ep->y + (size_t)(r0 + i) * ep->ldy + n0;
-        for (int c = 0; c < live; c += 16)
+        const char *yr = (const char *)base + (size_t)(r0 + i) * ld_bytes + off_bytes;
+        for (size_t c = 0; c < live_bytes; c += 64)
             __builtin_prefetch(yr + c, 1, 2);
-        __builtin_prefetch(yr + live - 1, 1, 2); /* the last line when yr is not 64-aligned */
+        __builtin_prefetch(yr + live_bytes - 1, 1, 2); /* the last line when yr is not 64-aligned */
     }
+}
+
+static inline void prefetch_y(const sq_gemm_epilogue *ep, int r0, int nr, int n0, int live)
+{
+    prefetch_rows(ep->y, ep->ldy * sizeof(float), r0, nr, (size_t)n0 * sizeof(float),
+                  (size_t)live * sizeof(float));
 }
 
 void sq_gemm_tiles_s8(sq_ukr_s8 ukr, int nr_max, int np_max, const int8_t *A, int M,
@@ -205,11 +233,14 @@ void sq_gemm_tiles_s8(sq_ukr_s8 ukr, int nr_max, int np_max, const int8_t *A, in
     long tiles = tile_count(M, panels, nr_max, np_max);
 #pragma omp parallel for schedule(static) if (worth_threads(M, W))
     for (long t = 0; t < tiles; t++) {
-        tile tl = tile_at(t, M, panels, W->n, nr_max, np_max);
+        tile tl = tile_at(t, M, W->k_pad, panels, W->n, nr_max, np_max);
         int32_t out[SQ_UKR_MAX_OUT] __attribute__((aligned(64)));
         int ld = tl.np * SQ_PANEL_N, n0 = tl.p0 * SQ_PANEL_N;
         if (ep)
             prefetch_y(ep, tl.r0, tl.nr, n0, tl.live);
+        else
+            prefetch_rows(C, ldc * sizeof *C, tl.r0, tl.nr, (size_t)n0 * sizeof *C,
+                          (size_t)tl.live * sizeof *C);
         ukr(A + (size_t)tl.r0 * lda, lda, tl.nr, W, tl.p0, tl.np, out);
         if (ep)
             for (int i = 0; i < tl.nr; i++)
@@ -232,11 +263,14 @@ void sq_gemm_tiles_s4(sq_ukr_s4 ukr, int nr_max, int np_max, const int8_t *A, in
     long tiles = tile_count(M, panels, nr_max, np_max);
 #pragma omp parallel for schedule(static) if (worth_threads(M, W))
     for (long t = 0; t < tiles; t++) {
-        tile tl = tile_at(t, M, panels, W->n, nr_max, np_max);
+        tile tl = tile_at(t, M, W->k_pad, panels, W->n, nr_max, np_max);
         float out[SQ_UKR_MAX_OUT] __attribute__((aligned(64)));
         int ld = tl.np * SQ_PANEL_N, n0 = tl.p0 * SQ_PANEL_N;
         if (ep)
             prefetch_y(ep, tl.r0, tl.nr, n0, tl.live);
+        else
+            prefetch_rows(C, ldc * sizeof *C, tl.r0, tl.nr, (size_t)n0 * sizeof *C,
+                          (size_t)tl.live * sizeof *C);
         ukr(A + (size_t)tl.r0 * lda, lda, tl.nr, W, tl.p0, tl.np, out);
         if (ep)
             for (int i = 0; i < tl.nr; i++)

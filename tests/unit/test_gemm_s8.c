@@ -134,6 +134,8 @@ static void *run(sq_isa isa, const problem *p)
     return out;
 }
 
+/* 130 rows at K 1536 span two row chunks of the tile driver and part of a
+ * third (gemm_tiles.c: 84 rows per chunk there, 64 for the AVX2 wide tiles). */
 static const int Ms[] = {1, 3, 17, 64, 130};
 static const int Ns[] = {1, 15, 16, 17, 96, 1152};
 static const int Ks[] = {1, 3, 4, 5, 127, 128, 129, 384, 1536};
