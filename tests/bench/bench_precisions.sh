@@ -6,7 +6,7 @@
 #   bench_precisions.sh --squint BIN --gen BIN [--workdir DIR] [--threads 2]
 #                       [--rounds 3] [--batch 32] [--seq 256] [--iters 3] [--torch]
 # --torch adds PyTorch fp32 and PyTorch dynamic int8 (quantize_dynamic, onednn)
-# throughput to the same rounds (tests/bench/torch_bench.py, /usr/bin/python3).
+# throughput to the same rounds (tests/bench/torch_bench.py, $PYTHON or /usr/bin/python3).
 set -euo pipefail
 squint= gen= work=/tmp/squint-bench-prec threads=2 rounds=3 batch=32 seq=256 iters=3 torch=0
 while [ $# -gt 0 ]; do
@@ -49,7 +49,7 @@ for r in $(seq 1 "$rounds"); do
   if [[ $torch -eq 1 ]]; then
     for p in torch torch-dynint8; do
       flag=(); [[ $p == torch-dynint8 ]] && flag=(--dynamic-int8)
-      t=$(OPENBLAS_NUM_THREADS=$threads OMP_NUM_THREADS=$threads /usr/bin/python3 \
+      t=$(OPENBLAS_NUM_THREADS=$threads OMP_NUM_THREADS=$threads "${PYTHON:-/usr/bin/python3}" \
             "$(dirname "$0")/torch_bench.py" "$m" --batch "$batch" --seq "$seq" --threads "$threads" \
             --iters "$iters" "${flag[@]}" 2>/dev/null | sed -n 's/.* seq\/s=\([0-9.]*\).*/\1/p')
       tput[$p]+="$t "
