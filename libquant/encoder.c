@@ -1,8 +1,8 @@
 #include "encoder.h"
 
 #include "attn_bf16.h"
+#include "attn_f32.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <omp.h>
 #include <stdbool.h>
@@ -82,6 +82,7 @@ void sq_workspace_free(sq_workspace *ws)
     free(ws->ffn);
     free(ws->scores);
     free(ws->attn_bf16);
+    free(ws->attn_f32);
     free(ws->res);
     free(ws->lin.qa);
     free(ws->lin.acc);
@@ -118,6 +119,9 @@ int sq_workspace_reserve(sq_workspace *ws, const sq_encoder *enc, int max_tokens
     ws->tmp = alloc_floats(T * H);
     ws->ffn = alloc_floats(T * F);
     ws->scores = alloc_floats((size_t)nt * max_len * max_len);
+    ws->attn_f32_floats =
+        (sq_attn_f32_scratch_floats(max_len, enc->cfg.hidden / enc->cfg.heads) + 15) / 16 * 16;
+    ws->attn_f32 = alloc_floats((size_t)nt * ws->attn_f32_floats);
     if (enc->attn_bf16) {
         ws->attn_bf16_bytes = sq_attn_bf16_scratch_bytes(max_len, enc->cfg.hidden / enc->cfg.heads);
         if (posix_memalign(&ws->attn_bf16, 64, (size_t)nt * ws->attn_bf16_bytes) != 0) {
@@ -136,7 +140,7 @@ int sq_workspace_reserve(sq_workspace *ws, const sq_encoder *enc, int max_tokens
         ws->lin.acc = acc;
     ws->lin.row_scale = alloc_floats(T);
     if (!ws->lin.qa || !ws->lin.acc || !ws->lin.row_scale || !ws->qkv || !ws->ctx || !ws->tmp ||
-        !ws->ffn || !ws->scores) {
+        !ws->ffn || !ws->scores || !ws->attn_f32) {
         sq_workspace_free(ws);
         return -1;
     }
@@ -208,8 +212,8 @@ static void attention(const sq_encoder *enc, const sq_batch *b, const float *qkv
         if (bf16)
             sq_attn_bf16_scores(Q, K, ld, L, dh, scale, S, scratch, hw);
         else
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, L, L, dh, scale, Q, ld, K, ld,
-                        0.0f, S, L);
+            sq_attn_f32_scores(Q, K, ld, L, dh, scale, S,
+                               ws->attn_f32 + (size_t)omp_get_thread_num() * ws->attn_f32_floats);
         if (prof)
             u = sq_op_now(), t_qk += u - t, t = u;
         for (int r = 0; r < L; r++)
@@ -224,8 +228,7 @@ static void attention(const sq_encoder *enc, const sq_batch *b, const float *qkv
         if (bf16)
             sq_attn_bf16_context(S, V, ld, L, dh, ctx + (size_t)t0 * H + h * dh, H, scratch, hw);
         else
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, L, dh, L, 1.0f, S, L, V, ld,
-                        0.0f, ctx + (size_t)t0 * H + h * dh, H);
+            sq_attn_f32_context(S, V, ld, L, dh, ctx + (size_t)t0 * H + h * dh, H);
         if (prof)
             t_pv += sq_op_now() - t;
     }

@@ -96,6 +96,8 @@ typedef struct sq_workspace {
     int max_tokens, max_len, n_threads;
     float *qkv, *ctx, *tmp, *ffn, *scores;
     void *attn_bf16; /* per-thread scratch of the bf16 attention (sq_encoder.attn_bf16) */
+    float *attn_f32; /* per-thread scratch of the f32 attention (attn_f32.h) */
+    size_t attn_f32_floats; /* per thread, a multiple of 16 */
     size_t attn_bf16_bytes; /* per thread */
     float *res; /* residual projections (only when a layer widens) */
     sq_linear_scratch lin; /* quantized linears: int8 activations, accumulators; lin.prof:

@@ -14,6 +14,12 @@ void sq_gemm_quantize_acts(const float *x, int rows, int k, size_t ldx, const fl
     sq_gemm_quantize_acts_zp(x, rows, k, ldx, m, 0, qa, k_pad, lda);
 }
 
+/* Rows go in chunks of CHUNK, the chunks OpenMP-parallel from PAR_MIN
+ * values up (below, the fork costs more than it saves). Rows are
+ * independent, so the codes do not depend on the thread count. */
+enum { CHUNK = 64 };
+#define PAR_MIN (1L << 16)
+
 /* The quantize step, and with range != NULL the min and max of x_j * m_j
  * per row (NaN ignored). */
 static void quantize_rows(const float *x, int rows, int k, size_t ldx, const float *m, int z,
@@ -24,19 +30,25 @@ static void quantize_rows(const float *x, int rows, int k, size_t ldx, const flo
 void sq_gemm_quantize_acts_zp(const float *x, int rows, int k, size_t ldx, const float *m, int z,
                               int8_t *qa, int k_pad, size_t lda)
 {
-    quantize_rows(x, rows, k, ldx, m, z, qa, k_pad, lda, NULL);
+    const int chunks = (rows + CHUNK - 1) / CHUNK;
+#pragma omp parallel for schedule(static) if ((long)rows * k >= PAR_MIN)
+    for (int c = 0; c < chunks; c++) {
+        int r0 = c * CHUNK, n = rows - r0 < CHUNK ? rows - r0 : CHUNK;
+        quantize_rows(x + (size_t)r0 * ldx, n, k, ldx, m, z, qa + (size_t)r0 * lda, k_pad, lda,
+                      NULL);
+    }
 }
 
 static int quantize_guarded(const float *x, int rows, int k, size_t ldx, const float *m, int z,
                             int8_t *qa, int k_pad, size_t lda, float *row_scale, bool every_row)
 {
-    /* Per-row ranges go through a small stack buffer, a chunk of rows at a time. */
-    enum { CHUNK = 64 };
-    float range[2 * CHUNK];
-    float *mrow = NULL; /* a guarded row's multipliers, allocated on the first one */
+    const int chunks = (rows + CHUNK - 1) / CHUNK;
     int guarded = 0;
-    for (int r0 = 0; r0 < rows; r0 += CHUNK) {
-        int n = rows - r0 < CHUNK ? rows - r0 : CHUNK;
+#pragma omp parallel for schedule(static) reduction(+ : guarded) if ((long)rows * k >= PAR_MIN)
+    for (int c = 0; c < chunks; c++) {
+        const int r0 = c * CHUNK, n = rows - r0 < CHUNK ? rows - r0 : CHUNK;
+        float range[2 * CHUNK]; /* the chunk's per-row ranges */
+        float *mrow = NULL;     /* a guarded row's multipliers, allocated on the first one */
         quantize_rows(x + (size_t)r0 * ldx, n, k, ldx, m, z, qa + (size_t)r0 * lda, k_pad, lda,
                       range);
         for (int i = 0; i < n; i++) {
@@ -61,8 +73,8 @@ static int quantize_guarded(const float *x, int rows, int k, size_t ldx, const f
             row_scale[r0 + i] = a / 127.0f;
             guarded++;
         }
+        free(mrow);
     }
-    free(mrow);
     return guarded;
 }
 

@@ -10,9 +10,11 @@
  * panels = 16 zmm accumulators; the tile driver runs the tiles of a chunk
  * of A rows panel block by panel block (gemm_tiles.c). */
 #include <immintrin.h>
+#include <math.h>
 #include <string.h>
 
 #include "gemm_kernel.h"
+#include "qlinear_ref.h"
 
 #ifndef T_512 /* (a test may predefine it to build the file for emulation) */
 #define T_512 __attribute__((target("avx512f,avx512bw,avx512vnni")))
@@ -211,6 +213,64 @@ T_512 static void ukr_s4(const int8_t *A, size_t lda, int nr, const sq_qweight *
     CASE_NR(s4_block)
 }
 
+/* ---- the activation quantize step (gemm_s8.h) on zmm ----
+ * The AVX2 row's arithmetic 16 lanes wide: the same exact operations, so
+ * the same codes (sq_ref_round_s8_zp; unit-gemm_s8 holds every row's step
+ * to the reference). AVX-512F has no float AND / OR (that is DQ): the
+ * sign-bit operations go through the integer unit. */
+T_512 INLINE __m512 round_s8_ps512(__m512 v, __m512 zero)
+{
+    const __m512i sign_bit = _mm512_set1_epi32((int)0x80000000u);
+    const __m512 lim = _mm512_set1_ps((float)(SQ_REF_QMAX + SQ_REF_MAX_ZERO));
+    __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    __m512 frac = _mm512_castsi512_ps(
+        _mm512_andnot_si512(sign_bit, _mm512_castps_si512(_mm512_sub_ps(v, t)))); /* exact */
+    __mmask16 up = _mm512_cmp_ps_mask(frac, _mm512_set1_ps(0.5f), _CMP_GE_OQ);
+    __m512 one = _mm512_castsi512_ps(_mm512_or_si512(
+        _mm512_and_si512(_mm512_castps_si512(v), sign_bit),
+        _mm512_castps_si512(_mm512_set1_ps(1.0f)))); /* +-1 */
+    t = _mm512_mask_add_ps(t, up, t, one);
+    /* sq_ref_round_s8_zp: clamp, shift by the zero point (exact), clamp */
+    t = _mm512_sub_ps(_mm512_min_ps(_mm512_max_ps(t, _mm512_sub_ps(_mm512_setzero_ps(), lim)), lim),
+                      zero);
+    t = _mm512_min_ps(_mm512_max_ps(t, _mm512_set1_ps(-127.0f)), _mm512_set1_ps(127.0f));
+    return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), t); /* NaN -> 0 */
+}
+
+T_512 static void quantize(const float *x, int rows, int k, size_t ldx, const float *m,
+                           int zero, int8_t *qa, int k_pad, size_t lda, float *range)
+{
+    const __m512 zf = _mm512_set1_ps((float)zero);
+    for (int r = 0; r < rows; r++) {
+        const float *xr = x + (size_t)r * ldx;
+        int8_t *qr = qa + (size_t)r * lda;
+        /* min_ps / max_ps return their second operand when the first is
+         * NaN: with v first, NaN values never enter the range. */
+        __m512 lo = _mm512_set1_ps(INFINITY), hi = _mm512_set1_ps(-INFINITY);
+        int j = 0;
+        for (; j + 16 <= k; j += 16) {
+            __m512 v = _mm512_mul_ps(_mm512_loadu_ps(xr + j), _mm512_loadu_ps(m + j));
+            __asm__("" : "+v"(v)); /* v rounded to float, never fused into v - t */
+            __m512i q = _mm512_cvtps_epi32(round_s8_ps512(v, zf)); /* integers: exact */
+            _mm_storeu_si128((__m128i *)(qr + j), _mm512_cvtsepi32_epi8(q));
+            lo = _mm512_min_ps(v, lo);
+            hi = _mm512_max_ps(v, hi);
+        }
+        float rlo = _mm512_reduce_min_ps(lo), rhi = _mm512_reduce_max_ps(hi);
+        for (; j < k; j++) {
+            float v = xr[j] * m[j];
+            qr[j] = sq_ref_round_s8_zp(v, zero);
+            rlo = v < rlo ? v : rlo;
+            rhi = v > rhi ? v : rhi;
+        }
+        memset(qr + k, 0, (size_t)(k_pad - k));
+        if (range) {
+            range[2 * r] = rlo;
+            range[2 * r + 1] = rhi;
+        }
+    }
+}
+
 static void gemm_s8(const int8_t *A, int M, size_t lda, const sq_qweight *W, int32_t *C,
                     size_t ldc, const sq_gemm_epilogue *ep)
 {
@@ -224,4 +284,4 @@ static void gemm_s4(const int8_t *A, int M, size_t lda, const sq_qweight *W, flo
 }
 
 const sq_gemm_kernels sq_gemm_kernels_avx512vnni = {
-    .isa = SQ_ISA_AVX512VNNI, .s8 = gemm_s8, .s4 = gemm_s4, .quantize = NULL, .fuses = true};
+    .isa = SQ_ISA_AVX512VNNI, .s8 = gemm_s8, .s4 = gemm_s4, .quantize = quantize, .fuses = true};

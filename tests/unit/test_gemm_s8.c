@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "gemm_kernel.h"
 #include "gemm_s8.h"
 #include "pack.h"
 #include "qlinear_ref.h"
@@ -275,9 +276,11 @@ START_TEST(isa_override)
 }
 END_TEST
 
-/* The quantize step matches sq_ref_quantize_acts bit for bit, ties and
- * the 0.49999997f trap included, and zero-fills the K padding. */
-START_TEST(quantize_acts_matches_reference)
+/* A quantize loop (one kernel table row's, or the public step when qf is
+ * NULL) matches sq_ref_quantize_acts bit for bit, ties and the 0.49999997f
+ * trap included, zero-fills the K padding and reports each row's min and
+ * max of x_j * m_j with NaN left out. */
+static void quantize_check(sq_quantize_fn qf, const char *name)
 {
     enum { ROWS = 3, K = 77, KP = 80 };
     static const float special[] = {0.49999997f, 0.5f,  -0.5f,    1.5f,     2.5f,    -2.5f,
@@ -296,11 +299,27 @@ START_TEST(quantize_acts_matches_reference)
     int8_t ref[ROWS * K], got[ROWS * KP];
     memset(got, 0x55, sizeof got);
     sq_ref_quantize_acts(x, ROWS, K, m, ref);
-    sq_gemm_quantize_acts(x, ROWS, K, K, m, got, KP, KP);
+    float range[2 * ROWS];
+    if (qf)
+        qf(x, ROWS, K, K, m, 0, got, KP, KP, range);
+    else
+        sq_gemm_quantize_acts(x, ROWS, K, K, m, got, KP, KP);
     for (int r = 0; r < ROWS; r++) {
-        ck_assert_msg(memcmp(got + r * KP, ref + r * K, K) == 0, "row %d differs", r);
+        ck_assert_msg(memcmp(got + r * KP, ref + r * K, K) == 0, "%s: row %d differs", name, r);
         for (int j = K; j < KP; j++)
             ck_assert_int_eq(got[r * KP + j], 0);
+        float lo = INFINITY, hi = -INFINITY;
+        for (int j = 0; j < K; j++) {
+            float v = x[r * K + j] * m[j];
+            if (v < lo)
+                lo = v;
+            if (v > hi)
+                hi = v;
+        }
+        if (qf)
+            ck_assert_msg(range[2 * r] == lo && range[2 * r + 1] == hi,
+                          "%s: row %d range [%g, %g], expected [%g, %g]", name, r,
+                          (double)range[2 * r], (double)range[2 * r + 1], (double)lo, (double)hi);
     }
     /* exhaustive-ish: a sweep of float bit patterns around the ties */
     enum { SWEEP = 4096 };
@@ -314,8 +333,11 @@ START_TEST(quantize_acts_matches_reference)
         ms[i] = 1.0f;
     }
     sq_ref_quantize_acts(xs, 1, SWEEP, ms, r1);
-    sq_gemm_quantize_acts(xs, 1, SWEEP, SWEEP, ms, r2, SWEEP, SWEEP);
-    ck_assert(memcmp(r1, r2, SWEEP) == 0);
+    if (qf)
+        qf(xs, 1, SWEEP, SWEEP, ms, 0, r2, SWEEP, SWEEP, NULL);
+    else
+        sq_gemm_quantize_acts(xs, 1, SWEEP, SWEEP, ms, r2, SWEEP, SWEEP);
+    ck_assert_msg(memcmp(r1, r2, SWEEP) == 0, "%s: sweep differs", name);
 
     /* With zero points: the same data, the same equality (the sweep reaches
      * +-150, so codes clip on both sides), padding still 0. */
@@ -324,20 +346,45 @@ START_TEST(quantize_acts_matches_reference)
         int z = zeros[zi];
         memset(got, 0x55, sizeof got);
         sq_ref_quantize_acts_zp(x, ROWS, K, m, z, ref);
-        sq_gemm_quantize_acts_zp(x, ROWS, K, K, m, z, got, KP, KP);
+        if (qf)
+            qf(x, ROWS, K, K, m, z, got, KP, KP, NULL);
+        else
+            sq_gemm_quantize_acts_zp(x, ROWS, K, K, m, z, got, KP, KP);
         for (int r = 0; r < ROWS; r++) {
-            ck_assert_msg(memcmp(got + r * KP, ref + r * K, K) == 0, "z %d row %d differs", z, r);
+            ck_assert_msg(memcmp(got + r * KP, ref + r * K, K) == 0, "%s: z %d row %d differs",
+                          name, z, r);
             for (int j = K; j < KP; j++)
                 ck_assert_int_eq(got[r * KP + j], 0);
         }
         for (int i = 0; i < SWEEP; i++)
             xs[i] = xs[i] + (float)(z > 0 ? z : 0); /* move the ties into the shifted range */
         sq_ref_quantize_acts_zp(xs, 1, SWEEP, ms, z, r1);
-        sq_gemm_quantize_acts_zp(xs, 1, SWEEP, SWEEP, ms, z, r2, SWEEP, SWEEP);
-        ck_assert_msg(memcmp(r1, r2, SWEEP) == 0, "z %d sweep differs", z);
+        if (qf)
+            qf(xs, 1, SWEEP, SWEEP, ms, z, r2, SWEEP, SWEEP, NULL);
+        else
+            sq_gemm_quantize_acts_zp(xs, 1, SWEEP, SWEEP, ms, z, r2, SWEEP, SWEEP);
+        ck_assert_msg(memcmp(r1, r2, SWEEP) == 0, "%s: z %d sweep differs", name, z);
         for (int i = 0; i < SWEEP; i++)
             xs[i] = xs[i] - (float)(z > 0 ? z : 0);
     }
+}
+
+/* Every kernel table row's own quantize loop this CPU runs, and the public
+ * step (the fastest of them); the rows this CPU lacks are named skipped. */
+START_TEST(quantize_acts_matches_reference)
+{
+    for (int isa = 0; isa < SQ_ISA_COUNT; isa++) {
+        const sq_gemm_kernels *k = sq_gemm_kernels_for((sq_isa)isa);
+        if (!k) {
+            printf("quantize step, %s row: skipped (not on this CPU)\n", sq_isa_name((sq_isa)isa));
+            continue;
+        }
+        if (!k->quantize)
+            continue; /* the row has no loop of its own */
+        quantize_check(k->quantize, sq_isa_name((sq_isa)isa));
+        printf("quantize step, %s row: matches the reference\n", sq_isa_name((sq_isa)isa));
+    }
+    quantize_check(NULL, "sq_gemm_quantize_acts");
 }
 END_TEST
 
