@@ -192,14 +192,20 @@ check(done and "".join(e["choices"][0]["text"] for e in ev) == a["choices"][0]["
 results = [None] * 8
 
 
+errors = [None] * 8
+
+
 def worker(i):
     p = "Once upon a time" if i % 2 == 0 else "The cat"
     n = 40 if i % 2 == 0 else 511
-    if i % 4 < 2:
-        results[i] = complete({"prompt": p, "max_tokens": n})[2]["choices"][0]["text"] == refs[(p, n)].decode()
-    else:
-        _, _, ev, done = stream({"prompt": p, "max_tokens": n})
-        results[i] = done and "".join(e["choices"][0]["text"] for e in ev) == refs[(p, n)].decode()
+    try:
+        if i % 4 < 2:
+            results[i] = complete({"prompt": p, "max_tokens": n})[2]["choices"][0]["text"] == refs[(p, n)].decode()
+        else:
+            _, _, ev, done = stream({"prompt": p, "max_tokens": n})
+            results[i] = done and "".join(e["choices"][0]["text"] for e in ev) == refs[(p, n)].decode()
+    except Exception as e:  # reported below, not lost in the thread
+        errors[i] = repr(e)
 
 
 ts = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
@@ -207,7 +213,8 @@ for t in ts:
     t.start()
 for t in ts:
     t.join()
-check(all(results), "8 concurrent completions (whole and streamed): each the bytes of squint generate")
+check(all(results), "8 concurrent completions (whole and streamed): each the bytes of squint generate"
+      + ("" if all(results) else f" (results {results}, errors {[e for e in errors if e]})"))
 
 # --- hostile bodies: 400 with a message ---
 long_prompt = "the dog ran. " * 400

@@ -26,6 +26,12 @@ static const int shapes[][2] = {{1, 1},  {2, 3},   {7, 16},  {8, 32},   {9, 17},
                                 {33, 33}, {64, 64}, {65, 48}, {100, 80}, {257, 32}};
 #define LEN(a) ((int)(sizeof(a) / sizeof(a)[0]))
 
+/* aligned_alloc wants a size that is a multiple of the alignment. */
+static float *floats64(size_t n)
+{
+    return aligned_alloc(64, (n * sizeof(float) + 63) / 64 * 64);
+}
+
 typedef struct run {
     float *S, *ctx;
 } run;
@@ -33,10 +39,8 @@ typedef struct run {
 /* S and ctx of one (L, dh) problem at the current ops level. */
 static run compute(const float *qkv, int ld, int L, int dh, float c)
 {
-    run r = {aligned_alloc(64, sizeof(float) * ((size_t)L * L + 16)),
-             aligned_alloc(64, sizeof(float) * ((size_t)L * dh + 16))};
-    size_t nscr = (sq_attn_f32_scratch_floats(L, dh) + 15) / 16 * 16;
-    float *scr = aligned_alloc(64, sizeof(float) * (nscr ? nscr : 16));
+    run r = {floats64((size_t)L * L + 16), floats64((size_t)L * dh + 16)};
+    float *scr = floats64(sq_attn_f32_scratch_floats(L, dh) + 16);
     ck_assert(r.S && r.ctx && scr);
     sq_attn_f32_scores(qkv, qkv + dh, ld, L, dh, c, r.S, scr);
     for (int i = 0; i < L; i++) /* a probability-like P from S, as softmax would give */
