@@ -191,6 +191,54 @@ START_TEST(hw_same_bits_as_scalar)
 }
 END_TEST
 
+/* The rounding of the operands on the vdpbf16ps path (vcvtneps2bf16 plus the
+ * 2^-60 flush) against the rule's scalar form, value by value: a P row with
+ * one value v and V all ones gives ctx = bf16(v) exactly (one product, no
+ * sum), and a Q row (v, 0, ...) against K rows (1, 0, ...) gives S = bf16(v). */
+START_TEST(hw_rounding_specials)
+{
+    if (!sq_attn_bf16_hw()) {
+        printf("SKIPPED: vdpbf16ps rounding (this CPU lacks AVX512-BF16 or AVX-512)\n");
+        return;
+    }
+    static const float v[] = {0.0f, -0.0f, 1.0f, -1.0f, 1.0f + 0x1p-8f, 1.0f + 0x1p-7f + 0x1p-8f,
+                              1.0f + 0x1p-8f + 0x1p-20f, 0x1p-60f, -0x1p-60f, 0x1p-61f,
+                              -0x1.fffffep-61f, 0x1p-126f, 0x1p-130f, -0x1p-140f, 0x1.fffffep127f,
+                              -0x1.fffffep127f, 3.0e38f, INFINITY, -INFINITY, 0.333333f, 1e-3f,
+                              65504.0f, 0x1.ff8p-50f, 0.99999994f};
+    enum { N = sizeof v / sizeof *v, L = 32, DH = 16 };
+    head h;
+    make(&h, L, DH);
+    static float P[L * L], c1[L * DH], c2[L * DH], S1[L * L], S2[L * L];
+    memset(P, 0, sizeof P);
+    for (int i = 0; i < L; i++)
+        P[i * L + 0] = v[i % N];
+    for (int j = 0; j < L; j++)
+        for (int e = 0; e < h.ld; e++)
+            h.qkv[j * h.ld + e] = 1.0f;
+    sq_attn_bf16_context(P, h.qkv, h.ld, L, DH, c1, DH, h.scratch, false);
+    sq_attn_bf16_context(P, h.qkv, h.ld, L, DH, c2, DH, h.scratch, true);
+    for (int i = 0; i < L; i++) {
+        ck_assert_msg(memcmp(c1 + i * DH, c2 + i * DH, DH * sizeof(float)) == 0,
+                      "ctx of P value %a: hw %a, scalar %a", (double)v[i % N], (double)c2[i * DH],
+                      (double)c1[i * DH]);
+        float want = f(sq_bf16_round(v[i % N]));
+        if (fabsf(want) >= 0x1p-126f) /* below that the sum's flush makes it a zero */
+            ck_assert_msg(c2[i * DH] == want, "P value %a rounds to %a, not %a",
+                          (double)v[i % N], (double)c2[i * DH], (double)want);
+    }
+    for (int i = 0; i < L; i++)
+        for (int d = 0; d < DH; d++) {
+            h.qkv[i * h.ld + d] = d == 0 ? v[i % N] : 0.0f;          /* Q */
+            h.qkv[i * h.ld + DH + d] = d == 0 ? 1.0f : 0.0f;         /* K */
+        }
+    sq_attn_bf16_scores(h.qkv, h.qkv + DH, h.ld, L, DH, 1.0f, S1, h.scratch, false);
+    sq_attn_bf16_scores(h.qkv, h.qkv + DH, h.ld, L, DH, 1.0f, S2, h.scratch, true);
+    ck_assert(memcmp(S1, S2, sizeof S1) == 0);
+    unmake(&h);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("attn_bf16");
@@ -200,6 +248,7 @@ int main(void)
     tcase_add_test(tc, flush_to_zero);
     tcase_add_test(tc, scalar_close_to_f64);
     tcase_add_test(tc, hw_same_bits_as_scalar);
+    tcase_add_test(tc, hw_rounding_specials);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
