@@ -12,7 +12,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <string.h>
+
 #include "cpu_features.h"
+#include "qlinear_ref.h"
 #include "qweight.h"
 
 /* ---- the epilogue (the quantized linear's last step) ----
@@ -53,6 +56,27 @@ typedef void (*sq_gemm_s4_fn)(const int8_t *A, int M, size_t lda, const sq_qweig
  * ignored; +inf / -inf for a row of NaNs). */
 typedef void (*sq_quantize_fn)(const float *x, int rows, int k, size_t ldx, const float *m,
                                int z, int8_t *qa, int k_pad, size_t lda, float *range);
+
+/* The end of one row of a quantize loop, shared by the rows: columns
+ * j0 .. k-1 in scalar code (a vector loop's tail; the whole row for the
+ * scalar row) carrying the running min / max lo, hi of x_j * m_j, the K
+ * padding zeroed, and the row's range stored at range_r (NULL: none). */
+static inline void sq_quantize_row_finish(const float *xr, const float *m, int j0, int k, int z,
+                                          int8_t *qr, int k_pad, float lo, float hi,
+                                          float *range_r)
+{
+    for (int j = j0; j < k; j++) {
+        float v = xr[j] * m[j];
+        qr[j] = sq_ref_round_s8_zp(v, z);
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+    }
+    memset(qr + k, 0, (size_t)(k_pad - k));
+    if (range_r) {
+        range_r[0] = lo;
+        range_r[1] = hi;
+    }
+}
 
 typedef struct sq_gemm_kernels {
     sq_isa isa;

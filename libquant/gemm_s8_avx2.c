@@ -293,18 +293,8 @@ T_AVX2 static void quantize(const float *x, int rows, int k, size_t ldx, const f
                                            _mm256_packs_epi32(q[2], q[3]));
             _mm256_storeu_si256((__m256i *)(qr + j), _mm256_permutevar8x32_epi32(b, order));
         }
-        float rlo = hmin8(lo), rhi = hmax8(hi);
-        for (; j < k; j++) {
-            float v = xr[j] * m[j];
-            qr[j] = sq_ref_round_s8_zp(v, zero);
-            rlo = v < rlo ? v : rlo;
-            rhi = v > rhi ? v : rhi;
-        }
-        memset(qr + k, 0, (size_t)(k_pad - k));
-        if (range) {
-            range[2 * r] = rlo;
-            range[2 * r + 1] = rhi;
-        }
+        sq_quantize_row_finish(xr, m, j, k, zero, qr, k_pad, hmin8(lo), hmax8(hi),
+                               range ? range + 2 * r : NULL);
     }
 }
 

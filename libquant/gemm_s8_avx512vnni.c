@@ -256,18 +256,8 @@ T_512 static void quantize(const float *x, int rows, int k, size_t ldx, const fl
             lo = _mm512_min_ps(v, lo);
             hi = _mm512_max_ps(v, hi);
         }
-        float rlo = _mm512_reduce_min_ps(lo), rhi = _mm512_reduce_max_ps(hi);
-        for (; j < k; j++) {
-            float v = xr[j] * m[j];
-            qr[j] = sq_ref_round_s8_zp(v, zero);
-            rlo = v < rlo ? v : rlo;
-            rhi = v > rhi ? v : rhi;
-        }
-        memset(qr + k, 0, (size_t)(k_pad - k));
-        if (range) {
-            range[2 * r] = rlo;
-            range[2 * r + 1] = rhi;
-        }
+        sq_quantize_row_finish(xr, m, j, k, zero, qr, k_pad, _mm512_reduce_min_ps(lo), _mm512_reduce_max_ps(hi),
+                               range ? range + 2 * r : NULL);
     }
 }
 

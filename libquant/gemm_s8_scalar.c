@@ -74,22 +74,9 @@ static void gemm_s4(const int8_t *A, int M, size_t lda, const sq_qweight *W, flo
 static void quantize(const float *x, int rows, int k, size_t ldx, const float *m, int z,
                      int8_t *qa, int k_pad, size_t lda, float *range)
 {
-    for (int r = 0; r < rows; r++) {
-        const float *xr = x + (size_t)r * ldx;
-        int8_t *qr = qa + (size_t)r * lda;
-        float lo = INFINITY, hi = -INFINITY;
-        for (int j = 0; j < k; j++) {
-            float v = xr[j] * m[j];
-            qr[j] = sq_ref_round_s8_zp(v, z);
-            lo = v < lo ? v : lo;
-            hi = v > hi ? v : hi;
-        }
-        memset(qr + k, 0, (size_t)(k_pad - k));
-        if (range) {
-            range[2 * r] = lo;
-            range[2 * r + 1] = hi;
-        }
-    }
+    for (int r = 0; r < rows; r++)
+        sq_quantize_row_finish(x + (size_t)r * ldx, m, 0, k, z, qa + (size_t)r * lda, k_pad,
+                               INFINITY, -INFINITY, range ? range + 2 * r : NULL);
 }
 
 const sq_gemm_kernels sq_gemm_kernels_scalar = {
