@@ -10,15 +10,9 @@
 #include <string.h>
 
 #include "attn_bf16.h"
+#include "test_util.h"
 
 static uint64_t rng = 88172645463325252ull;
-static float frand(void) /* [-1, 1) */
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (float)((double)(rng >> 11) / 9007199254740992.0 * 2.0 - 1.0);
-}
 
 static float f(uint16_t h)
 {
@@ -42,7 +36,7 @@ START_TEST(rounding_rule)
     ck_assert(isinf(f(sq_bf16_round(3.4e38f))));
     ck_assert(isnan(f(sq_bf16_round(NAN))));
     for (int i = 0; i < 100000; i++) { /* within half a bf16 ulp */
-        float x = frand() * 100.0f;
+        float x = tu_frand(&rng) * 100.0f;
         if (fabsf(x) < 1e-3f)
             continue;
         ck_assert(fabsf(f(sq_bf16_round(x)) - x) <= fabsf(x) * 0x1p-8f);
@@ -64,7 +58,7 @@ static void make(head *h, int L, int dh)
     h->ctx = malloc(sizeof(float) * (size_t)L * (dh + 3));
     ck_assert(posix_memalign(&h->scratch, 64, sq_attn_bf16_scratch_bytes(L, dh)) == 0);
     for (int i = 0; i < L * h->ld; i++)
-        h->qkv[i] = 3.0f * frand() + (i % 29 == 0 ? 20.0f : 0.0f);
+        h->qkv[i] = 3.0f * tu_frand(&rng) + (i % 29 == 0 ? 20.0f : 0.0f);
 }
 
 static void unmake(head *h)
@@ -180,9 +174,9 @@ START_TEST(hw_same_bits_as_scalar)
     sq_attn_bf16_scores(h.qkv, h.qkv + 32, h.ld, 20, 32, 0.5f, S2, h.scratch, true);
     ck_assert(memcmp(S1, S2, sizeof S1) == 0);
     for (int i = 0; i < 20 * h.ld; i++)
-        h.qkv[i] = frand() * 0x1p-40f;
+        h.qkv[i] = tu_frand(&rng) * 0x1p-40f;
     for (int i = 0; i < 400; i++)
-        S1[i] = frand() * 0x1p-50f;
+        S1[i] = tu_frand(&rng) * 0x1p-50f;
     sq_attn_bf16_context(S1, h.qkv, h.ld, 20, 32, c1, 35, h.scratch, false);
     sq_attn_bf16_context(S1, h.qkv, h.ld, 20, 32, c2, 35, h.scratch, true);
     for (int i = 0; i < 20; i++)

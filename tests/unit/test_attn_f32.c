@@ -12,15 +12,9 @@
 
 #include "attn_f32.h"
 #include "ops.h"
+#include "test_util.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static float frand(void) /* [-1, 1) */
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (float)((double)(rng >> 11) / 9007199254740992.0 * 2.0 - 1.0);
-}
 
 static const int shapes[][2] = {{1, 1},  {2, 3},   {7, 16},  {8, 32},   {9, 17},  {31, 32},
                                 {33, 33}, {64, 64}, {65, 48}, {100, 80}, {257, 32}};
@@ -58,7 +52,7 @@ START_TEST(levels_agree_and_match_reference)
         const int L = shapes[s][0], dh = shapes[s][1], ld = 3 * dh + 5; /* rows wider than Q|K|V */
         float *qkv = malloc(sizeof(float) * (size_t)L * ld);
         for (int i = 0; i < L * ld; i++)
-            qkv[i] = frand();
+            qkv[i] = tu_frand(&rng);
         const float c = 1.0f / sqrtf((float)dh);
         ck_assert(sq_ops_set_level(SQ_OPS_SCALAR));
         run ref = compute(qkv, ld, L, dh, c);

@@ -15,21 +15,15 @@
 #include "f32_rows.h"
 #include "linear.h"
 #include "ops.h"
+#include "test_util.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static float frand(void) /* [-1, 1) */
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (float)((double)(rng >> 11) / 9007199254740992.0 * 2.0 - 1.0);
-}
 
 static float *randv(size_t n)
 {
     float *v = malloc(n * sizeof *v);
     for (size_t i = 0; i < n; i++)
-        v[i] = frand();
+        v[i] = tu_frand(&rng);
     return v;
 }
 

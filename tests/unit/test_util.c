@@ -67,3 +67,13 @@ int tu_count_files(const char *dir)
         closedir(d);
     return n;
 }
+
+float tu_frand(uint64_t *state)
+{
+    uint64_t x = *state;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    *state = x;
+    return (float)((double)(x >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+}
