@@ -174,27 +174,39 @@ static int chunk_rows(int M, int k_pad, int nr_max)
     return rows > M ? M : (int)rows;
 }
 
-/* Tile t of the grid: chunk-major, then panel block, then row block. */
-static tile tile_at(long t, int M, int k_pad, int panels, int n, int nr_max, int np_max)
+/* The tile grid of one GEMM, computed once per call: chunk-major, then
+ * panel block, then row block. */
+typedef struct grid {
+    int M, n, panels, nr_max, np_max;
+    long row_blocks, pblocks, rb_chunk, tiles;
+} grid;
+
+static grid grid_of(int M, const sq_qweight *W, int nr_max, int np_max)
 {
-    long row_blocks = (M + nr_max - 1) / nr_max;
-    long pblocks = (panels + np_max - 1) / np_max;
-    long rb_chunk = (chunk_rows(M, k_pad, nr_max) + nr_max - 1) / nr_max;
-    long c = t / (rb_chunk * pblocks), in = t % (rb_chunk * pblocks);
-    long rb_here = row_blocks - c * rb_chunk < rb_chunk ? row_blocks - c * rb_chunk : rb_chunk;
-    tile tl;
-    tl.r0 = (int)((c * rb_chunk + in % rb_here) * nr_max);
-    tl.p0 = (int)(in / rb_here) * np_max;
-    tl.nr = M - tl.r0 < nr_max ? M - tl.r0 : nr_max;
-    tl.np = panels - tl.p0 < np_max ? panels - tl.p0 : np_max;
-    int cols = n - tl.p0 * SQ_PANEL_N;
-    tl.live = cols < tl.np * SQ_PANEL_N ? cols : tl.np * SQ_PANEL_N;
-    return tl;
+    grid g = {.M = M, .n = W->n, .panels = W->n_pad / SQ_PANEL_N, .nr_max = nr_max,
+              .np_max = np_max};
+    g.row_blocks = (M + nr_max - 1) / nr_max;
+    g.pblocks = (g.panels + np_max - 1) / np_max;
+    g.rb_chunk = (chunk_rows(M, W->k_pad, nr_max) + nr_max - 1) / nr_max;
+    g.tiles = g.row_blocks * g.pblocks;
+    return g;
 }
 
-static long tile_count(int M, int panels, int nr_max, int np_max)
+/* Tile t of the grid. */
+static tile tile_at(const grid *g, long t)
 {
-    return (long)((M + nr_max - 1) / nr_max) * ((panels + np_max - 1) / np_max);
+    long per_chunk = g->rb_chunk * g->pblocks;
+    long c = t / per_chunk, in = t % per_chunk;
+    long left = g->row_blocks - c * g->rb_chunk;
+    long rb_here = left < g->rb_chunk ? left : g->rb_chunk;
+    tile tl;
+    tl.r0 = (int)((c * g->rb_chunk + in % rb_here) * g->nr_max);
+    tl.p0 = (int)(in / rb_here) * g->np_max;
+    tl.nr = g->M - tl.r0 < g->nr_max ? g->M - tl.r0 : g->nr_max;
+    tl.np = g->panels - tl.p0 < g->np_max ? g->panels - tl.p0 : g->np_max;
+    int cols = g->n - tl.p0 * SQ_PANEL_N;
+    tl.live = cols < tl.np * SQ_PANEL_N ? cols : tl.np * SQ_PANEL_N;
+    return tl;
 }
 
 static int worth_threads(int M, const sq_qweight *W)
@@ -229,11 +241,10 @@ void sq_gemm_tiles_s8(sq_ukr_s8 ukr, int nr_max, int np_max, const int8_t *A, in
                       size_t lda, const sq_qweight *W, int32_t *C, size_t ldc,
                       const sq_gemm_epilogue *ep)
 {
-    int panels = W->n_pad / SQ_PANEL_N;
-    long tiles = tile_count(M, panels, nr_max, np_max);
+    const grid g = grid_of(M, W, nr_max, np_max);
 #pragma omp parallel for schedule(static) if (worth_threads(M, W))
-    for (long t = 0; t < tiles; t++) {
-        tile tl = tile_at(t, M, W->k_pad, panels, W->n, nr_max, np_max);
+    for (long t = 0; t < g.tiles; t++) {
+        tile tl = tile_at(&g, t);
         int32_t out[SQ_UKR_MAX_OUT] __attribute__((aligned(64)));
         int ld = tl.np * SQ_PANEL_N, n0 = tl.p0 * SQ_PANEL_N;
         if (ep)
@@ -259,11 +270,10 @@ void sq_gemm_tiles_s4(sq_ukr_s4 ukr, int nr_max, int np_max, const int8_t *A, in
                       size_t lda, const sq_qweight *W, float *C, size_t ldc,
                       const sq_gemm_epilogue *ep)
 {
-    int panels = W->n_pad / SQ_PANEL_N;
-    long tiles = tile_count(M, panels, nr_max, np_max);
+    const grid g = grid_of(M, W, nr_max, np_max);
 #pragma omp parallel for schedule(static) if (worth_threads(M, W))
-    for (long t = 0; t < tiles; t++) {
-        tile tl = tile_at(t, M, W->k_pad, panels, W->n, nr_max, np_max);
+    for (long t = 0; t < g.tiles; t++) {
+        tile tl = tile_at(&g, t);
         float out[SQ_UKR_MAX_OUT] __attribute__((aligned(64)));
         int ld = tl.np * SQ_PANEL_N, n0 = tl.p0 * SQ_PANEL_N;
         if (ep)
