@@ -288,8 +288,12 @@ static void run_chunk(const sq_decoder *d, sq_decoder_state *st, const int32_t *
         sq_add_inplace(st->x, st->xb, (int64_t)n * D);
         sq_rmsnorm_to(st->x, st->xb, n, D, L->rms_ffn, c->norm_eps);
         linear(st, l, SQ_LIN_FFN_UP, &L->lin[SQ_LIN_FFN_UP], st->xb, n, st->gu);
-        sq_swiglu(st->gu, st->hb, n, c->hidden);
-        linear(st, l, SQ_LIN_FFN_DOWN, &L->lin[SQ_LIN_FFN_DOWN], st->hb, n, st->xb);
+        if (st->obs && st->obs->linear_input) { /* the observer sees SwiGLU's output */
+            sq_swiglu(st->gu, st->hb, n, c->hidden);
+            linear(st, l, SQ_LIN_FFN_DOWN, &L->lin[SQ_LIN_FFN_DOWN], st->hb, n, st->xb);
+        } else /* SwiGLU inside ffn_down's quantize step (linear.h) */
+            sq_linear_forward_mapped(&L->lin[SQ_LIN_FFN_DOWN], st->gu, (size_t)2 * c->hidden, n,
+                                     sq_swiglu_row, st->hb, st->xb, &st->lin);
         sq_add_inplace(st->x, st->xb, (int64_t)n * D);
     }
 }

@@ -348,13 +348,22 @@ int sq_encoder_forward(const sq_encoder *enc, sq_workspace *ws, const sq_batch *
         }
         observe(obs, l, SQ_LIN_FFN_UP, f_in, T, H);
         LIN(SQ_LIN_FFN_UP, f_in, T, ws->ffn);
-        if (c->act == SQ_ACT_RELU)
-            sq_relu_inplace(ws->ffn, (int64_t)T * c->ffn);
-        else
-            sq_gelu_inplace(ws->ffn, (int64_t)T * c->ffn);
-        OP(SQ_OP_ACTIVATION);
-        observe(obs, l, SQ_LIN_FFN_DOWN, ws->ffn, T, c->ffn);
-        LIN(SQ_LIN_FFN_DOWN, ws->ffn, T, ws->tmp);
+        if (obs) { /* the observer sees the activation's output */
+            if (c->act == SQ_ACT_RELU)
+                sq_relu_inplace(ws->ffn, (int64_t)T * c->ffn);
+            else
+                sq_gelu_inplace(ws->ffn, (int64_t)T * c->ffn);
+            OP(SQ_OP_ACTIVATION);
+            observe(obs, l, SQ_LIN_FFN_DOWN, ws->ffn, T, c->ffn);
+            LIN(SQ_LIN_FFN_DOWN, ws->ffn, T, ws->tmp);
+        } else { /* the activation inside ffn_down's quantize step (linear.h) */
+            ws->lin.gemm_op = SQ_OP_GEMM_FFN_DOWN;
+            sq_linear_forward_mapped(&L->lin[SQ_LIN_FFN_DOWN], ws->ffn, (size_t)c->ffn, T,
+                                     c->act == SQ_ACT_RELU ? sq_relu_row : sq_gelu_row, ws->ffn,
+                                     ws->tmp, &ws->lin);
+            if (prof)
+                t = sq_op_now();
+        }
         if (pre) {
             sq_add_inplace(x, ws->tmp, (int64_t)T * H);
             OP(SQ_OP_RESIDUAL);

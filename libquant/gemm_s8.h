@@ -88,6 +88,28 @@ int sq_gemm_quantize_acts_guard(const float *x, int rows, int k, size_t ldx, con
 int sq_gemm_quantize_acts_rows(const float *x, int rows, int k, size_t ldx, const float *m,
                                int8_t *qa, int k_pad, size_t lda, float *row_scale);
 
+/* The op that produces a linear's input, applied row by row inside its
+ * quantize step (linear.h, sq_linear_forward_mapped): dst [k] = f(src
+ * row), src holding whatever the op reads (ldx floats per row). */
+typedef void (*sq_row_map)(const float *src, float *dst, int k);
+typedef enum sq_qa_mode {
+    SQ_QA_STATIC, /* sq_gemm_quantize_acts_zp */
+    SQ_QA_GUARD,  /* sq_gemm_quantize_acts_guard */
+    SQ_QA_ROWS    /* sq_gemm_quantize_acts_rows (z ignored) */
+} sq_qa_mode;
+/* The quantize step of mode on the rows map(x[r]) (x [rows][ldx]), each
+ * mapped into a k-float buffer of the thread and quantized from there, so
+ * the mapped rows never go to memory: the same codes and row_scale as
+ * mapping every row first and then calling the mode's function; keep
+ * [rows][n_keep] gets the mapped values of the channels keep_idx (the
+ * linear's outlier channels, computed in fp32 beside the GEMM). Returns
+ * the guarded rows, or -1 (nothing written) when the buffers cannot be
+ * allocated. */
+int sq_gemm_quantize_acts_mapped(const float *x, int rows, int k, size_t ldx, sq_row_map map,
+                                 const float *m, int z, sq_qa_mode mode, int8_t *qa, int k_pad,
+                                 size_t lda, float *row_scale, const int32_t *keep_idx,
+                                 int n_keep, float *keep);
+
 /* ---- the kernel table (gemm_kernel.h, gemm_s8_dispatch.c) ----
  * The row of isa, or NULL when isa is out of range or this CPU cannot run
  * it. */

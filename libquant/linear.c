@@ -184,40 +184,73 @@ static void outlier_add(const sq_linear *l, const float *x, int rows, float *y)
     (void)lv;
 }
 
-static void quant_forward(const sq_linear *l, const float *x, int rows, float *y,
-                          const sq_linear_scratch *sc)
+/* The quantize step of l on x into sc->qa (sc->row_scale for the guarded
+ * rows); map (NULL: none) first applied to each row of x [rows][ldx].
+ * With map, keep [rows][n_outliers] gets the mapped outlier channels.
+ * Returns the guarded rows, -1 when a mapped step could not get its
+ * buffers (nothing written). */
+static int quantize_input(const sq_linear *l, const float *x, size_t ldx, sq_row_map map,
+                          int rows, const sq_linear_scratch *sc, float *keep)
+{
+    const int kp = l->qw.k_pad;
+    if (map)
+        return sq_gemm_quantize_acts_mapped(x, rows, l->in, ldx, map, l->act_mult, l->act_zero,
+                                            l->dynamic ? SQ_QA_ROWS
+                                            : l->guard ? SQ_QA_GUARD
+                                                       : SQ_QA_STATIC,
+                                            sc->qa, kp, (size_t)kp, sc->row_scale,
+                                            l->outlier_idx, l->n_outliers, keep);
+    if (l->dynamic)
+        return sq_gemm_quantize_acts_rows(x, rows, l->in, ldx, l->act_mult, sc->qa, kp,
+                                          (size_t)kp, sc->row_scale);
+    if (l->guard)
+        return sq_gemm_quantize_acts_guard(x, rows, l->in, ldx, l->act_mult, l->act_zero, sc->qa,
+                                           kp, (size_t)kp, sc->row_scale);
+    sq_gemm_quantize_acts_zp(x, rows, l->in, ldx, l->act_mult, l->act_zero, sc->qa, kp,
+                             (size_t)kp);
+    return 0;
+}
+
+/* GEMM and epilogue in one pass on the quantized rows in sc->qa: y =
+ * (float)(acc + acc_off[n]) * out_scale[n] + b[n] (int4: acc_f32 *
+ * act_scale + b[n]), product rounded before the add, written tile by tile;
+ * sc->acc is only used by the ISAs without the fused tile driver (scalar,
+ * amx). Then the outlier channels' exact part from x (the linear's input
+ * as fp32, [rows][in]; or with xo, their values alone [rows][n_outliers]
+ * followed by n_outliers int32 0, 1, ...).
+ * t: the profile clock. */
+static void quant_gemm(const sq_linear *l, const float *x, const float *xo, int rows,
+                       int guarded, float *y, const sq_linear_scratch *sc, double t)
 {
     sq_isa isa = SQ_ISA_SCALAR;
     sq_linear_isa(&isa, NULL); /* refused ISAs are reported when the model is opened */
-    const int kp = l->qw.k_pad;
-    int guarded = 0;
-    double t = sc->prof ? sq_op_now() : 0;
-    if (l->dynamic)
-        guarded = sq_gemm_quantize_acts_rows(x, rows, l->in, (size_t)l->in, l->act_mult, sc->qa,
-                                             kp, (size_t)kp, sc->row_scale);
-    else if (l->guard)
-        guarded = sq_gemm_quantize_acts_guard(x, rows, l->in, (size_t)l->in, l->act_mult,
-                                              l->act_zero, sc->qa, kp, (size_t)kp, sc->row_scale);
-    else
-        sq_gemm_quantize_acts_zp(x, rows, l->in, (size_t)l->in, l->act_mult, l->act_zero, sc->qa,
-                                 kp, (size_t)kp);
-    /* GEMM and epilogue in one pass: y = (float)(acc + acc_off[n]) *
-     * out_scale[n] + b[n] (int4: acc_f32 * act_scale + b[n]), product
-     * rounded before the add, written tile by tile; sc->acc is only used by
-     * the ISAs without the fused tile driver (scalar, amx). */
-    if (sc->prof)
-        t = sq_op_add(sc->prof, SQ_OP_QUANTIZE, t);
     sq_gemm_epilogue ep = {.out_scale = l->out_scale, .acc_off = l->acc_off,
                            .act_scale = l->act_scale, .bias = l->b, .y = y,
                            .ldy = (size_t)l->out, .row_scale = guarded ? sc->row_scale : NULL};
-    sq_qtype_get(l->qtype)->gemm(isa, sc->qa, rows, (size_t)kp, &l->qw, &ep, sc->acc);
+    sq_qtype_get(l->qtype)->gemm(isa, sc->qa, rows, (size_t)l->qw.k_pad, &l->qw, &ep, sc->acc);
     if (sc->prof)
         t = sq_op_add(sc->prof, sc->gemm_op, t);
     if (l->n_outliers > 0) {
-        outlier_add(l, x, rows, y);
+        if (xo) { /* a view whose input is the outlier channels, in order */
+            sq_linear v = *l;
+            v.in = l->n_outliers;
+            v.outlier_idx = (const int32_t *)(xo + (size_t)rows * l->n_outliers);
+            outlier_add(&v, xo, rows, y);
+        } else
+            outlier_add(l, x, rows, y);
         if (sc->prof)
             sq_op_add(sc->prof, SQ_OP_OUTLIERS, t);
     }
+}
+
+static void quant_forward(const sq_linear *l, const float *x, int rows, float *y,
+                          const sq_linear_scratch *sc)
+{
+    double t = sc->prof ? sq_op_now() : 0;
+    const int guarded = quantize_input(l, x, (size_t)l->in, NULL, rows, sc, NULL);
+    if (sc->prof)
+        t = sq_op_add(sc->prof, SQ_OP_QUANTIZE, t);
+    quant_gemm(l, x, NULL, rows, guarded, y, sc, t);
 }
 
 void sq_linear_forward(const sq_linear *l, const float *x, int rows, float *y,
@@ -230,6 +263,57 @@ void sq_linear_forward(const sq_linear *l, const float *x, int rows, float *y,
             sq_op_add(scratch->prof, scratch->gemm_op, t);
     } else
         quant_forward(l, x, rows, y, scratch);
+}
+
+/* SQUINT_FUSE=0 turns the fused path off (bench: the profile before and
+ * after; tests: fused against unfused, bit for bit). */
+static bool fusion_on = true;
+static pthread_once_t fusion_once = PTHREAD_ONCE_INIT;
+static void fusion_init(void)
+{
+    const char *e = getenv("SQUINT_FUSE");
+    fusion_on = !(e && strcmp(e, "0") == 0);
+}
+
+bool sq_linear_fusion(void)
+{
+    pthread_once(&fusion_once, fusion_init);
+    return fusion_on;
+}
+
+void sq_linear_forward_mapped(const sq_linear *l, const float *x, size_t ldx, int rows,
+                              sq_row_map map, float *mapped, float *y,
+                              const sq_linear_scratch *scratch)
+{
+    const bool quant = sq_qtype_get(l->qtype)->gemm != NULL;
+    sq_op_profile *prof = scratch ? scratch->prof : NULL;
+    double t = prof ? sq_op_now() : 0;
+    if (quant && sq_linear_fusion()) {
+        /* the outlier channels' mapped values [rows][n], then 0 .. n-1 */
+        const size_t no = (size_t)l->n_outliers;
+        float *xo = no ? malloc(((size_t)rows + 1) * no * sizeof *xo) : NULL;
+        if (xo || !no) {
+            int32_t *iota = xo ? (int32_t *)(xo + (size_t)rows * no) : NULL;
+            for (size_t o = 0; o < no; o++)
+                iota[o] = (int32_t)o;
+            const int guarded = quantize_input(l, x, ldx, map, rows, scratch, xo);
+            if (guarded >= 0) {
+                if (prof)
+                    t = sq_op_add(prof, SQ_OP_ACT_QUANTIZE, t);
+                quant_gemm(l, NULL, xo, rows, guarded, y, scratch, t);
+                free(xo);
+                return;
+            }
+            free(xo);
+        }
+    }
+    /* The op as its own pass into mapped, then the linear. */
+#pragma omp parallel for schedule(static) if ((int64_t)rows * l->in >= (1 << 16))
+    for (int r = 0; r < rows; r++)
+        map(x + (size_t)r * ldx, mapped + (size_t)r * l->in, l->in);
+    if (prof)
+        sq_op_add(prof, SQ_OP_ACTIVATION, t);
+    sq_linear_forward(l, mapped, rows, y, scratch);
 }
 
 void sq_linear_free(sq_linear *l)

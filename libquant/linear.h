@@ -83,6 +83,21 @@ void sq_linear_forward(const sq_linear *l, const float *x, int rows, float *y,
                        const sq_linear_scratch *scratch);
 void sq_linear_free(sq_linear *l);
 
+/* y = l(map(x)) for the rows of x [rows][ldx] (map: the op that produces
+ * the linear's input, e.g. sq_gelu_row; gemm_s8.h): for a quantized linear
+ * without outlier channels the op runs inside the quantize step, row by
+ * row through a buffer in cache, and the GEMM reads the int8 codes (the
+ * op's fp32 output never goes to memory; profile op "act+quantize").
+ * Otherwise, or with SQUINT_FUSE=0, mapped [rows][in] receives map(x) and
+ * the linear runs on it (it may be x when ldx == in: the op is in place).
+ * The same bits either way. */
+#include "gemm_s8.h"
+void sq_linear_forward_mapped(const sq_linear *l, const float *x, size_t ldx, int rows,
+                              sq_row_map map, float *mapped, float *y,
+                              const sq_linear_scratch *scratch);
+/* False when SQUINT_FUSE=0 is set (read once). */
+bool sq_linear_fusion(void);
+
 /* How many of the rows x in input values of a quantized linear the quantize
  * step clips: the code round(x_j * m_j) - z lies outside [-127, 127] (the
  * value is beyond the statically calibrated range; NaN is not counted).

@@ -13,6 +13,7 @@ const char *sq_op_name(sq_op op)
         [SQ_OP_GEMM_RES] = "linear res",      [SQ_OP_OUTLIERS] = "outlier channels",
         [SQ_OP_ATTN_SCORES] = "attn Q.K^T",   [SQ_OP_SOFTMAX] = "softmax",
         [SQ_OP_ATTN_CONTEXT] = "attn P.V",    [SQ_OP_ACTIVATION] = "gelu/relu",
+        [SQ_OP_ACT_QUANTIZE] = "act+quantize",
     };
     return (unsigned)op < SQ_OP_COUNT ? names[op] : "?";
 }

@@ -22,7 +22,8 @@ typedef enum sq_op {
     SQ_OP_ATTN_SCORES,    /* Q K^T (sgemm) */
     SQ_OP_SOFTMAX,
     SQ_OP_ATTN_CONTEXT,   /* P V (sgemm) */
-    SQ_OP_ACTIVATION,     /* GELU / ReLU */
+    SQ_OP_ACTIVATION,     /* GELU / ReLU / SwiGLU as their own pass */
+    SQ_OP_ACT_QUANTIZE,   /* the activation fused into the next linear's quantize step */
     SQ_OP_COUNT
 } sq_op;
 

@@ -330,14 +330,14 @@ AVX2_FN static inline __m256 erf_avx2(__m256 x)
     return _mm256_or_ps(y, sign);
 }
 
-/* GELU of x[i0, i1), i1 - i0 a multiple of 8. */
-AVX2_FN static void gelu_avx2_block(float *x, int64_t i0, int64_t i1)
+/* y = GELU(x) on [i0, i1), i1 - i0 a multiple of 8; y may be x. */
+AVX2_FN static void gelu_avx2_block(const float *x, float *y, int64_t i0, int64_t i1)
 {
     for (int64_t i = i0; i < i1; i += 8) {
         __m256 v = _mm256_loadu_ps(x + i);
         __m256 e = erf_avx2(_mm256_mul_ps(v, _mm256_set1_ps((float)M_SQRT1_2)));
         __m256 h = _mm256_mul_ps(_mm256_set1_ps(0.5f), v);
-        _mm256_storeu_ps(x + i, _mm256_fmadd_ps(h, e, h));
+        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(h, e, h));
     }
 }
 
@@ -345,7 +345,7 @@ AVX2_FN static void gelu_avx2_block(float *x, int64_t i0, int64_t i1)
  * function that carries the avx2 target (clang refuses vector code in the
  * outlined parallel body otherwise). Elementwise, so any split gives the
  * same bits. */
-static void gelu_avx512_block(float *x, int64_t i0, int64_t i1);
+static void gelu_avx512_block(const float *x, float *y, int64_t i0, int64_t i1);
 
 static void gelu_vector(float *x, int64_t n, bool avx512)
 {
@@ -355,9 +355,9 @@ static void gelu_vector(float *x, int64_t n, bool avx512)
     for (int64_t b = 0; b < nb; b++) {
         int64_t i0 = b * BLOCK, i1 = i0 + BLOCK < nv ? i0 + BLOCK : nv;
         if (avx512)
-            gelu_avx512_block(x, i0, i1);
+            gelu_avx512_block(x, x, i0, i1);
         else
-            gelu_avx2_block(x, i0, i1);
+            gelu_avx2_block(x, x, i0, i1);
     }
     for (int64_t i = nv; i < n; i++)
         x[i] = gelu_f32(x[i]);
@@ -450,17 +450,17 @@ AVX512_FN static inline __m512 erf_avx512(__m512 x)
 }
 
 /* GELU of x[i0, i1), i1 - i0 a multiple of 8: blocks of 16, then one of 8. */
-AVX512_FN static void gelu_avx512_block(float *x, int64_t i0, int64_t i1)
+AVX512_FN static void gelu_avx512_block(const float *x, float *y, int64_t i0, int64_t i1)
 {
     int64_t i = i0;
     for (; i + 16 <= i1; i += 16) {
         __m512 v = _mm512_loadu_ps(x + i);
         __m512 e = erf_avx512(_mm512_mul_ps(v, _mm512_set1_ps((float)M_SQRT1_2)));
         __m512 h = _mm512_mul_ps(_mm512_set1_ps(0.5f), v);
-        _mm512_storeu_ps(x + i, _mm512_fmadd_ps(h, e, h));
+        _mm512_storeu_ps(y + i, _mm512_fmadd_ps(h, e, h));
     }
     if (i < i1)
-        gelu_avx2_block(x, i, i1);
+        gelu_avx2_block(x, y, i, i1);
 }
 
 AVX512_FN static float row_max_avx512(const float *x, int cols)
@@ -552,6 +552,27 @@ void sq_gelu_inplace(float *x, int64_t n)
         gelu_vector(x, n, lv == SQ_OPS_AVX512);
 }
 
+void sq_gelu_row(const float *x, float *y, int n)
+{
+    const int lv = level();
+    int nv = 0;
+    if (lv != SQ_OPS_SCALAR) {
+        nv = n / 8 * 8;
+        if (lv == SQ_OPS_AVX512)
+            gelu_avx512_block(x, y, 0, nv);
+        else
+            gelu_avx2_block(x, y, 0, nv);
+    }
+    for (int i = nv; i < n; i++)
+        y[i] = gelu_f32(x[i]);
+}
+
+void sq_relu_row(const float *x, float *y, int n)
+{
+    for (int i = 0; i < n; i++)
+        y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
 void sq_softmax_row(float *x, int cols)
 {
     const int lv = level();
@@ -580,13 +601,16 @@ void sq_rmsnorm_to(const float *x, float *y, int rows, int cols, const float *w,
         rmsnorm_row(x + (int64_t)r * cols, y + (int64_t)r * cols, cols, w, eps);
 }
 
+void sq_swiglu_row(const float *gu, float *h, int hidden)
+{
+    const float *u = gu + hidden;
+    for (int j = 0; j < hidden; j++)
+        h[j] = gu[j] / (1.0f + expf(-gu[j])) * u[j];
+}
+
 void sq_swiglu(const float *gu, float *h, int rows, int hidden)
 {
 #pragma omp parallel for schedule(static) if (rows > 1)
-    for (int r = 0; r < rows; r++) {
-        const float *g = gu + (int64_t)r * 2 * hidden, *u = g + hidden;
-        float *o = h + (int64_t)r * hidden;
-        for (int j = 0; j < hidden; j++)
-            o[j] = g[j] / (1.0f + expf(-g[j])) * u[j];
-    }
+    for (int r = 0; r < rows; r++)
+        sq_swiglu_row(gu + (int64_t)r * 2 * hidden, h + (int64_t)r * hidden, hidden);
 }

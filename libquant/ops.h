@@ -30,6 +30,11 @@ void sq_relu_inplace(float *x, int64_t n);
  * (formats/SQM.md 6.7): AVX2+FMA when the CPU has it, the same operations
  * in scalar code otherwise, the same bits either way. */
 void sq_gelu_inplace(float *x, int64_t n);
+/* One row of n values, y = GELU(x) / ReLU(x) (y may be x), in the calling
+ * thread: the same bits as the in-place versions (an op fused into a
+ * linear's quantize step, linear.h). */
+void sq_gelu_row(const float *x, float *y, int n);
+void sq_relu_row(const float *x, float *y, int n);
 /* Row-wise softmax over `cols` values, in place; exp as in ops.c, the sum
  * in 8 lanes then the tail (SQM.md 6.5). Same bits on every CPU. */
 void sq_softmax_row(float *x, int cols);
@@ -46,5 +51,7 @@ void sq_rmsnorm_to(const float *x, float *y, int rows, int cols, const float *w,
  * (w1) then the up projection (w3) of each row;
  * h[r][j] = silu(gate[r][j]) * up[r][j], silu(g) = g / (1 + exp(-g)). */
 void sq_swiglu(const float *gu, float *h, int rows, int hidden);
+/* One row of it: gu [2 * hidden] -> h [hidden], in the calling thread. */
+void sq_swiglu_row(const float *gu, float *h, int hidden);
 
 #endif

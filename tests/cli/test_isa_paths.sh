@@ -3,7 +3,8 @@
 # SmoothQuant and activation zero points, int4-g128, a mixed int8/int4/fp32
 # build) of a model with ragged widths (padding channels and inputs in every
 # linear) are embedded under SQUINT_ISA=scalar, avx2, avxvnni, avx512vnni and
-# amx; every path must give byte-identical .npy files, at 1 and 2 threads.
+# amx; every path must give byte-identical .npy files, at 1 and 2 threads
+# and with the GELU fused into ffn_down's quantize step or not (SQUINT_FUSE=0).
 # Paths the CPU lacks are reported as SKIPPED and must be refused clearly.
 # usage: test_isa_paths.sh SQUINT GEN_FIXTURE
 set -uo pipefail
@@ -64,15 +65,18 @@ for f in int8 int4 mixed; do
       SQUINT_ISA=$isa "$SQ" embed "$W/$f.sqm" --input "$W/texts.txt" --batch 16 --threads $t \
         --output "$W/$f.$isa.$t.npy" 2>"$W/err" || fail "$f.sqm under $isa, $t threads: $(cat "$W/err")"
     done
+    # GELU as its own pass instead of inside ffn_down's quantize step (linear.h)
+    SQUINT_FUSE=0 SQUINT_ISA=$isa "$SQ" embed "$W/$f.sqm" --input "$W/texts.txt" --batch 16 --threads 2 \
+      --output "$W/$f.$isa.unfused.npy" 2>"$W/err" || fail "$f.sqm under $isa, unfused: $(cat "$W/err")"
   done
   ref="$W/$f.scalar.1.npy"
   same=1
   for isa in "${isas[@]}"; do
-    for t in 1 2; do
+    for t in 1 2 unfused; do
       cmp -s "$ref" "$W/$f.$isa.$t.npy" || { same=0; fail "$f.sqm: $isa at $t threads differs from scalar"; }
     done
   done
-  [[ $same == 1 ]] && pass "$f.sqm: byte-identical embeddings on ${isas[*]} at 1 and 2 threads"
+  [[ $same == 1 ]] && pass "$f.sqm: byte-identical embeddings on ${isas[*]} at 1 and 2 threads, GELU fused or not"
 done
 # The embeddings are not trivially equal: different texts give different vectors.
 /usr/bin/python3 - "$W/int8.scalar.1.npy" <<'PY' && pass "the embeddings depend on the input" || fail "embeddings do not depend on the input"

@@ -41,6 +41,15 @@ q --recipe "$W/rtn.yaml" --dynamic-acts -o "$W/int4rtn.sqm" --threads 1 || fail 
 for m in int8 int4; do
   out=$("$SQ" generate "$W/$m.sqm" --prompt "Once upon a time" --max-tokens 64 --threads 1 --quiet 2>"$W/err")
   [[ ${#out} -gt 100 ]] && pass "generate from $m.sqm" || fail "generate $m: $out $(cat "$W/err")"
+  # SwiGLU as its own pass instead of inside ffn_down's quantize step (linear.h)
+  unf=$(SQUINT_FUSE=0 "$SQ" generate "$W/$m.sqm" --prompt "Once upon a time" --max-tokens 64 --threads 1 --quiet 2>"$W/err")
+  [[ "$unf" == "$out" ]] && pass "$m.sqm: the same text with SwiGLU fused or not" ||
+    fail "$m.sqm: SQUINT_FUSE=0 changes the text"
+  nll() { sed -n 's/.*"mean_nll": *\([0-9.]*\).*/\1/p'; }
+  pf=$("$SQ" perplexity "$W/$m.sqm" --input "$W/held.txt" --docs lines --threads 2 --json 2>/dev/null | nll)
+  pu=$(SQUINT_FUSE=0 "$SQ" perplexity "$W/$m.sqm" --input "$W/held.txt" --docs lines --threads 2 --json 2>/dev/null | nll)
+  [[ -n "$pf" && "$pf" == "$pu" ]] && pass "$m.sqm: the same mean NLL fused or not ($pf)" ||
+    fail "$m.sqm: perplexity fused $pf, unfused $pu"
 done
 
 ppl() { "$SQ" perplexity "$1" --input "$W/held.txt" --docs lines --threads 1 --json 2>/dev/null \
