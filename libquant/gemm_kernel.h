@@ -118,6 +118,33 @@ void sq_gemm_tiles_s4(sq_ukr_s4 ukr, int nr_max, int np_max, const int8_t *A, in
                       size_t lda, const sq_qweight *W, float *C, size_t ldc,
                       const sq_gemm_epilogue *ep);
 
+/* The grid those drivers (and the AMX row's own, gemm_s8_amx.inc) run:
+ * tiles of nr_max rows x np_max panels, chunk-major (a chunk of A rows of
+ * about 128 KiB stays in L2 while every panel block reads it), then panel
+ * block, then row block. It depends on the shapes only, never on the
+ * thread count, so every output comes from one tile in one fixed order. */
+typedef struct sq_gemm_tile {
+    int r0, nr, p0, np, live; /* rows [r0, r0+nr), panels [p0, p0+np), live real columns */
+} sq_gemm_tile;
+typedef struct sq_gemm_grid {
+    int M, n, panels, nr_max, np_max;
+    long row_blocks, pblocks, rb_chunk, tiles;
+} sq_gemm_grid;
+sq_gemm_grid sq_gemm_grid_of(int M, const sq_qweight *W, int nr_max, int np_max);
+sq_gemm_tile sq_gemm_grid_tile(const sq_gemm_grid *g, long t);
+/* 1 when the GEMM is big enough to share among threads. */
+int sq_gemm_worth_threads(int M, const sq_qweight *W);
+/* Around one tile's micro-kernel: begin prefetches its output lines (y
+ * with ep, else C; elem the size of C's elements); end takes out
+ * [nr][np * 16] (the finished tile) through the epilogue into ep->y, or
+ * copies its live columns into C when ep is NULL. */
+void sq_gemm_tile_begin(const sq_gemm_tile *tl, const sq_gemm_epilogue *ep, const void *C,
+                        size_t ldc, size_t elem);
+void sq_gemm_tile_end_s8(const sq_gemm_tile *tl, const int32_t *out, const sq_gemm_epilogue *ep,
+                         int32_t *C, size_t ldc);
+void sq_gemm_tile_end_s4(const sq_gemm_tile *tl, const float *out, const sq_gemm_epilogue *ep,
+                         float *C, size_t ldc);
+
 /* The epilogue over a finished C ([M][N], N = W->n), for the rows that do
  * not fuse it. Same bits as the fused path. */
 void sq_gemm_epilogue_s8(const int32_t *C, int M, int N, const sq_gemm_epilogue *ep);

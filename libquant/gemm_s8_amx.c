@@ -15,21 +15,20 @@
 #define T_AMX __attribute__((target("amx-tile,amx-int8,avx2")))
 #include "gemm_s8_amx.inc"
 
-/* The tile config is per thread, so AMX keeps its own grid driver and
- * writes C; the dispatcher runs the epilogue over it. */
+/* The tile config is per thread, so AMX keeps its own grid driver (the
+ * shared grid and tile epilogue of gemm_kernel.h): each finished tile goes
+ * through the epilogue into y while it is in L1. */
 static void gemm_s8(const int8_t *A, int M, size_t lda, const sq_qweight *W, int32_t *C,
                     size_t ldc, const sq_gemm_epilogue *ep)
 {
-    (void)ep;
-    sq_amx_gemm_s8(A, M, lda, W, C, ldc);
+    sq_amx_gemm_s8(A, M, lda, W, C, ldc, ep);
 }
 
 static void gemm_s4(const int8_t *A, int M, size_t lda, const sq_qweight *W, float *C,
                     size_t ldc, const sq_gemm_epilogue *ep)
 {
-    (void)ep;
-    sq_amx_gemm_s4(A, M, lda, W, C, ldc);
+    sq_amx_gemm_s4(A, M, lda, W, C, ldc, ep);
 }
 
 const sq_gemm_kernels sq_gemm_kernels_amx = {
-    .isa = SQ_ISA_AMX, .s8 = gemm_s8, .s4 = gemm_s4, .quantize = NULL, .fuses = false};
+    .isa = SQ_ISA_AMX, .s8 = gemm_s8, .s4 = gemm_s4, .quantize = NULL, .fuses = true};

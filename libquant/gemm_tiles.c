@@ -153,12 +153,6 @@ void sq_gemm_epilogue_s4(const float *C, int M, int N, const sq_gemm_epilogue *e
                    ep->row_scale ? ep->row_scale[r] : 0);
 }
 
-/* One tile's geometry: rows [r0, r0 + nr), panels [p0, p0 + np), and how
- * many of its np * 16 columns are real channels. */
-typedef struct tile {
-    int r0, nr, p0, np, live;
-} tile;
-
 /* Rows of A per chunk: the tiles of one chunk of rows run panel block by
  * panel block, so the chunk's A rows (about CHUNK_BYTES) stay in L2 while
  * every panel block reads them, instead of all of A streaming from L3 once
@@ -174,17 +168,10 @@ static int chunk_rows(int M, int k_pad, int nr_max)
     return rows > M ? M : (int)rows;
 }
 
-/* The tile grid of one GEMM, computed once per call: chunk-major, then
- * panel block, then row block. */
-typedef struct grid {
-    int M, n, panels, nr_max, np_max;
-    long row_blocks, pblocks, rb_chunk, tiles;
-} grid;
-
-static grid grid_of(int M, const sq_qweight *W, int nr_max, int np_max)
+sq_gemm_grid sq_gemm_grid_of(int M, const sq_qweight *W, int nr_max, int np_max)
 {
-    grid g = {.M = M, .n = W->n, .panels = W->n_pad / SQ_PANEL_N, .nr_max = nr_max,
-              .np_max = np_max};
+    sq_gemm_grid g = {.M = M, .n = W->n, .panels = W->n_pad / SQ_PANEL_N, .nr_max = nr_max,
+                      .np_max = np_max};
     g.row_blocks = (M + nr_max - 1) / nr_max;
     g.pblocks = (g.panels + np_max - 1) / np_max;
     g.rb_chunk = (chunk_rows(M, W->k_pad, nr_max) + nr_max - 1) / nr_max;
@@ -192,14 +179,13 @@ static grid grid_of(int M, const sq_qweight *W, int nr_max, int np_max)
     return g;
 }
 
-/* Tile t of the grid. */
-static tile tile_at(const grid *g, long t)
+sq_gemm_tile sq_gemm_grid_tile(const sq_gemm_grid *g, long t)
 {
     long per_chunk = g->rb_chunk * g->pblocks;
     long c = t / per_chunk, in = t % per_chunk;
     long left = g->row_blocks - c * g->rb_chunk;
     long rb_here = left < g->rb_chunk ? left : g->rb_chunk;
-    tile tl;
+    sq_gemm_tile tl;
     tl.r0 = (int)((c * g->rb_chunk + in % rb_here) * g->nr_max);
     tl.p0 = (int)(in / rb_here) * g->np_max;
     tl.nr = g->M - tl.r0 < g->nr_max ? g->M - tl.r0 : g->nr_max;
@@ -209,7 +195,7 @@ static tile tile_at(const grid *g, long t)
     return tl;
 }
 
-static int worth_threads(int M, const sq_qweight *W)
+int sq_gemm_worth_threads(int M, const sq_qweight *W)
 {
     return (double)M * W->n_pad * W->k_pad >= PARALLEL_MIN_MACS;
 }
@@ -237,32 +223,58 @@ static inline void prefetch_y(const sq_gemm_epilogue *ep, int r0, int nr, int n0
                   (size_t)live * sizeof(float));
 }
 
+void sq_gemm_tile_begin(const sq_gemm_tile *tl, const sq_gemm_epilogue *ep, const void *C,
+                        size_t ldc, size_t elem)
+{
+    const int n0 = tl->p0 * SQ_PANEL_N;
+    if (ep)
+        prefetch_y(ep, tl->r0, tl->nr, n0, tl->live);
+    else
+        prefetch_rows(C, ldc * elem, tl->r0, tl->nr, (size_t)n0 * elem, (size_t)tl->live * elem);
+}
+
+void sq_gemm_tile_end_s8(const sq_gemm_tile *tl, const int32_t *out, const sq_gemm_epilogue *ep,
+                         int32_t *C, size_t ldc)
+{
+    const int ld = tl->np * SQ_PANEL_N, n0 = tl->p0 * SQ_PANEL_N;
+    if (ep)
+        for (int i = 0; i < tl->nr; i++)
+            epi_s8_row(out + i * ld, ep->acc_off ? ep->acc_off + n0 : NULL, ep->out_scale + n0,
+                       ep->bias + n0, ep->y + (size_t)(tl->r0 + i) * ep->ldy + n0, tl->live,
+                       ep->row_scale ? ep->row_scale[tl->r0 + i] : 0);
+    else
+        for (int i = 0; i < tl->nr; i++)
+            memcpy(C + (size_t)(tl->r0 + i) * ldc + n0, out + i * ld,
+                   sizeof *out * (size_t)tl->live);
+}
+
+void sq_gemm_tile_end_s4(const sq_gemm_tile *tl, const float *out, const sq_gemm_epilogue *ep,
+                         float *C, size_t ldc)
+{
+    const int ld = tl->np * SQ_PANEL_N, n0 = tl->p0 * SQ_PANEL_N;
+    if (ep)
+        for (int i = 0; i < tl->nr; i++)
+            epi_s4_row(out + i * ld, ep->act_scale, ep->bias + n0,
+                       ep->y + (size_t)(tl->r0 + i) * ep->ldy + n0, tl->live,
+                       ep->row_scale ? ep->row_scale[tl->r0 + i] : 0);
+    else
+        for (int i = 0; i < tl->nr; i++)
+            memcpy(C + (size_t)(tl->r0 + i) * ldc + n0, out + i * ld,
+                   sizeof *out * (size_t)tl->live);
+}
+
 void sq_gemm_tiles_s8(sq_ukr_s8 ukr, int nr_max, int np_max, const int8_t *A, int M,
                       size_t lda, const sq_qweight *W, int32_t *C, size_t ldc,
                       const sq_gemm_epilogue *ep)
 {
-    const grid g = grid_of(M, W, nr_max, np_max);
-#pragma omp parallel for schedule(static) if (worth_threads(M, W))
+    const sq_gemm_grid g = sq_gemm_grid_of(M, W, nr_max, np_max);
+#pragma omp parallel for schedule(static) if (sq_gemm_worth_threads(M, W))
     for (long t = 0; t < g.tiles; t++) {
-        tile tl = tile_at(&g, t);
+        sq_gemm_tile tl = sq_gemm_grid_tile(&g, t);
         int32_t out[SQ_UKR_MAX_OUT] __attribute__((aligned(64)));
-        int ld = tl.np * SQ_PANEL_N, n0 = tl.p0 * SQ_PANEL_N;
-        if (ep)
-            prefetch_y(ep, tl.r0, tl.nr, n0, tl.live);
-        else
-            prefetch_rows(C, ldc * sizeof *C, tl.r0, tl.nr, (size_t)n0 * sizeof *C,
-                          (size_t)tl.live * sizeof *C);
+        sq_gemm_tile_begin(&tl, ep, C, ldc, sizeof *C);
         ukr(A + (size_t)tl.r0 * lda, lda, tl.nr, W, tl.p0, tl.np, out);
-        if (ep)
-            for (int i = 0; i < tl.nr; i++)
-                epi_s8_row(out + i * ld, ep->acc_off ? ep->acc_off + n0 : NULL,
-                           ep->out_scale + n0, ep->bias + n0,
-                           ep->y + (size_t)(tl.r0 + i) * ep->ldy + n0, tl.live,
-                           ep->row_scale ? ep->row_scale[tl.r0 + i] : 0);
-        else
-            for (int i = 0; i < tl.nr; i++)
-                memcpy(C + (size_t)(tl.r0 + i) * ldc + n0, out + i * ld,
-                       sizeof *out * (size_t)tl.live);
+        sq_gemm_tile_end_s8(&tl, out, ep, C, ldc);
     }
 }
 
@@ -270,27 +282,13 @@ void sq_gemm_tiles_s4(sq_ukr_s4 ukr, int nr_max, int np_max, const int8_t *A, in
                       size_t lda, const sq_qweight *W, float *C, size_t ldc,
                       const sq_gemm_epilogue *ep)
 {
-    const grid g = grid_of(M, W, nr_max, np_max);
-#pragma omp parallel for schedule(static) if (worth_threads(M, W))
+    const sq_gemm_grid g = sq_gemm_grid_of(M, W, nr_max, np_max);
+#pragma omp parallel for schedule(static) if (sq_gemm_worth_threads(M, W))
     for (long t = 0; t < g.tiles; t++) {
-        tile tl = tile_at(&g, t);
+        sq_gemm_tile tl = sq_gemm_grid_tile(&g, t);
         float out[SQ_UKR_MAX_OUT] __attribute__((aligned(64)));
-        int ld = tl.np * SQ_PANEL_N, n0 = tl.p0 * SQ_PANEL_N;
-        if (ep)
-            prefetch_y(ep, tl.r0, tl.nr, n0, tl.live);
-        else
-            prefetch_rows(C, ldc * sizeof *C, tl.r0, tl.nr, (size_t)n0 * sizeof *C,
-                          (size_t)tl.live * sizeof *C);
+        sq_gemm_tile_begin(&tl, ep, C, ldc, sizeof *C);
         ukr(A + (size_t)tl.r0 * lda, lda, tl.nr, W, tl.p0, tl.np, out);
-        if (ep)
-            for (int i = 0; i < tl.nr; i++)
-                epi_s4_row(out + i * ld, ep->act_scale, ep->bias + n0,
-                           ep->y + (size_t)(tl.r0 + i) * ep->ldy + n0, tl.live,
-                           ep->row_scale ? ep->row_scale[tl.r0 + i] : 0);
-        else
-            for (int i = 0; i < tl.nr; i++)
-                memcpy(C + (size_t)(tl.r0 + i) * ldc + n0, out + i * ld,
-                       sizeof *out * (size_t)tl.live);
+        sq_gemm_tile_end_s4(&tl, out, ep, C, ldc);
     }
 }
-

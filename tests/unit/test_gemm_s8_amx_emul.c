@@ -129,12 +129,12 @@ static uint8_t *run(const problem *p, int amx)
     memset(c, 0xA5, bytes);
     if (p->qt == SQ_QT_S8) {
         if (amx)
-            sq_amx_gemm_s8(p->a, p->M, p->lda, &p->w, (int32_t *)c, ldc);
+            sq_amx_gemm_s8(p->a, p->M, p->lda, &p->w, (int32_t *)c, ldc, NULL);
         else
             sq_gemm_kernels_scalar.s8(p->a, p->M, p->lda, &p->w, (int32_t *)c, ldc, NULL);
     } else {
         if (amx)
-            sq_amx_gemm_s4(p->a, p->M, p->lda, &p->w, (float *)c, ldc);
+            sq_amx_gemm_s4(p->a, p->M, p->lda, &p->w, (float *)c, ldc, NULL);
         else
             sq_gemm_kernels_scalar.s4(p->a, p->M, p->lda, &p->w, (float *)c, ldc, NULL);
     }
@@ -175,6 +175,45 @@ static int check_problem(const problem *p)
                   pat_names[p->pat]);
             ok = 0;
         }
+    /* The fused epilogue (each tile through it into y) against the
+     * epilogue run over the scalar reference's C: the same bytes. */
+    if (ok) {
+        const int N = p->N, M = p->M;
+        float *os = malloc(sizeof(float) * N), *b = malloc(sizeof(float) * N);
+        float *rs = malloc(sizeof(float) * M);
+        int32_t *off = malloc(sizeof(int32_t) * N);
+        float *yw = malloc(sizeof(float) * M * N), *yg = malloc(sizeof(float) * M * N);
+        int32_t *cref = malloc(sizeof(int32_t) * M * N);
+        if (!os || !b || !rs || !off || !yw || !yg || !cref)
+            abort();
+        for (int n = 0; n < N; n++) {
+            os[n] = ldexpf(1.0f + (float)(rng() % 100) / 9.0f, -12);
+            b[n] = (float)((int)(rng() % 200) - 100) / 16.0f;
+            off[n] = (int32_t)(rng() % 2001) - 1000;
+        }
+        for (int m = 0; m < M; m++)
+            rs[m] = m % 3 == 1 ? 1.0f + (float)(rng() % 50) / 8.0f : 0.0f;
+        for (int m = 0; m < M; m++) /* the reference C, packed to stride N */
+            memcpy(cref + (size_t)m * N, ref + 4 * ldc * m, 4 * (size_t)N);
+        sq_gemm_epilogue ep = {.out_scale = os, .acc_off = p->qt == SQ_QT_S8 ? off : NULL,
+                               .act_scale = 0.37f, .bias = b, .y = yw, .ldy = (size_t)N,
+                               .row_scale = rs};
+        if (p->qt == SQ_QT_S8)
+            sq_gemm_epilogue_s8(cref, M, N, &ep);
+        else
+            sq_gemm_epilogue_s4((const float *)cref, M, N, &ep);
+        ep.y = yg;
+        if (p->qt == SQ_QT_S8)
+            sq_amx_gemm_s8(p->a, M, p->lda, &p->w, NULL, 0, &ep);
+        else
+            sq_amx_gemm_s4(p->a, M, p->lda, &p->w, NULL, 0, &ep);
+        if (memcmp(yw, yg, sizeof(float) * M * N) != 0) {
+            CHECK(0, "%s [%d x %d x %d] %s: the fused epilogue differs from the epilogue over C",
+                  qn, M, N, p->K, pat_names[p->pat]);
+            ok = 0;
+        }
+        free(os), free(b), free(rs), free(off), free(yw), free(yg), free(cref);
+    }
     long live = __atomic_load_n(&sq_emu_stats.live_configs, __ATOMIC_RELAXED);
     if (live != 0) {
         CHECK(0, "%s [%d x %d x %d]: %ld thread(s) kept a tile config (no _tile_release)", qn,
