@@ -185,6 +185,11 @@ static void bench_shape(const char *label, int M, int N, int K)
         for (int k = 0; k < K; k++)
             ua[(size_t)m * K + k] = (uint8_t)(qa[(size_t)m * kp + k] + 128);
     sq_isa best = sq_isa_best();
+    sq_err ierr = {0};
+    if (sq_isa_select(&best, &ierr) != 0) { /* SQUINT_ISA picks the "best" column's ISA */
+        fprintf(stderr, "kernel_bench: %s\n", ierr.msg);
+        exit(2);
+    }
     int have[M_COUNT] = {1, sq_isa_supported(SQ_ISA_AVX2, NULL), 1, 1, 0, 1};
 #ifdef SQ_HAVE_DNNL
     dnnl_case dc;
@@ -293,9 +298,16 @@ int main(int argc, char **argv)
     threads = omp_get_max_threads();
     openblas_set_num_threads(threads);
     const sq_cpu_features *f = sq_cpu_features_get();
-    printf("kernel_bench: %d threads, %d reps (%s), squint best ISA %s (avx2=%d avx_vnni=%d "
+    sq_isa isa = sq_isa_best();
+    sq_err ierr = {0};
+    if (sq_isa_select(&isa, &ierr) != 0) {
+        fprintf(stderr, "kernel_bench: %s\n", ierr.msg);
+        return 2;
+    }
+    printf("kernel_bench: %d threads, %d reps (%s), squint ISA %s%s (avx2=%d avx_vnni=%d "
            "avx512vnni=%d amx_int8=%d)\n",
-           threads, reps, use_min ? "min" : "median", sq_isa_name(sq_isa_best()), f->avx2, f->avx_vnni, f->avx512vnni,
+           threads, reps, use_min ? "min" : "median", sq_isa_name(isa),
+           getenv("SQUINT_ISA") ? " (SQUINT_ISA)" : "", f->avx2, f->avx_vnni, f->avx512vnni,
            f->amx_int8);
     printf("OpenBLAS: %s\n", openblas_get_config());
 #ifdef SQ_HAVE_DNNL
