@@ -39,8 +39,10 @@ static const char *const help =
     "                  none of --instances / --threads / --batch is given\n"
     "  --no-tune       ignore MODEL.tune.json\n"
     "  --profile       then --iters more throughput passes timed per op (embeddings, LayerNorm,\n"
-    "                  activation quantize, each linear's GEMM, outlier channels, attention\n"
-    "                  Q.K^T / softmax / P.V, GELU, residuals): ms per pass and share\n"
+    "                  activation quantize, each linear's GEMM with its epilogue and outlier\n"
+    "                  channels, attention Q.K^T / softmax / P.V, GELU (act+quantize when it\n"
+    "                  runs inside the next linear's quantize step), residuals): ms per pass\n"
+    "                  and share\n"
     "\n"
     "example:\n"
     "  squint bench bge-small/ --batch 32 --seq 256 --threads 2\n";

@@ -40,6 +40,9 @@ typedef struct sq_gemm_epilogue {
      *   int4:  y = (acc * f) * act_scale + bias[n]
      * Rows with 0 take the formulas above unchanged (same bits). */
     const float *row_scale;
+    /* Outlier channels (outlier_side.h) added to each finished row after
+     * the formulas above, or NULL: none. */
+    const struct sq_outlier_side *side;
 } sq_gemm_epilogue;
 
 /* ---- one row of the kernel table ----

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "gemm_kernel.h"
+#include "outlier_side.h"
 
 /* Below this many multiply-adds a GEMM runs on the calling thread: the
  * OpenMP fork costs more than it saves. Results are the same either way. */
@@ -140,17 +141,25 @@ static inline void epi_s4_row(const float *restrict acc, float act_scale,
 void sq_gemm_epilogue_s8(const int32_t *C, int M, int N, const sq_gemm_epilogue *ep)
 {
 #pragma omp parallel for schedule(static)
-    for (int r = 0; r < M; r++)
-        epi_s8_row(C + (size_t)r * N, ep->acc_off, ep->out_scale, ep->bias,
-                   ep->y + (size_t)r * ep->ldy, N, ep->row_scale ? ep->row_scale[r] : 0);
+    for (int r = 0; r < M; r++) {
+        float *yr = ep->y + (size_t)r * ep->ldy;
+        epi_s8_row(C + (size_t)r * N, ep->acc_off, ep->out_scale, ep->bias, yr, N,
+                   ep->row_scale ? ep->row_scale[r] : 0);
+        if (ep->side)
+            sq_outlier_side_row(ep->side, r, 0, N, yr);
+    }
 }
 
 void sq_gemm_epilogue_s4(const float *C, int M, int N, const sq_gemm_epilogue *ep)
 {
 #pragma omp parallel for schedule(static)
-    for (int r = 0; r < M; r++)
-        epi_s4_row(C + (size_t)r * N, ep->act_scale, ep->bias, ep->y + (size_t)r * ep->ldy, N,
+    for (int r = 0; r < M; r++) {
+        float *yr = ep->y + (size_t)r * ep->ldy;
+        epi_s4_row(C + (size_t)r * N, ep->act_scale, ep->bias, yr, N,
                    ep->row_scale ? ep->row_scale[r] : 0);
+        if (ep->side)
+            sq_outlier_side_row(ep->side, r, 0, N, yr);
+    }
 }
 
 /* Rows of A per chunk: the tiles of one chunk of rows run panel block by
@@ -238,10 +247,14 @@ void sq_gemm_tile_end_s8(const sq_gemm_tile *tl, const int32_t *out, const sq_ge
 {
     const int ld = tl->np * SQ_PANEL_N, n0 = tl->p0 * SQ_PANEL_N;
     if (ep)
-        for (int i = 0; i < tl->nr; i++)
+        for (int i = 0; i < tl->nr; i++) {
+            float *yr = ep->y + (size_t)(tl->r0 + i) * ep->ldy;
             epi_s8_row(out + i * ld, ep->acc_off ? ep->acc_off + n0 : NULL, ep->out_scale + n0,
-                       ep->bias + n0, ep->y + (size_t)(tl->r0 + i) * ep->ldy + n0, tl->live,
+                       ep->bias + n0, yr + n0, tl->live,
                        ep->row_scale ? ep->row_scale[tl->r0 + i] : 0);
+            if (ep->side)
+                sq_outlier_side_row(ep->side, tl->r0 + i, n0, n0 + tl->live, yr);
+        }
     else
         for (int i = 0; i < tl->nr; i++)
             memcpy(C + (size_t)(tl->r0 + i) * ldc + n0, out + i * ld,
@@ -253,10 +266,13 @@ void sq_gemm_tile_end_s4(const sq_gemm_tile *tl, const float *out, const sq_gemm
 {
     const int ld = tl->np * SQ_PANEL_N, n0 = tl->p0 * SQ_PANEL_N;
     if (ep)
-        for (int i = 0; i < tl->nr; i++)
-            epi_s4_row(out + i * ld, ep->act_scale, ep->bias + n0,
-                       ep->y + (size_t)(tl->r0 + i) * ep->ldy + n0, tl->live,
+        for (int i = 0; i < tl->nr; i++) {
+            float *yr = ep->y + (size_t)(tl->r0 + i) * ep->ldy;
+            epi_s4_row(out + i * ld, ep->act_scale, ep->bias + n0, yr + n0, tl->live,
                        ep->row_scale ? ep->row_scale[tl->r0 + i] : 0);
+            if (ep->side)
+                sq_outlier_side_row(ep->side, tl->r0 + i, n0, n0 + tl->live, yr);
+        }
     else
         for (int i = 0; i < tl->nr; i++)
             memcpy(C + (size_t)(tl->r0 + i) * ldc + n0, out + i * ld,

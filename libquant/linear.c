@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "f32_rows.h"
+#include "outlier_side.h"
 #include "gemm_s8.h"
 
 /* The output is cut into fixed tiles of ROW_BLOCK x COL_BLOCK, one sgemm
@@ -98,92 +99,6 @@ int sq_linear_prepare_quant(sq_linear *l, const float *s, float act_scale, int a
     return 0;
 }
 
-/* The outlier channels' exact part (sq_linear.outlier_w): per row,
- * side[n] = ((x_0 w_0n + x_1 w_1n) + ...) in channel order, each product
- * rounded to float before its add, then y += side. Rows are independent.
- * The vector versions (the ops level, ops.h) do the same per lane; the
- * empty asm keeps a product rounded where the compiler could otherwise
- * fuse it into an FMA with the add. */
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-#define KEEP_ROUNDED(v) __asm__("" : "+v"(v))
-#define SIDE_AVX2_FN __attribute__((target("avx2,fma")))
-#define SIDE_AVX512_FN __attribute__((target("avx512f,avx2,fma")))
-#define SIDE_VECTOR 1
-#include <immintrin.h>
-#else
-#define KEEP_ROUNDED(v) ((void)0)
-#define SIDE_VECTOR 0
-#endif
-
-static void side_row_scalar(const float *xr, const sq_linear *l, int n0, float *yr)
-{
-    const int N = l->out;
-    for (int n = n0; n < N; n++) {
-        float side = 0.0f;
-        for (int o = 0; o < l->n_outliers; o++) {
-            float p = xr[l->outlier_idx[o]] * l->outlier_w[(size_t)o * N + n];
-            KEEP_ROUNDED(p);
-            side = o ? side + p : p;
-        }
-        yr[n] += side;
-    }
-}
-
-#if SIDE_VECTOR
-SIDE_AVX2_FN static void side_row_avx2(const float *xr, const sq_linear *l, float *yr)
-{
-    const int N = l->out;
-    int n = 0;
-    for (; n + 8 <= N; n += 8) {
-        __m256 side = _mm256_setzero_ps();
-        for (int o = 0; o < l->n_outliers; o++) {
-            __m256 p = _mm256_mul_ps(_mm256_set1_ps(xr[l->outlier_idx[o]]),
-                                     _mm256_loadu_ps(l->outlier_w + (size_t)o * N + n));
-            KEEP_ROUNDED(p);
-            side = o ? _mm256_add_ps(side, p) : p;
-        }
-        _mm256_storeu_ps(yr + n, _mm256_add_ps(_mm256_loadu_ps(yr + n), side));
-    }
-    side_row_scalar(xr, l, n, yr);
-}
-
-SIDE_AVX512_FN static void side_row_avx512(const float *xr, const sq_linear *l, float *yr)
-{
-    const int N = l->out;
-    int n = 0;
-    for (; n + 16 <= N; n += 16) {
-        __m512 side = _mm512_setzero_ps();
-        for (int o = 0; o < l->n_outliers; o++) {
-            __m512 p = _mm512_mul_ps(_mm512_set1_ps(xr[l->outlier_idx[o]]),
-                                     _mm512_loadu_ps(l->outlier_w + (size_t)o * N + n));
-            KEEP_ROUNDED(p);
-            side = o ? _mm512_add_ps(side, p) : p;
-        }
-        _mm512_storeu_ps(yr + n, _mm512_add_ps(_mm512_loadu_ps(yr + n), side));
-    }
-    side_row_scalar(xr, l, n, yr);
-}
-#endif
-
-static void outlier_add(const sq_linear *l, const float *x, int rows, float *y)
-{
-    const int lv = sq_ops_get_level();
-#pragma omp parallel for schedule(static)
-    for (int r = 0; r < rows; r++) {
-        const float *xr = x + (size_t)r * l->in;
-        float *yr = y + (size_t)r * l->out;
-#if SIDE_VECTOR
-        if (lv == SQ_OPS_AVX512)
-            side_row_avx512(xr, l, yr);
-        else if (lv == SQ_OPS_AVX2)
-            side_row_avx2(xr, l, yr);
-        else
-#endif
-            side_row_scalar(xr, l, 0, yr);
-    }
-    (void)lv;
-}
-
 /* The quantize step of l on x into sc->qa (sc->row_scale for the guarded
  * rows); map (NULL: none) first applied to each row of x [rows][ldx].
  * With map, keep [rows][n_outliers] gets the mapped outlier channels.
@@ -213,34 +128,31 @@ static int quantize_input(const sq_linear *l, const float *x, size_t ldx, sq_row
 
 /* GEMM and epilogue in one pass on the quantized rows in sc->qa: y =
  * (float)(acc + acc_off[n]) * out_scale[n] + b[n] (int4: acc_f32 *
- * act_scale + b[n]), product rounded before the add, written tile by tile;
- * sc->acc is only used by the ISAs without the fused tile driver (scalar,
- * amx). Then the outlier channels' exact part from x (the linear's input
- * as fp32, [rows][in]; or with xo, their values alone [rows][n_outliers]
- * followed by n_outliers int32 0, 1, ...).
- * t: the profile clock. */
+ * act_scale + b[n]), product rounded before the add, and the outlier
+ * channels' exact part from x (the linear's input as fp32, [rows][in]; or
+ * with xo, their values alone [rows][n_outliers] followed by n_outliers
+ * int32 0, 1, ...), written tile by tile while the tile is in cache; sc->acc
+ * is only used by the scalar ISA (no fused tile driver). t: the profile
+ * clock. */
 static void quant_gemm(const sq_linear *l, const float *x, const float *xo, int rows,
                        int guarded, float *y, const sq_linear_scratch *sc, double t)
 {
     sq_isa isa = SQ_ISA_SCALAR;
     sq_linear_isa(&isa, NULL); /* refused ISAs are reported when the model is opened */
+    /* the outlier channels, added in the epilogue row by row (outlier_side.h):
+     * from x, or from xo, their values alone followed by 0, 1, ... */
+    const sq_outlier_side side = {
+        .n = l->n_outliers,
+        .idx = xo ? (const int32_t *)(xo + (size_t)rows * l->n_outliers) : l->outlier_idx,
+        .w = l->outlier_w, .ldw = l->out, .x = xo ? xo : x,
+        .ldx = xo ? (size_t)l->n_outliers : (size_t)l->in};
     sq_gemm_epilogue ep = {.out_scale = l->out_scale, .acc_off = l->acc_off,
                            .act_scale = l->act_scale, .bias = l->b, .y = y,
-                           .ldy = (size_t)l->out, .row_scale = guarded ? sc->row_scale : NULL};
+                           .ldy = (size_t)l->out, .row_scale = guarded ? sc->row_scale : NULL,
+                           .side = l->n_outliers > 0 ? &side : NULL};
     sq_qtype_get(l->qtype)->gemm(isa, sc->qa, rows, (size_t)l->qw.k_pad, &l->qw, &ep, sc->acc);
     if (sc->prof)
-        t = sq_op_add(sc->prof, sc->gemm_op, t);
-    if (l->n_outliers > 0) {
-        if (xo) { /* a view whose input is the outlier channels, in order */
-            sq_linear v = *l;
-            v.in = l->n_outliers;
-            v.outlier_idx = (const int32_t *)(xo + (size_t)rows * l->n_outliers);
-            outlier_add(&v, xo, rows, y);
-        } else
-            outlier_add(l, x, rows, y);
-        if (sc->prof)
-            sq_op_add(sc->prof, SQ_OP_OUTLIERS, t);
-    }
+        sq_op_add(sc->prof, sc->gemm_op, t);
 }
 
 static void quant_forward(const sq_linear *l, const float *x, int rows, float *y,

@@ -10,7 +10,7 @@ const char *sq_op_name(sq_op op)
         [SQ_OP_RESIDUAL] = "residual",        [SQ_OP_QUANTIZE] = "quantize acts",
         [SQ_OP_GEMM_QKV] = "linear qkv",      [SQ_OP_GEMM_ATTN_OUT] = "linear attn_out",
         [SQ_OP_GEMM_FFN_UP] = "linear ffn_up", [SQ_OP_GEMM_FFN_DOWN] = "linear ffn_down",
-        [SQ_OP_GEMM_RES] = "linear res",      [SQ_OP_OUTLIERS] = "outlier channels",
+        [SQ_OP_GEMM_RES] = "linear res",
         [SQ_OP_ATTN_SCORES] = "attn Q.K^T",   [SQ_OP_SOFTMAX] = "softmax",
         [SQ_OP_ATTN_CONTEXT] = "attn P.V",    [SQ_OP_ACTIVATION] = "gelu/relu",
         [SQ_OP_ACT_QUANTIZE] = "act+quantize",

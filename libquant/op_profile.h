@@ -13,12 +13,12 @@ typedef enum sq_op {
     SQ_OP_LAYERNORM,      /* LayerNorms, with their residual add (post-LN) */
     SQ_OP_RESIDUAL,       /* residual adds (pre-LN), the widening copy */
     SQ_OP_QUANTIZE,       /* activations to int8 before a packed linear (incl. the guard) */
-    SQ_OP_GEMM_QKV,       /* each linear's GEMM + epilogue (int8/int4 kernel or sgemm) */
+    SQ_OP_GEMM_QKV,       /* each linear's GEMM + epilogue (int8/int4 kernel or sgemm;
+                             the outlier channels' fp32 side path is in the epilogue) */
     SQ_OP_GEMM_ATTN_OUT,
     SQ_OP_GEMM_FFN_UP,
     SQ_OP_GEMM_FFN_DOWN,
     SQ_OP_GEMM_RES,
-    SQ_OP_OUTLIERS,       /* the fp32 outlier-channel side path */
     SQ_OP_ATTN_SCORES,    /* Q K^T (sgemm) */
     SQ_OP_SOFTMAX,
     SQ_OP_ATTN_CONTEXT,   /* P V (sgemm) */
