@@ -130,8 +130,7 @@ static int quantize_input(const sq_linear *l, const float *x, size_t ldx, sq_row
  * (float)(acc + acc_off[n]) * out_scale[n] + b[n] (int4: acc_f32 *
  * act_scale + b[n]), product rounded before the add, and the outlier
  * channels' exact part from x (the linear's input as fp32, [rows][in]; or
- * with xo, their values alone [rows][n_outliers] followed by n_outliers
- * int32 0, 1, ...), written tile by tile while the tile is in cache; sc->acc
+ * with xo, their values alone [rows][n_outliers]), written tile by tile while the tile is in cache; sc->acc
  * is only used by the scalar ISA (no fused tile driver). t: the profile
  * clock. */
 static void quant_gemm(const sq_linear *l, const float *x, const float *xo, int rows,
@@ -140,10 +139,9 @@ static void quant_gemm(const sq_linear *l, const float *x, const float *xo, int 
     sq_isa isa = SQ_ISA_SCALAR;
     sq_linear_isa(&isa, NULL); /* refused ISAs are reported when the model is opened */
     /* the outlier channels, added in the epilogue row by row (outlier_side.h):
-     * from x, or from xo, their values alone followed by 0, 1, ... */
+     * from x, or from xo, their values alone */
     const sq_outlier_side side = {
-        .n = l->n_outliers,
-        .idx = xo ? (const int32_t *)(xo + (size_t)rows * l->n_outliers) : l->outlier_idx,
+        .n = l->n_outliers, .idx = xo ? NULL : l->outlier_idx,
         .w = l->outlier_w, .ldw = l->out, .x = xo ? xo : x,
         .ldx = xo ? (size_t)l->n_outliers : (size_t)l->in};
     sq_gemm_epilogue ep = {.out_scale = l->out_scale, .acc_off = l->acc_off,
@@ -201,13 +199,10 @@ void sq_linear_forward_mapped(const sq_linear *l, const float *x, size_t ldx, in
     sq_op_profile *prof = scratch ? scratch->prof : NULL;
     double t = prof ? sq_op_now() : 0;
     if (quant && sq_linear_fusion()) {
-        /* the outlier channels' mapped values [rows][n], then 0 .. n-1 */
+        /* the outlier channels' mapped values [rows][n] */
         const size_t no = (size_t)l->n_outliers;
-        float *xo = no ? malloc(((size_t)rows + 1) * no * sizeof *xo) : NULL;
+        float *xo = no ? malloc((size_t)rows * no * sizeof *xo) : NULL;
         if (xo || !no) {
-            int32_t *iota = xo ? (int32_t *)(xo + (size_t)rows * no) : NULL;
-            for (size_t o = 0; o < no; o++)
-                iota[o] = (int32_t)o;
             const int guarded = quantize_input(l, x, ldx, map, rows, scratch, xo);
             if (guarded >= 0) {
                 if (prof)

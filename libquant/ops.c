@@ -341,27 +341,7 @@ AVX2_FN static void gelu_avx2_block(const float *x, float *y, int64_t i0, int64_
     }
 }
 
-/* The OpenMP loop only hands out blocks: the vector code stays inside a
- * function that carries the avx2 target (clang refuses vector code in the
- * outlined parallel body otherwise). Elementwise, so any split gives the
- * same bits. */
 static void gelu_avx512_block(const float *x, float *y, int64_t i0, int64_t i1);
-
-static void gelu_vector(float *x, int64_t n, bool avx512)
-{
-    enum { BLOCK = 4096 };
-    int64_t nv = n / 8 * 8, nb = (nv + BLOCK - 1) / BLOCK;
-#pragma omp parallel for schedule(static)
-    for (int64_t b = 0; b < nb; b++) {
-        int64_t i0 = b * BLOCK, i1 = i0 + BLOCK < nv ? i0 + BLOCK : nv;
-        if (avx512)
-            gelu_avx512_block(x, x, i0, i1);
-        else
-            gelu_avx2_block(x, x, i0, i1);
-    }
-    for (int64_t i = nv; i < n; i++)
-        x[i] = gelu_f32(x[i]);
-}
 
 /* max(x[0..cols)) with the scalar rule m = x > m ? x : m: vmaxps(x, m)
  * keeps m for a NaN x as the rule does, and max is exact in any order. */
@@ -543,13 +523,19 @@ void sq_softmax_row_scalar(float *x, int cols)
         x[c] *= inv;
 }
 
+/* The OpenMP loop only hands out blocks: the vector code stays inside
+ * functions that carry their target (clang refuses vector code in the
+ * outlined parallel body otherwise). Elementwise, so any split gives the
+ * same bits. */
 void sq_gelu_inplace(float *x, int64_t n)
 {
-    const int lv = level();
-    if (lv == SQ_OPS_SCALAR)
-        sq_gelu_inplace_scalar(x, n);
-    else
-        gelu_vector(x, n, lv == SQ_OPS_AVX512);
+    enum { BLOCK = 4096 };
+    const int64_t nb = (n + BLOCK - 1) / BLOCK;
+#pragma omp parallel for schedule(static)
+    for (int64_t b = 0; b < nb; b++) {
+        const int64_t i0 = b * BLOCK;
+        sq_gelu_row(x + i0, x + i0, (int)(n - i0 < BLOCK ? n - i0 : BLOCK));
+    }
 }
 
 void sq_gelu_row(const float *x, float *y, int n)

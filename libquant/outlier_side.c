@@ -21,7 +21,7 @@ static void side_scalar(const sq_outlier_side *s, const float *xr, int n0, int n
     for (int n = n0; n < n1; n++) {
         float side = 0.0f;
         for (int o = 0; o < s->n; o++) {
-            float p = xr[s->idx[o]] * s->w[(size_t)o * s->ldw + n];
+            float p = xr[s->idx ? s->idx[o] : o] * s->w[(size_t)o * s->ldw + n];
             KEEP_ROUNDED(p);
             side = o ? side + p : p;
         }
@@ -36,7 +36,7 @@ SIDE_AVX2_FN static int side_avx2(const sq_outlier_side *s, const float *xr, int
     for (; n + 8 <= n1; n += 8) {
         __m256 side = _mm256_setzero_ps();
         for (int o = 0; o < s->n; o++) {
-            __m256 p = _mm256_mul_ps(_mm256_set1_ps(xr[s->idx[o]]),
+            __m256 p = _mm256_mul_ps(_mm256_set1_ps(xr[s->idx ? s->idx[o] : o]),
                                      _mm256_loadu_ps(s->w + (size_t)o * s->ldw + n));
             KEEP_ROUNDED(p);
             side = o ? _mm256_add_ps(side, p) : p;
@@ -52,7 +52,7 @@ SIDE_AVX512_FN static int side_avx512(const sq_outlier_side *s, const float *xr,
     for (; n + 16 <= n1; n += 16) {
         __m512 side = _mm512_setzero_ps();
         for (int o = 0; o < s->n; o++) {
-            __m512 p = _mm512_mul_ps(_mm512_set1_ps(xr[s->idx[o]]),
+            __m512 p = _mm512_mul_ps(_mm512_set1_ps(xr[s->idx ? s->idx[o] : o]),
                                      _mm512_loadu_ps(s->w + (size_t)o * s->ldw + n));
             KEEP_ROUNDED(p);
             side = o ? _mm512_add_ps(side, p) : p;

@@ -13,7 +13,7 @@
 
 typedef struct sq_outlier_side {
     int n;              /* channels (> 0) */
-    const int32_t *idx; /* [n]: where each channel is in a row of x */
+    const int32_t *idx; /* [n]: where each channel is in a row of x; NULL: at o */
     const float *w;     /* [n][ldw]: the channels' weight columns, by output */
     int ldw;            /* outputs (the linear's N) */
     const float *x;     /* the rows holding the channels, ldx floats apart */

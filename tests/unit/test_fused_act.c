@@ -24,15 +24,12 @@
 #include "linear.h"
 #include "ops.h"
 #include "quant_weights.h"
+#include "test_util.h"
 
-static uint32_t rng_state = 4242u;
-static float gauss(void)
+static uint64_t rng_state = 4242u;
+static float urand(void) /* uniform in [-1, 1) */
 {
-    rng_state = rng_state * 1664525u + 1013904223u;
-    float u = ((float)(rng_state >> 8) + 1.0f) / 16777217.0f;
-    rng_state = rng_state * 1664525u + 1013904223u;
-    float v = (float)(rng_state >> 8) / 16777216.0f;
-    return sqrtf(-2.0f * logf(u)) * cosf(6.2831853f * v);
+    return tu_frand(&rng_state);
 }
 
 enum { K = 77, KP = 80, RMAX = 1000 };
@@ -51,9 +48,9 @@ START_TEST(codes_match_map_then_quantize)
     static int8_t qa[RMAX * KP], want[RMAX * KP];
     static const int32_t kidx[3] = {0, 40, 76};
     for (int j = 0; j < K; j++)
-        m[j] = 30.0f + 10.0f * gauss();
+        m[j] = 30.0f + 10.0f * urand();
     for (int i = 0; i < RMAX * 2 * K; i++)
-        x[i] = 2.0f * gauss();
+        x[i] = 2.0f * urand();
     for (int r = 0; r < RMAX; r += 7) /* rows beyond the static range: the guard fires */
         x[(size_t)r * 2 * K + 5] = 40.0f;
     static const int row_counts[] = {1, 150, RMAX};
@@ -160,15 +157,15 @@ START_TEST(linear_bits)
 {
     static float x[LR * 2 * LK], w[LN * LK], b[LN], ow[NO * LN], y[LR * LN], want[LR * LN];
     for (int i = 0; i < LR * 2 * LK; i++)
-        x[i] = gauss();
+        x[i] = urand();
     for (int r = 0; r < LR; r += 5) /* beyond the static range */
         x[(size_t)r * 2 * LK + 11] = 9.0f;
     for (int i = 0; i < LN * LK; i++)
-        w[i] = 0.05f * gauss();
+        w[i] = 0.05f * urand();
     for (int n = 0; n < LN; n++)
-        b[n] = 0.1f * gauss();
+        b[n] = 0.1f * urand();
     for (int i = 0; i < NO * LN; i++)
-        ow[i] = 0.05f * gauss();
+        ow[i] = 0.05f * urand();
     static const lcase cases[] = {
         {"int8", SQ_QT_S8, 0, false, false, false},
         {"int8 zero point", SQ_QT_S8, 50, false, false, false},
