@@ -90,8 +90,8 @@ static char *build_metadata(const sq_embed_model *m, const sq_calib_stats *st, u
                  sq_pooling_name(pc.pooling), pc.normalize ? "true" : "false", m->max_seq,
                  emb_type);
     sq_sb_printf(&sb, "activation_guard: %s\n", r->guard_rows ? "row" : "clip");
-    if (r->attn_bf16) /* absent: f32 (every file written before the key existed) */
-        sq_sb_printf(&sb, "attention: bf16\n");
+    if (r->attn_matmul != SQ_ATTN_F32) /* absent: f32 (every file written before the key existed) */
+        sq_sb_printf(&sb, "attention: %s\n", sq_attn_matmul_name(r->attn_matmul));
     if (c->num_labels > 0) {
         sq_sb_printf(&sb, "labels:");
         for (int i = 0; i < c->num_labels; i++) {
@@ -327,9 +327,11 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
     /* 1. Recipe against the model. */
     if (sq_recipe_check_model(r, c, err) != 0)
         goto out;
-    if (r->attn_bf16 && ((c->hidden / c->heads) % 2 != 0 || (c->embed_dim / c->heads) % 2 != 0)) {
-        sq_err_set(err, "the recipe's attention.matmul bf16 needs even head widths; this model "
-                        "has hidden %d, embed_dim %d and %d heads", c->hidden, c->embed_dim, c->heads);
+    const char *attn_why = sq_attn_matmul_problem(r->attn_matmul, c->hidden, c->embed_dim, c->heads);
+    if (attn_why) {
+        sq_err_set(err, "the recipe's attention.matmul %s: %s; this model has hidden %d, "
+                        "embed_dim %d and %d heads", sq_attn_matmul_name(r->attn_matmul), attn_why,
+                   c->hidden, c->embed_dim, c->heads);
         goto out;
     }
     if (r->classifier_type != SQ_QT_F32) {

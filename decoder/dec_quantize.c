@@ -66,9 +66,10 @@ int sq_dec_quantize(sq_llama_model *m, const char *model_arg, const sq_calib_sta
                    r->source ? r->source : "recipe", r->architecture);
         goto out;
     }
-    if (r->attn_bf16) {
-        sq_err_set(err, "%s: attention.matmul bf16 is for encoders; the decoder's attention "
-                        "runs in f32", r->source ? r->source : "recipe");
+    if (r->attn_matmul != SQ_ATTN_F32) {
+        sq_err_set(err, "%s: attention.matmul %s is for encoders; the decoder's attention "
+                        "runs in f32", r->source ? r->source : "recipe",
+                   sq_attn_matmul_name(r->attn_matmul));
         goto out;
     }
     if (sq_recipe_check_overrides_layers(r, L, o->strict, NULL, NULL, err) < 0)

@@ -2,6 +2,7 @@
 
 #include "attn_bf16.h"
 #include "attn_f32.h"
+#include "attn_s8.h"
 
 #include <math.h>
 #include <omp.h>
@@ -81,7 +82,7 @@ void sq_workspace_free(sq_workspace *ws)
     free(ws->tmp);
     free(ws->ffn);
     free(ws->scores);
-    free(ws->attn_bf16);
+    free(ws->attn_q);
     free(ws->attn_f32);
     free(ws->res);
     free(ws->lin.qa);
@@ -97,7 +98,7 @@ int sq_workspace_reserve(sq_workspace *ws, const sq_encoder *enc, int max_tokens
      * that never called sq_threads_init got more threads than buffers). */
     int nt = omp_get_max_threads();
     if (ws->qkv && max_tokens <= ws->max_tokens && max_len <= ws->max_len && nt <= ws->n_threads &&
-        (!enc->attn_bf16 || ws->attn_bf16))
+        (enc->attn_matmul == SQ_ATTN_F32 || ws->attn_q))
         return 0;
     if (ws->qkv) {
         if (max_tokens < ws->max_tokens)
@@ -122,10 +123,13 @@ int sq_workspace_reserve(sq_workspace *ws, const sq_encoder *enc, int max_tokens
     ws->attn_f32_floats =
         (sq_attn_f32_scratch_floats(max_len, enc->cfg.hidden / enc->cfg.heads) + 15) / 16 * 16;
     ws->attn_f32 = alloc_floats((size_t)nt * ws->attn_f32_floats);
-    if (enc->attn_bf16) {
-        ws->attn_bf16_bytes = sq_attn_bf16_scratch_bytes(max_len, enc->cfg.hidden / enc->cfg.heads);
-        if (posix_memalign(&ws->attn_bf16, 64, (size_t)nt * ws->attn_bf16_bytes) != 0) {
-            ws->attn_bf16 = NULL;
+    if (enc->attn_matmul != SQ_ATTN_F32) {
+        const int dh = enc->cfg.hidden / enc->cfg.heads;
+        size_t b = enc->attn_matmul == SQ_ATTN_BF16 ? sq_attn_bf16_scratch_bytes(max_len, dh)
+                                                    : sq_attn_s8_scratch_bytes(max_len, dh);
+        ws->attn_q_bytes = (b + 63) / 64 * 64;
+        if (posix_memalign(&ws->attn_q, 64, (size_t)nt * ws->attn_q_bytes) != 0) {
+            ws->attn_q = NULL;
             sq_workspace_free(ws);
             return -1;
         }
@@ -188,10 +192,12 @@ static void attention(const sq_encoder *enc, const sq_batch *b, const float *qkv
 {
     float *scores = ws->scores;
     const int max_len = ws->max_len;
-    /* bf16 matmuls (attn_bf16.h): the vdpbf16ps kernels where the CPU has
-     * them, the scalar definition otherwise; same bits either way */
-    const bool bf16 = enc->attn_bf16 && ws->attn_bf16 && (D / enc->cfg.heads) % 2 == 0;
-    const bool hw = bf16 && sq_attn_bf16_hw();
+    /* bf16 matmuls (attn_bf16.h) and int8 attention (attn_s8.h): the
+     * vdpbf16ps / vpdpbusd kernels where the CPU has them, the scalar
+     * definition otherwise; same bits either way */
+    const bool bf16 = enc->attn_matmul == SQ_ATTN_BF16 && ws->attn_q && (D / enc->cfg.heads) % 2 == 0;
+    const bool s8 = enc->attn_matmul == SQ_ATTN_INT8 && ws->attn_q;
+    const bool hw = bf16 ? sq_attn_bf16_hw() : s8 && sq_attn_s8_hw();
     const int H = D, A = enc->cfg.heads, dh = H / A, ld = 3 * H;
     const float scale = 1.0f / sqrtf((float)dh);
     const int jobs = b->n_seq * A;
@@ -206,9 +212,19 @@ static void attention(const sq_encoder *enc, const sq_batch *b, const float *qkv
         const float *Q = qkv + (size_t)t0 * ld + h * dh;
         const float *K = Q + H, *V = Q + 2 * H;
         double t = prof ? sq_op_now() : 0, u;
-        void *scratch = bf16 ? (char *)ws->attn_bf16 + (size_t)omp_get_thread_num() *
-                                                           ws->attn_bf16_bytes
-                             : NULL;
+        void *scratch = bf16 || s8 ? (char *)ws->attn_q + (size_t)omp_get_thread_num() *
+                                                              ws->attn_q_bytes
+                                   : NULL;
+        if (s8) {
+            float pr[2] = {1.0f, 0.0f};
+            sq_attn_s8_times tm = {0, 0, 0};
+            sq_attn_s8_head(Q, K, V, ld, L, dh, scale, ctx + (size_t)t0 * H + h * dh, H, scratch,
+                            hw, prange ? pr : NULL, prof ? &tm : NULL);
+            pmin = pr[0] < pmin ? pr[0] : pmin;
+            pmax = pr[1] > pmax ? pr[1] : pmax;
+            t_qk += tm.scores, t_sm += tm.softmax, t_pv += tm.context;
+            continue;
+        }
         if (bf16)
             sq_attn_bf16_scores(Q, K, ld, L, dh, scale, S, scratch, hw);
         else

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "attn_matmul.h"
 #include "hf_config.h"
 #include "linear.h"
 
@@ -60,7 +61,7 @@ typedef struct sq_encoder {
     sq_linear head;   /* pooling head [H][H] (cfg.head != none), always f32 */
     sq_linear score;  /* sequence classifier [num_labels][H] on the head's output
                          (cfg.num_labels > 0), always f32 */
-    bool attn_bf16;   /* the attention matmuls in bf16 (attn_bf16.h; .sqm `attention`) */
+    sq_attn_matmul attn_matmul; /* the attention matmuls' precision (.sqm `attention`) */
 } sq_encoder;
 
 /* The pooling head in place on n pooled rows: x = tanh(x W^T + b). tmp holds
@@ -95,10 +96,10 @@ typedef struct sq_batch {
 typedef struct sq_workspace {
     int max_tokens, max_len, n_threads;
     float *qkv, *ctx, *tmp, *ffn, *scores;
-    void *attn_bf16; /* per-thread scratch of the bf16 attention (sq_encoder.attn_bf16) */
+    void *attn_q; /* per-thread scratch of the bf16 / int8 attention (sq_encoder.attn_matmul) */
     float *attn_f32; /* per-thread scratch of the f32 attention (attn_f32.h) */
     size_t attn_f32_floats; /* per thread, a multiple of 16 */
-    size_t attn_bf16_bytes; /* per thread */
+    size_t attn_q_bytes; /* per thread */
     float *res; /* residual projections (only when a layer widens) */
     sq_linear_scratch lin; /* quantized linears: int8 activations, accumulators; lin.prof:
                               a per-op profile (op_profile.h) the forward passes add to,

@@ -23,6 +23,7 @@
 #define NO_FMA_BARRIER(q) __asm__("" : "+v"(q))
 #endif
 #define INLINE static inline __attribute__((always_inline))
+#include "round_s8_zmm.h" /* after T_512 and INLINE, which it uses */
 #define NR 4
 #define NP 4
 #define ROW_BYTES (SQ_PANEL_N * SQ_PANEL_K)
@@ -218,25 +219,6 @@ T_512 static void ukr_s4(const int8_t *A, size_t lda, int nr, const sq_qweight *
  * the same codes (sq_ref_round_s8_zp; unit-gemm_s8 holds every row's step
  * to the reference). AVX-512F has no float AND / OR (that is DQ): the
  * sign-bit operations go through the integer unit. */
-T_512 INLINE __m512 round_s8_ps512(__m512 v, __m512 zero)
-{
-    const __m512i sign_bit = _mm512_set1_epi32((int)0x80000000u);
-    const __m512 lim = _mm512_set1_ps((float)(SQ_REF_QMAX + SQ_REF_MAX_ZERO));
-    __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-    __m512 frac = _mm512_castsi512_ps(
-        _mm512_andnot_si512(sign_bit, _mm512_castps_si512(_mm512_sub_ps(v, t)))); /* exact */
-    __mmask16 up = _mm512_cmp_ps_mask(frac, _mm512_set1_ps(0.5f), _CMP_GE_OQ);
-    __m512 one = _mm512_castsi512_ps(_mm512_or_si512(
-        _mm512_and_si512(_mm512_castps_si512(v), sign_bit),
-        _mm512_castps_si512(_mm512_set1_ps(1.0f)))); /* +-1 */
-    t = _mm512_mask_add_ps(t, up, t, one);
-    /* sq_ref_round_s8_zp: clamp, shift by the zero point (exact), clamp */
-    t = _mm512_sub_ps(_mm512_min_ps(_mm512_max_ps(t, _mm512_sub_ps(_mm512_setzero_ps(), lim)), lim),
-                      zero);
-    t = _mm512_min_ps(_mm512_max_ps(t, _mm512_set1_ps(-127.0f)), _mm512_set1_ps(127.0f));
-    return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, v, _CMP_ORD_Q), t); /* NaN -> 0 */
-}
-
 T_512 static void quantize(const float *x, int rows, int k, size_t ldx, const float *m,
                            int zero, int8_t *qa, int k_pad, size_t lda, float *range)
 {

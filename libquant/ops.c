@@ -491,6 +491,58 @@ AVX512_FN static void softmax_avx512(float *x, int cols)
         x[c] *= inv;
 }
 
+/* One code of sq_softmax_row_u8: the clamp is vmaxps(v, 0) then
+ * vminps(v, 255) (a NaN v becomes 0 at the first), the rounding vcvtps2dq's
+ * (nearest even, as lrintf in the default mode). */
+static inline uint8_t prob_code(float e)
+{
+    float v = 255.0f * e;
+    v = v > 0.0f ? v : 0.0f;
+    v = v < 255.0f ? v : 255.0f;
+    return (uint8_t)lrintf(v);
+}
+
+AVX512_FN static int softmax_u8_avx512(const float *x, int cols, uint8_t *codes)
+{
+    const float m = row_max_avx512(x, cols);
+    const __m512 vm = _mm512_set1_ps(m), k255 = _mm512_set1_ps(255.0f);
+    __m512i vz = _mm512_setzero_si512();
+    int c = 0, z = 0;
+    for (; c + 16 <= cols; c += 16) {
+        __m512 v = _mm512_mul_ps(k255, exp_avx512(_mm512_sub_ps(_mm512_loadu_ps(x + c), vm)));
+        v = _mm512_min_ps(_mm512_max_ps(v, _mm512_setzero_ps()), k255);
+        __m512i q = _mm512_cvtps_epi32(v);
+        vz = _mm512_add_epi32(vz, q);
+        _mm_storeu_si128((__m128i *)(codes + c), _mm512_cvtepi32_epi8(q));
+    }
+    z = _mm512_reduce_add_epi32(vz);
+    for (; c < cols; c++) {
+        codes[c] = prob_code(exp_f32(x[c] - m));
+        z += codes[c];
+    }
+    return z;
+}
+
+int sq_softmax_row_u8_scalar(const float *x, int cols, uint8_t *codes)
+{
+    float m = x[0];
+    for (int c = 1; c < cols; c++)
+        m = x[c] > m ? x[c] : m;
+    int z = 0;
+    for (int c = 0; c < cols; c++) {
+        codes[c] = prob_code(exp_f32(x[c] - m));
+        z += codes[c];
+    }
+    return z;
+}
+
+int sq_softmax_row_u8(const float *x, int cols, uint8_t *codes)
+{
+    if (level() == SQ_OPS_AVX512)
+        return softmax_u8_avx512(x, cols, codes);
+    return sq_softmax_row_u8_scalar(x, cols, codes);
+}
+
 void sq_gelu_inplace_scalar(float *x, int64_t n)
 {
 #pragma omp parallel for schedule(static)

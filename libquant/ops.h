@@ -38,9 +38,16 @@ void sq_relu_row(const float *x, float *y, int n);
 /* Row-wise softmax over `cols` values, in place; exp as in ops.c, the sum
  * in 8 lanes then the tail (SQM.md 6.5). Same bits on every CPU. */
 void sq_softmax_row(float *x, int cols);
+/* The int8 attention's softmax (attn_s8.h, SQM.md 6.5): with m = max_j
+ * x[j] (the rule of sq_softmax_row) and e_j = exp(x[j] - m) (ops.c's exp),
+ * codes[j] = rint(clamp(fl(255 e_j), 0, 255)) (round half to even; NaN
+ * gives 0); returns the sum of the codes (the row's normaliser, exact).
+ * Same bits at every level. */
+int sq_softmax_row_u8(const float *x, int cols, uint8_t *codes);
 /* The scalar versions, always available (tests compare them bit for bit). */
 void sq_gelu_inplace_scalar(float *x, int64_t n);
 void sq_softmax_row_scalar(float *x, int cols);
+int sq_softmax_row_u8_scalar(const float *x, int cols, uint8_t *codes);
 
 /* Decoder (Llama-family) operations.
  * y[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w for rows [0, rows): RMSNorm,

@@ -589,9 +589,9 @@ static int parse_attention(const yt_node *m, sq_recipe *r, sq_err *err)
     const char *s;
     if (yt_as_string(mm, "matmul", &s, err) != 0)
         return -1;
-    if (strcmp(s, "f32") != 0 && strcmp(s, "bf16") != 0)
-        return yt_error(mm, err, "unknown attention matmul '%s' (expected: f32, bf16)", s);
-    r->attn_bf16 = strcmp(s, "bf16") == 0;
+    if (sq_attn_matmul_parse(s, &r->attn_matmul) != 0)
+        return yt_error(mm, err, "unknown attention matmul '%s' (expected: %s)", s,
+                        sq_attn_matmul_names());
     return 0;
 }
 
@@ -755,7 +755,7 @@ bool sq_recipe_equal(const sq_recipe *a, const sq_recipe *b)
         a->outl_max != b->outl_max)
         return false;
     if (a->weight_type != b->weight_type || a->int4_scale_search != b->int4_scale_search ||
-        a->int4_gptq != b->int4_gptq || a->attn_bf16 != b->attn_bf16 ||
+        a->int4_gptq != b->int4_gptq || a->attn_matmul != b->attn_matmul ||
         a->classifier_type != b->classifier_type)
         return false;
     if (a->n_overrides != b->n_overrides)
@@ -866,8 +866,8 @@ static bool write_yaml(sq_strbuf *sb, const sq_recipe *r)
                  sq_qtype_get(r->weight_type)->name, bool_name(r->int4_scale_search));
     if (r->int4_gptq) /* written only when set: recipes without it print as before */
         sq_sb_printf(sb, "  int4_rounding: gptq\n");
-    if (r->attn_bf16) /* likewise */
-        sq_sb_printf(sb, "attention:\n  matmul: bf16\n");
+    if (r->attn_matmul != SQ_ATTN_F32) /* likewise */
+        sq_sb_printf(sb, "attention:\n  matmul: %s\n", sq_attn_matmul_name(r->attn_matmul));
     if (r->classifier_type != SQ_QT_F32) /* likewise */
         sq_sb_printf(sb, "classifier:\n  type: %s\n", sq_qtype_get(r->classifier_type)->name);
 

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "attn_matmul.h"
 #include "encoder.h"
 #include "hf_config.h"
 #include "qtype.h"
@@ -140,9 +141,9 @@ typedef struct sq_recipe {
     bool int4_scale_search; /* int4-g128: search each group's clip for least error */
     bool int4_gptq;         /* int4-g128: GPTQ rounding (gptq.h) instead of nearest */
 
-    /* attention: the matmuls Q K^T and P V in bf16 (attn_bf16.h; recorded
-     * in the .sqm as `attention: bf16`) instead of f32 */
-    bool attn_bf16;
+    /* attention: the precision of the matmuls Q K^T and P V (attn_matmul.h;
+     * recorded in the .sqm as `attention` unless f32) */
+    sq_attn_matmul attn_matmul;
 
     /* classifier: a causal LM's classifier (lm_head) SQ_QT_F32 (default) or
      * SQ_QT_S8: per-channel int8 weights, dynamic per-token activations

@@ -180,19 +180,19 @@ int sq_sqm_read_meta(const sq_container *c, sq_sqm_schema_ctx *ctx, sq_sqm_info 
         }
         info->guard_rows = strcmp(s, "row") == 0;
     }
-    info->attn_bf16 = false;
+    info->attn_matmul = SQ_ATTN_F32;
     if (yt_get(r, "attention")) {
         if (yt_get_string(r, "attention", &s, err) != 0 ||
-            (strcmp(s, "f32") != 0 && strcmp(s, "bf16") != 0)) {
-            sq_err_set(err, "%s: metadata attention must be f32 or bf16", c->path);
+            sq_attn_matmul_parse(s, &info->attn_matmul) != 0) {
+            sq_err_set(err, "%s: metadata attention must be one of %s", c->path,
+                       sq_attn_matmul_names());
             goto out;
         }
-        info->attn_bf16 = strcmp(s, "bf16") == 0;
-        if (info->attn_bf16 &&
-            ((cfg->hidden / cfg->heads) % 2 != 0 || (cfg->embed_dim / cfg->heads) % 2 != 0)) {
-            sq_err_set(err, "%s: metadata attention bf16 needs even head widths (hidden %d, "
-                            "embed_dim %d, %d heads)", c->path, cfg->hidden, cfg->embed_dim,
-                       cfg->heads);
+        const char *why =
+            sq_attn_matmul_problem(info->attn_matmul, cfg->hidden, cfg->embed_dim, cfg->heads);
+        if (why) {
+            sq_err_set(err, "%s: metadata attention %s: %s (hidden %d, embed_dim %d, %d heads)",
+                       c->path, s, why, cfg->hidden, cfg->embed_dim, cfg->heads);
             goto out;
         }
     }
@@ -429,7 +429,7 @@ int sq_sqm_load_encoder(const sq_container *c, sq_encoder *enc, sq_sqm_info *inf
             L->lin[k].guard = info->guard_rows && L->lin[k].qtype != SQ_QT_F32;
         }
     }
-    enc->attn_bf16 = info->attn_bf16;
+    enc->attn_matmul = info->attn_matmul;
     return 0;
 fail:
     sq_encoder_free(enc);

@@ -17,8 +17,8 @@ typedef struct sq_sqm_info {
     /* metadata activation_guard: row (true) or clip / absent (files written
      * before the guard existed): see sq_linear.guard */
     bool guard_rows;
-    /* metadata attention: bf16 (true) or f32 / absent: see sq_encoder.attn_bf16 */
-    bool attn_bf16;
+    /* metadata attention (absent: f32): see sq_encoder.attn_matmul */
+    sq_attn_matmul attn_matmul;
 } sq_sqm_info;
 
 /* True when the file starts like a squint container (plain or zstd). */

@@ -17,7 +17,9 @@ searched on importance-weighted error) or asymmetric (16 levels over a
 searched [min, max], integer zero point); columns in order or by decreasing
 Gram diagonal ("act order", group parameters fixed from the unrounded
 weights first); optionally each group's (scale, offset) refitted by least
-squares under the Gram matrix after rounding.
+squares under the Gram matrix after rounding; optionally bias correction
+(each output gets the float bias (W - Wq) E[x], E[x] the mean calibration
+input of the linear).
 """
 import json
 import math
@@ -45,22 +47,29 @@ def forward(cfg, w, ids, grams=None):
     def seen(key, v):
         if grams is not None:
             grams[key] = grams.get(key, 0) + v.T @ v
+            grams[("sum",) + key] = grams.get(("sum",) + key, 0) + v.sum(0)
+            grams[("n",) + key] = grams.get(("n",) + key, 0) + v.shape[0]
+
+    def lin(h, name, l):
+        y = h @ w[name][l].T
+        b = w.get(name + "_bias")
+        return y if b is None else y + b[l]
 
     for l in range(cfg["layers"]):
         h = TL.rmsnorm(x, w["rms_att"][l])
         seen((l, 0), h)
-        q = TL.rope((h @ w["wq"][l].T).view(T, H, hd), pos, hd)
-        k = TL.rope((h @ w["wk"][l].T).view(T, KVH, hd), pos, hd).repeat_interleave(H // KVH, 1)
-        v = (h @ w["wv"][l].T).view(T, KVH, hd).repeat_interleave(H // KVH, 1)
+        q = TL.rope(lin(h, "wq", l).view(T, H, hd), pos, hd)
+        k = TL.rope(lin(h, "wk", l).view(T, KVH, hd), pos, hd).repeat_interleave(H // KVH, 1)
+        v = lin(h, "wv", l).view(T, KVH, hd).repeat_interleave(H // KVH, 1)
         att = torch.einsum("thd,shd->hts", q, k) / math.sqrt(hd) + mask
         o = torch.einsum("hts,shd->thd", torch.softmax(att, -1), v).reshape(T, -1)
         seen((l, 1), o)
-        x = x + o @ w["wo"][l].T
+        x = x + lin(o, "wo", l)
         h = TL.rmsnorm(x, w["rms_ffn"][l])
         seen((l, 2), h)
-        m = torch.nn.functional.silu(h @ w["w1"][l].T) * (h @ w["w3"][l].T)
+        m = torch.nn.functional.silu(lin(h, "w1", l)) * lin(h, "w3", l)
         seen((l, 3), m)
-        x = x + m @ w["w2"][l].T
+        x = x + lin(m, "w2", l)
     return TL.rmsnorm(x, w["rms_final"]) @ w["cls"].T
 
 
@@ -156,16 +165,21 @@ def main():
             forward(cfg, W, ids[:cfg["seq_len"]], grams)
         base = perplexity(cfg, W, held)
         print(f"| variant | ppl | vs fp32 |\n|---|---|---|\n| fp32 | {base:.4f} | +0.00% |")
-        for asym, act_order, refit in [(False, False, False), (False, True, False),
-                                       (True, False, False), (True, True, False),
-                                       (True, True, True)]:
+        for asym, act_order, refit, bias in [(False, False, False, False), (False, False, False, True),
+                                             (False, True, False, True), (True, True, True, False),
+                                             (True, True, True, True)]:
             w2 = {k: v.clone() for k, v in W.items()}
             for name, kind in LINEARS:
+                if bias:
+                    w2[name + "_bias"] = torch.zeros(cfg["layers"], W[name].shape[1], dtype=W[name].dtype)
                 for l in range(cfg["layers"]):
                     w2[name][l] = gptq(W[name][l], grams[(l, kind)], asym, act_order, refit)
+                    if bias:  # the rounding error's mean effect: (W - Wq) E[x]
+                        mean = grams[("sum", l, kind)] / grams[("n", l, kind)]
+                        w2[name + "_bias"][l] = (W[name][l] - w2[name][l]) @ mean
             p = perplexity(cfg, w2, held)
             label = ("asymmetric" if asym else "symmetric") + (", act order" if act_order else "") \
-                + (", refit" if refit else "")
+                + (", refit" if refit else "") + (", bias correction" if bias else "")
             print(f"| GPTQ {label} | {p:.4f} | {100 * (p / base - 1):+.2f}% |", flush=True)
 
 

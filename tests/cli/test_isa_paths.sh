@@ -25,7 +25,9 @@ overrides:
   - match: "layer.1.attn_out"
     type: fp32
 YAML
+printf 'attention:\n  matmul: int8\n' >"$W/a8.yaml" # int8 attention (head width 18: ragged)
 "$SQ" quantize "$W/m" --calib "$W/m.sqc" -o "$W/int8.sqm" 2>/dev/null &&
+  "$SQ" quantize "$W/m" --calib "$W/m.sqc" --recipe "$W/a8.yaml" -o "$W/a8.sqm" 2>/dev/null &&
   "$SQ" quantize "$W/m" --calib "$W/m.sqc" --recipe "$W/int4.yaml" -o "$W/int4.sqm" 2>/dev/null &&
   "$SQ" quantize "$W/m" --calib "$W/m.sqc" --recipe "$W/mixed.yaml" -o "$W/mixed.sqm" 2>/dev/null ||
   { echo "quantize failed"; exit 1; }
@@ -59,7 +61,7 @@ grep -qw avx2 /proc/cpuinfo && { [[ " ${isas[*]} " == *" avx2 "* ]] || fail "the
 grep -qw avx512_vnni /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo &&
   { [[ " ${isas[*]} " == *" avx512vnni "* ]] || fail "the avx512vnni path did not run on a VNNI CPU"; }
 
-for f in int8 int4 mixed; do
+for f in int8 int4 mixed a8; do
   for isa in "${isas[@]}"; do
     for t in 1 2; do
       SQUINT_ISA=$isa "$SQ" embed "$W/$f.sqm" --input "$W/texts.txt" --batch 16 --threads $t \
@@ -78,6 +80,9 @@ for f in int8 int4 mixed; do
   done
   [[ $same == 1 ]] && pass "$f.sqm: byte-identical embeddings on ${isas[*]} at 1 and 2 threads, GELU fused or not"
 done
+cmp -s "$W/int8.scalar.1.npy" "$W/a8.scalar.1.npy" &&
+  fail "attention int8 gave the same embeddings as f32 attention (not applied?)" ||
+  pass "attention int8 is applied (its embeddings differ from f32 attention's)"
 # The embeddings are not trivially equal: different texts give different vectors.
 /usr/bin/python3 - "$W/int8.scalar.1.npy" <<'PY' && pass "the embeddings depend on the input" || fail "embeddings do not depend on the input"
 import sys, numpy as np

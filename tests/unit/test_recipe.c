@@ -226,7 +226,7 @@ START_TEST(full_recipe_round_trip)
     ck_assert_int_eq(r.weight_type, SQ_QT_S4G128);
     ck_assert(!r.int4_scale_search);
     ck_assert(r.int4_gptq);
-    ck_assert(r.attn_bf16);
+    ck_assert(r.attn_matmul == SQ_ATTN_BF16);
     ck_assert_uint_eq(r.n_overrides, 3);
     ck_assert(r.overrides[1].is_regex);
     ck_assert(r.overrides[2].set_alpha && r.overrides[2].alpha.value == 0.75);
@@ -491,8 +491,8 @@ static const struct {
     {"version: 1\nweight:\n  type: int8\n",
      "x.yaml:2:1: unknown key 'weight' in the recipe (expected: version, name, model, observer, "
      "smoothquant, outliers, weights, attention, classifier, overrides, gates)"},
-    {"attention: {matmul: int8}\n",
-     "x.yaml:1:21: unknown attention matmul 'int8' (expected: f32, bf16)"},
+    {"attention: {matmul: int4}\n",
+     "x.yaml:1:21: unknown attention matmul 'int4' (expected: f32, bf16, int8)"},
     {"classifier: {type: int4-g128}\n",
      "x.yaml:1:20: unknown classifier type 'int4-g128' (expected: fp32, int8)"},
     {"classifier: {dtype: int8}\n",

@@ -1,0 +1,199 @@
+/* int8 attention (libquant/attn_s8.h): the scalar definition against an
+ * f64 attention (an int8-sized tolerance that a broken quantizer fails),
+ * the int8 softmax codes at every ops level, and the AVX512-VNNI kernels
+ * against the scalar code bit for bit at lengths and head widths around
+ * every block size (skipped, and said so, without AVX512-VNNI). */
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attn_s8.h"
+#include "ops.h"
+#include "test_util.h"
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+typedef struct head {
+    int L, dh, ld, ldc;
+    float *qkv, *ctx;
+    void *scratch;
+} head;
+
+static void make(head *h, int L, int dh, float spread)
+{
+    h->L = L, h->dh = dh, h->ld = 3 * dh + 5, h->ldc = dh + 3;
+    h->qkv = malloc(sizeof(float) * (size_t)L * h->ld);
+    h->ctx = malloc(sizeof(float) * (size_t)L * h->ldc);
+    ck_assert(posix_memalign(&h->scratch, 64, sq_attn_s8_scratch_bytes(L, dh)) == 0);
+    for (int i = 0; i < L * h->ld; i++)
+        h->qkv[i] = tu_frand(&rng) * spread;
+    for (int i = 0; i < L * h->ldc; i++)
+        h->ctx[i] = 7.0f; /* the padding columns stay untouched */
+}
+
+static void unmake(head *h)
+{
+    free(h->qkv);
+    free(h->ctx);
+    free(h->scratch);
+}
+
+static void run(head *h, bool hw, float *ctx, float *prange)
+{
+    sq_attn_s8_head(h->qkv, h->qkv + h->dh, h->qkv + 2 * h->dh, h->ld, h->L, h->dh,
+                    1.0f / sqrtf((float)h->dh), ctx, h->ldc, h->scratch, hw, prange, NULL);
+}
+
+/* max |ctx - f64 attention| over the head */
+static double error_vs_f64(const head *h, const float *ctx)
+{
+    const int L = h->L, dh = h->dh;
+    const double c = 1.0f / sqrtf((float)dh);
+    double worst = 0, *s = malloc(sizeof(double) * (size_t)L);
+    for (int i = 0; i < L; i++) {
+        double m = -1e300, tot = 0;
+        for (int j = 0; j < L; j++) {
+            double d = 0;
+            for (int t = 0; t < dh; t++)
+                d += (double)h->qkv[(size_t)i * h->ld + t] * h->qkv[(size_t)j * h->ld + dh + t];
+            s[j] = c * d;
+            m = fmax(m, s[j]);
+        }
+        for (int j = 0; j < L; j++)
+            tot += s[j] = exp(s[j] - m);
+        for (int d = 0; d < dh; d++) {
+            double want = 0;
+            for (int j = 0; j < L; j++)
+                want += s[j] / tot * h->qkv[(size_t)j * h->ld + 2 * dh + d];
+            worst = fmax(worst, fabs(ctx[(size_t)i * h->ldc + d] - want));
+        }
+    }
+    free(s);
+    return worst;
+}
+
+START_TEST(scalar_close_to_f64)
+{
+    head h;
+    make(&h, 77, 32, 3.0f); /* peaked scores: |S| up to a few units */
+    float pr[2] = {1.0f, 0.0f};
+    run(&h, false, h.ctx, pr);
+    double worst = error_vs_f64(&h, h.ctx);
+    /* V in [-3, 3]: steps of 3/127; P in steps of 1/255 of the row max */
+    ck_assert_msg(worst < 0.06, "int8 ctx vs f64: max |diff| %g", worst);
+    ck_assert_msg(worst > 1e-4, "max |diff| %g: the operands were not quantized", worst);
+    ck_assert(pr[0] >= 0.0f && pr[1] <= 1.0f && pr[0] <= pr[1]);
+    /* the bound can fail: V quantized to 4 bits (levels -7..7 of max|V|)
+     * before the int8 attention, against the exact attention of the
+     * original V, is well outside it */
+    head bad = h;
+    bad.qkv = malloc(sizeof(float) * (size_t)h.L * h.ld);
+    memcpy(bad.qkv, h.qkv, sizeof(float) * (size_t)h.L * h.ld);
+    for (int j = 0; j < h.L; j++)
+        for (int d = 0; d < h.dh; d++) {
+            float *v = &bad.qkv[(size_t)j * h.ld + 2 * h.dh + d];
+            *v = roundf(*v * 7.0f / 3.0f) * 3.0f / 7.0f;
+        }
+    float *ctx_bad = malloc(sizeof(float) * (size_t)h.L * h.ldc);
+    memcpy(ctx_bad, h.ctx, sizeof(float) * (size_t)h.L * h.ldc);
+    run(&bad, false, ctx_bad, NULL);
+    double e_bad = error_vs_f64(&h, ctx_bad);
+    ck_assert_msg(e_bad > 0.06, "a 4-bit V passes the int8 bound (%g)", e_bad);
+    free(ctx_bad);
+    free(bad.qkv);
+    unmake(&h);
+}
+END_TEST
+
+START_TEST(zero_and_constant_rows)
+{
+    head h;
+    make(&h, 9, 16, 1.0f);
+    for (int t = 0; t < 16; t++) /* Q row 0 and K row 3 all zero, V channel 5 zero */
+        h.qkv[t] = 0.0f, h.qkv[(size_t)3 * h.ld + 16 + t] = 0.0f;
+    for (int j = 0; j < 9; j++)
+        h.qkv[(size_t)j * h.ld + 32 + 5] = 0.0f;
+    run(&h, false, h.ctx, NULL);
+    for (int i = 0; i < 9; i++)
+        ck_assert(h.ctx[(size_t)i * h.ldc + 5] == 0.0f);
+    for (int i = 0; i < 9 * h.ldc; i++)
+        ck_assert(isfinite(h.ctx[i]));
+    /* Q row 0 is zero: its scores are all 0, the probabilities uniform,
+     * ctx row 0 the mean of the quantized V */
+    float want = 0;
+    for (int j = 0; j < 9; j++)
+        want += h.qkv[(size_t)j * h.ld + 32];
+    ck_assert_msg(fabsf(h.ctx[0] - want / 9) < 0.02f, "uniform row: %g vs %g", h.ctx[0], want / 9);
+    unmake(&h);
+}
+END_TEST
+
+START_TEST(softmax_codes_every_level)
+{
+    float x[300];
+    uint8_t a[300], b[300];
+    for (int n = 1; n <= 300; n += 7) {
+        for (int i = 0; i < n; i++)
+            x[i] = tu_frand(&rng) * 12.0f;
+        if (n > 3)
+            x[2] = NAN;
+        sq_ops_level lv = sq_ops_get_level();
+        int za = sq_softmax_row_u8_scalar(x, n, a);
+        int zb = sq_softmax_row_u8(x, n, b);
+        ck_assert_int_eq(za, zb);
+        ck_assert(memcmp(a, b, (size_t)n) == 0);
+        int z = 0, top = 0;
+        for (int i = 0; i < n; i++)
+            z += a[i], top = a[i] > top ? a[i] : top;
+        ck_assert_int_eq(z, za);
+        ck_assert_int_eq(top, 255); /* the row maximum is exp(0) = 1 */
+        (void)lv;
+    }
+}
+END_TEST
+
+START_TEST(hw_same_bits_as_scalar)
+{
+    if (!sq_attn_s8_hw()) {
+        printf("SKIPPED: vpdpbusd int8 attention (this CPU lacks AVX512-VNNI or AVX-512)\n");
+        return;
+    }
+    static const int Ls[] = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 63, 64, 65, 100, 129, 256};
+    static const int dhs[] = {1, 3, 16, 20, 32, 48, 64, 80};
+    for (size_t a = 0; a < sizeof Ls / sizeof *Ls; a++)
+        for (size_t b = 0; b < sizeof dhs / sizeof *dhs; b++) {
+            head h;
+            make(&h, Ls[a], dhs[b], 2.0f);
+            float *c2 = malloc(sizeof(float) * (size_t)h.L * h.ldc);
+            memcpy(c2, h.ctx, sizeof(float) * (size_t)h.L * h.ldc);
+            float p1[2] = {1, 0}, p2[2] = {1, 0};
+            run(&h, false, h.ctx, p1);
+            run(&h, true, c2, p2);
+            ck_assert_msg(memcmp(h.ctx, c2, sizeof(float) * (size_t)h.L * h.ldc) == 0,
+                          "ctx differs at L %d, dh %d", h.L, h.dh);
+            ck_assert(p1[0] == p2[0] && p1[1] == p2[1]);
+            free(c2);
+            unmake(&h);
+        }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("attn_s8");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, scalar_close_to_f64);
+    tcase_add_test(tc, zero_and_constant_rows);
+    tcase_add_test(tc, softmax_codes_every_level);
+    tcase_add_test(tc, hw_same_bits_as_scalar);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
