@@ -22,7 +22,8 @@
  * q + 128 with 128 sum_t k[j][t] taken off; P is u8 already); the test
  * unit-attn_s8 holds the two to the same bits.
  *
- * The quantize steps are shared by both paths (sq_gemm_quantizer). */
+ * Both paths round as the activation quantize step does: the scalar one
+ * through sq_gemm_quantizer, the vector one with round_s8_zmm.h. */
 #ifndef SQ_ATTN_S8_H
 #define SQ_ATTN_S8_H
 

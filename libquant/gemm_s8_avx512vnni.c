@@ -214,11 +214,8 @@ T_512 static void ukr_s4(const int8_t *A, size_t lda, int nr, const sq_qweight *
     CASE_NR(s4_block)
 }
 
-/* ---- the activation quantize step (gemm_s8.h) on zmm ----
- * The AVX2 row's arithmetic 16 lanes wide: the same exact operations, so
- * the same codes (sq_ref_round_s8_zp; unit-gemm_s8 holds every row's step
- * to the reference). AVX-512F has no float AND / OR (that is DQ): the
- * sign-bit operations go through the integer unit. */
+/* ---- the activation quantize step (gemm_s8.h) on zmm: the rounding of
+ * round_s8_zmm.h on every 16 values of a row ---- */
 T_512 static void quantize(const float *x, int rows, int k, size_t ldx, const float *m,
                            int zero, int8_t *qa, int k_pad, size_t lda, float *range)
 {

@@ -491,6 +491,15 @@ AVX512_FN static void softmax_avx512(float *x, int cols)
         x[c] *= inv;
 }
 
+/* max(x[0..cols)) by the rule m = x > m ? x : m (the vector versions'). */
+static float row_max_scalar(const float *x, int cols)
+{
+    float m = x[0];
+    for (int c = 1; c < cols; c++)
+        m = x[c] > m ? x[c] : m;
+    return m;
+}
+
 /* One code of sq_softmax_row_u8: the clamp is vmaxps(v, 0) then
  * vminps(v, 255) (a NaN v becomes 0 at the first), the rounding vcvtps2dq's
  * (nearest even, as lrintf in the default mode). */
@@ -525,9 +534,7 @@ AVX512_FN static int softmax_u8_avx512(const float *x, int cols, uint8_t *codes)
 
 int sq_softmax_row_u8_scalar(const float *x, int cols, uint8_t *codes)
 {
-    float m = x[0];
-    for (int c = 1; c < cols; c++)
-        m = x[c] > m ? x[c] : m;
+    const float m = row_max_scalar(x, cols);
     int z = 0;
     for (int c = 0; c < cols; c++) {
         codes[c] = prob_code(exp_f32(x[c] - m));
@@ -554,9 +561,7 @@ void sq_gelu_inplace_scalar(float *x, int64_t n)
  * added pairwise, then the tail one by one. */
 void sq_softmax_row_scalar(float *x, int cols)
 {
-    float m = x[0];
-    for (int c = 1; c < cols; c++)
-        m = x[c] > m ? x[c] : m;
+    const float m = row_max_scalar(x, cols);
     float lanes[8] = {0};
     int c = 0;
     for (; c + 8 <= cols; c += 8)

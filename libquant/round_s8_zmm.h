@@ -1,7 +1,12 @@
 /* sq_ref_round_s8_zp on 16 float lanes (qlinear_ref.h), exact: the one
  * vector form of the activation rounding, shared by the AVX512-VNNI
  * quantize step (gemm_s8_avx512vnni.c) and the int8 attention (attn_s8.c).
- * The including file defines T_512 (its target attribute) and INLINE. */
+ * The including file defines T_512 (its target attribute) and INLINE.
+ *
+ * The AVX2 row's arithmetic 16 lanes wide: the same exact operations, so
+ * the same codes (unit-gemm_s8 holds every row's step to the reference).
+ * AVX-512F has no float AND / OR (that is DQ): the sign-bit operations go
+ * through the integer unit. */
 #ifndef SQ_ROUND_S8_ZMM_H
 #define SQ_ROUND_S8_ZMM_H
 
