@@ -5,10 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "threads.h"
+
 /* Channels per work item: one thread walks all rows of a 32-channel stripe,
  * so each channel is summed in row order whatever the thread count. */
 #define CH_BLOCK 32
-#define PAR_MIN_VALUES 65536
 
 int sq_act_stats_init(sq_act_stats *st, int channels, sq_err *err)
 {
@@ -74,7 +75,7 @@ int sq_act_stats_observe(sq_act_stats *st, const float *x, int rows, int cols, s
     /* Pass 1, per channel stripe: max|x|, sum x^2 continuing the running sum
      * in row order, min, max, NaN/Inf count. Into scratch, so a rejected
      * batch changes nothing. */
-#pragma omp parallel for if (n >= PAR_MIN_VALUES) schedule(static) \
+#pragma omp parallel for schedule(static) num_threads(sq_par_threads(SQ_WORK_SCALAR, n, nblk)) \
     reduction(min : vmin) reduction(max : vmax) reduction(+ : bad)
     for (int b = 0; b < nblk; b++) {
         const int c0 = b * CH_BLOCK;

@@ -4,8 +4,8 @@
 #include <math.h>
 #include <string.h>
 
-/* Below this many values one thread is faster than waking the team. */
-#define PAR_MIN_VALUES 65536
+#include "threads.h"
+
 /* Values per work item of the parallel loop. */
 #define BLOCK_VALUES 16384
 /* Each thread counts into NSUB interleaved 32-bit sub-histograms: consecutive
@@ -135,7 +135,10 @@ static void count_all(sq_hist *h, const float *x, size_t n)
     float inv = ldexpf(1.0f, SQ_HIST_LOG2_BINS - h->exp);
     size_t nblocks = (n + BLOCK_VALUES - 1) / BLOCK_VALUES;
     uint64_t zeros = 0, counted = 0;
-#pragma omp parallel if (n >= PAR_MIN_VALUES) reduction(+ : zeros, counted)
+    /* a bin index and an increment per value, and each thread's
+     * sub-histograms to clear and flush */
+#pragma omp parallel reduction(+ : zeros, counted) \
+    num_threads(sq_par_threads(SQ_WORK_SCALAR, 2.0 * n, (int64_t)nblocks))
     {
         uint32_t sub[NSUB][SQ_HIST_BINS];
         uint64_t local[SQ_HIST_BINS];
@@ -176,8 +179,8 @@ size_t sq_hist_add(sq_hist *h, const float *x, size_t n)
 {
     float m = 0.0f;
     size_t bad = 0;
-#pragma omp parallel for if (n >= PAR_MIN_VALUES) schedule(static) reduction(max : m) \
-    reduction(+ : bad)
+#pragma omp parallel for schedule(static) reduction(max : m) reduction(+ : bad) \
+    num_threads(sq_par_threads(SQ_WORK_ELEM, (double)n, (int64_t)n))
     for (size_t i = 0; i < n; i++) {
         float a = fabsf(x[i]);
         int ok = a <= FLT_MAX; /* false for NaN and Inf; branch-free so it vectorizes */

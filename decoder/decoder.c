@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ops.h"
+#include "threads.h"
 
 /* An f32 linear of out x in, its weights gathered from up to two row
  * blocks (a[0 .. na rows) then b[0 .. nb rows)), no bias (zeros). */
@@ -258,10 +259,13 @@ static void run_chunk(const sq_decoder *d, sq_decoder_state *st, const int32_t *
             memcpy(kc + (size_t)(pos + r) * KV, q + D, (size_t)KV * sizeof(float));
             memcpy(vc + (size_t)(pos + r) * KV, q + D + KV, (size_t)KV * sizeof(float));
         }
-        /* threads only when the scores are worth a team (decode steps of a
-         * small model are not) */
-        const int64_t work = (int64_t)n * c->n_heads * (pos + n) * hd;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(st->n_threads) if (work >= 65536)
+        /* scalar dot products and the weighted sum: decode steps of a small
+         * model are not worth a team; never more threads than score rows */
+        int nt = sq_par_threads(SQ_WORK_SCALAR, 2.0 * n * c->n_heads * (pos + n) * hd,
+                                (int64_t)n * c->n_heads);
+        if (nt > st->n_threads)
+            nt = st->n_threads;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
         for (int t = 0; t < n * c->n_heads; t++) {
             const int r = t / c->n_heads, h = t % c->n_heads, p = pos + r;
             const int kvo = (h / group) * hd;

@@ -1,5 +1,6 @@
 #include "eval_metrics.h"
 #include "rank_order.h"
+#include "threads.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -241,7 +242,8 @@ double sq_topk_overlap(const float *a, const float *b, int64_t n, int dim, int k
     double total = 0;
     int oom = !ua || !ub;
     if (!oom) {
-#pragma omp parallel reduction(+ : total) reduction(| : oom)
+#pragma omp parallel reduction(+ : total) reduction(| : oom) \
+    num_threads(sq_par_threads(SQ_WORK_MAC_F32, 2.0 * n * n * dim, n))
         {
             double *best = malloc((size_t)kk * sizeof *best);
             int64_t *ia = malloc((size_t)kk * sizeof *ia), *ib = malloc((size_t)kk * sizeof *ib);
@@ -412,7 +414,8 @@ int sq_retrieval_eval(const float *Q, int64_t nq, const float *D, int64_t nd, in
     double sn = 0, sr = 0;
     int oom = !uq || !ud;
     if (!oom) {
-#pragma omp parallel reduction(| : oom)
+#pragma omp parallel reduction(| : oom) \
+    num_threads(sq_par_threads(SQ_WORK_MAC_F32, (double)nq * nd * dim, nq))
         {
             double *scores = malloc((size_t)nd * sizeof *scores);
             int64_t *top = malloc(100 * sizeof *top);
@@ -494,7 +497,8 @@ static int cholesky_solve(double *H, double *g, int d)
             return -1;
         double ljj = sqrt(s);
         H[(size_t)j * d + j] = ljj;
-#pragma omp parallel for schedule(static) if (d > 256)
+#pragma omp parallel for schedule(static) \
+    num_threads(sq_par_threads(SQ_WORK_SCALAR, (double)(d - j - 1) * j, d - j - 1))
         for (int i = j + 1; i < d; i++) {
             double t = H[(size_t)i * d + j];
             for (int k = 0; k < j; k++)
@@ -552,7 +556,8 @@ static int newton(const double *Z, const double *yv, int64_t m, int d1, double l
          * innermost loop runs over k (vectorizable), the rows in order. */
         for (int64_t i0 = 0; i0 < m; i0 += NEWTON_BLOCK) {
             int64_t i1 = i0 + NEWTON_BLOCK < m ? i0 + NEWTON_BLOCK : m;
-#pragma omp parallel for schedule(dynamic, 8) if (d1 > 64)
+#pragma omp parallel for schedule(dynamic, 8) \
+    num_threads(sq_par_threads(SQ_WORK_SCALAR, 0.5 * d1 * d1 * (double)(i1 - i0), d1))
             for (int j = 0; j < d1; j++) {
                 double *hj = H + (size_t)j * d1;
                 for (int64_t i = i0; i < i1; i++) {
@@ -714,7 +719,8 @@ static double softmax_objective(const double *Z, const int *yc, int64_t m, int d
                                 double l2, const double *theta, double *G, double *R,
                                 double *loss)
 {
-#pragma omp parallel for schedule(static) if (m > 256)
+#pragma omp parallel for schedule(static) \
+    num_threads(sq_par_threads(SQ_WORK_SCALAR, (double)m * C * (d1 + 20), m))
     for (int64_t i = 0; i < m; i++) {
         const double *z = Z + (size_t)i * d1;
         double *r = R + (size_t)i * C, mx = -INFINITY;
@@ -748,7 +754,8 @@ static double softmax_objective(const double *Z, const int *yc, int64_t m, int d
     memset(G, 0, K * sizeof *G);
     for (int64_t i0 = 0; i0 < m; i0 += SOFTMAX_BLOCK) {
         int64_t i1 = i0 + SOFTMAX_BLOCK < m ? i0 + SOFTMAX_BLOCK : m;
-#pragma omp parallel for schedule(static) if (d1 > 64)
+#pragma omp parallel for schedule(static) \
+    num_threads(sq_par_threads(SQ_WORK_SCALAR, (double)d1 * C * (i1 - i0), d1))
         for (int j = 0; j < d1; j++)
             for (int64_t i = i0; i < i1; i++) {
                 double zij = Z[(size_t)i * d1 + j];

@@ -11,6 +11,7 @@
 #include "fileio.h"
 #include "head_io.h"
 #include "sqm_class_head.h"
+#include "threads.h"
 
 int sq_head_alloc(sq_head *h, int classes, int dim, sq_err *err)
 {
@@ -270,7 +271,8 @@ int sq_head_read(const char *path, sq_head *h, sq_err *err)
 
 void sq_head_apply(const sq_head *h, const float *emb, int64_t n, double *probs)
 {
-#pragma omp parallel for schedule(static) if (n > 64)
+#pragma omp parallel for schedule(static) \
+    num_threads(sq_par_threads(SQ_WORK_SCALAR, (double)n * h->classes * h->dim, n))
     for (int64_t i = 0; i < n; i++)
         sq_softmax_probs(h->W, h->b, h->classes, h->dim, emb + (size_t)i * h->dim,
                          probs + (size_t)i * h->classes);

@@ -9,8 +9,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cpu_quota.h"
+
 int sq_cpus_usable(int *cpus, int cap)
 {
+    /* a cgroup quota of q CPUs: only q of them can be busy at once, so
+     * worker plans (serve --instances, tune) get the first q of the mask */
+    const int quota = sq_cpu_quota();
+    if (quota > 0 && quota < cap)
+        cap = quota;
     cpu_set_t set;
     int n = 0;
     if (sched_getaffinity(0, sizeof set, &set) == 0) {

@@ -13,8 +13,8 @@
 #define SQ_CPUS_MAX 1024
 
 /* The ids of the CPUs in this process's affinity mask, ascending, into
- * cpus[cap]; returns their count (>= 1; the online count 0..n-1 when the
- * mask cannot be read). */
+ * cpus[cap], at most the cgroup CPU quota's count (cpu_quota.h); returns
+ * their count (>= 1; the online count 0..n-1 when the mask cannot be read). */
 int sq_cpus_usable(int *cpus, int cap);
 
 /* Pin the calling thread (in a fresh worker process: the process, and the

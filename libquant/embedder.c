@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "pooling.h"
+#include "threads.h"
 
 void sq_token_seqs_free(sq_token_seqs *s)
 {
@@ -44,7 +45,11 @@ int sq_tokenize_texts(const sq_embed_model *m, const char *const *texts, const s
     const int32_t cls = sq_tokenizer_cls_id(m->tok), sep = sq_tokenizer_sep_id(m->tok);
     const bool wrap = cls >= 0 && sep >= 0;
     const int64_t body = wrap ? max_seq - 2 : max_seq;
-#pragma omp parallel for schedule(dynamic, 32)
+    size_t bytes = 0;
+    for (int64_t i = 0; i < n; i++)
+        bytes += lens[i];
+#pragma omp parallel for schedule(dynamic, 32) \
+    num_threads(sq_par_threads(SQ_WORK_SCALAR, SQ_TOKENIZE_STEPS_PER_BYTE * (double)bytes, n))
     for (int64_t i = 0; i < n; i++) {
         int64_t cap = windows ? 256 : body, k;
         for (;;) {

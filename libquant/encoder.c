@@ -12,6 +12,7 @@
 
 #include "ops.h"
 #include "quant_embed.h"
+#include "threads.h"
 
 const char *sq_linear_kind_name(sq_linear_kind k)
 {
@@ -157,7 +158,8 @@ int sq_workspace_reserve(sq_workspace *ws, const sq_encoder *enc, int max_tokens
 static void embed(const sq_encoder *enc, const sq_batch *b, float *x)
 {
     const int E = enc->cfg.embed_dim;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) \
+    num_threads(sq_par_threads(SQ_WORK_ELEM, 3.0 * b->offsets[b->n_seq] * E, b->n_seq))
     for (int s = 0; s < b->n_seq; s++) {
         for (int t = b->offsets[s]; t < b->offsets[s + 1]; t++) {
             int pos = t - b->offsets[s];
@@ -203,8 +205,15 @@ static void attention(const sq_encoder *enc, const sq_batch *b, const float *qkv
     const int jobs = b->n_seq * A;
     float pmin = 1.0f, pmax = 0.0f; /* min/max reductions are order-independent */
     double t_qk = 0, t_sm = 0, t_pv = 0, wall = prof ? sq_op_now() : 0; /* thread time per step */
+    double sq_len = 0; /* sum of L^2: the scores of each head */
+    for (int s = 0; s < b->n_seq; s++) {
+        const double L = b->offsets[s + 1] - b->offsets[s];
+        sq_len += L * L;
+    }
+    const double work_ns = sq_work_ns(SQ_WORK_MAC_F32, sq_len * A * 2.0 * dh) +
+                           sq_work_ns(SQ_WORK_ELEM_MATH, sq_len * A);
 #pragma omp parallel for schedule(dynamic, 1) reduction(min : pmin) reduction(max : pmax) \
-    reduction(+ : t_qk, t_sm, t_pv)
+    reduction(+ : t_qk, t_sm, t_pv) num_threads(sq_par_threads_ns(work_ns, jobs))
     for (int j = 0; j < jobs; j++) {
         int s = j / A, h = j % A;
         int t0 = b->offsets[s], L = b->offsets[s + 1] - t0;

@@ -3,13 +3,12 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "threads.h"
+
 /* Columns per task: the weights of one block (16 x K floats) stay in L2
  * while every row passes over them, so W is read from memory once per
  * call whatever the row count. */
 #define COL_BLOCK 16
-/* Below this many multiply-adds a call runs on the calling thread (a team
- * costs more than a small decoder's whole step). */
-#define THREAD_WORK (1 << 20)
 
 /* ---- scalar: the definition (f32_rows.h) ---- */
 
@@ -217,8 +216,8 @@ void sq_f32_rows_at(sq_ops_level lv, const float *x, int rows, int K, const floa
                     const float *b, int N, float *y)
 {
     const int tasks = (N + COL_BLOCK - 1) / COL_BLOCK;
-    const long long work = (long long)rows * N * K;
-#pragma omp parallel for schedule(static) if (work >= THREAD_WORK && tasks > 1)
+#pragma omp parallel for schedule(static) \
+    num_threads(sq_par_threads(SQ_WORK_MAC_F32, (double)rows * N * K, tasks))
     for (int t = 0; t < tasks; t++) {
         const int n0 = t * COL_BLOCK, n1 = n0 + COL_BLOCK < N ? n0 + COL_BLOCK : N;
 #if F32_ROWS_VECTOR

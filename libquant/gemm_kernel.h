@@ -135,8 +135,8 @@ typedef struct sq_gemm_grid {
 } sq_gemm_grid;
 sq_gemm_grid sq_gemm_grid_of(int M, const sq_qweight *W, int nr_max, int np_max);
 sq_gemm_tile sq_gemm_grid_tile(const sq_gemm_grid *g, long t);
-/* 1 when the GEMM is big enough to share among threads. */
-int sq_gemm_worth_threads(int M, const sq_qweight *W);
+/* The threads an M-row GEMM over W in `tiles` tiles is worth (threads.h). */
+int sq_gemm_threads(int M, const sq_qweight *W, long tiles);
 /* Around one tile's micro-kernel: begin prefetches its output lines (y
  * with ep, else C; elem the size of C's elements); end takes out
  * [nr][np * 16] (the finished tile) through the epilogue into ep->y, or

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "gemm_s8.h"
+#include "threads.h"
 
 void sq_gemm_quantize_acts(const float *x, int rows, int k, size_t ldx, const float *m,
                            int8_t *qa, int k_pad, size_t lda)
@@ -15,11 +16,10 @@ void sq_gemm_quantize_acts(const float *x, int rows, int k, size_t ldx, const fl
     sq_gemm_quantize_acts_zp(x, rows, k, ldx, m, 0, qa, k_pad, lda);
 }
 
-/* Rows go in chunks of CHUNK, the chunks OpenMP-parallel from PAR_MIN
- * values up (below, the fork costs more than it saves). Rows are
- * independent, so the codes do not depend on the thread count. */
+/* Rows go in chunks of CHUNK, the chunks shared among the threads the
+ * work is worth (threads.h). Rows are independent, so the codes do not
+ * depend on the thread count. */
 enum { CHUNK = 64 };
-#define PAR_MIN (1L << 16)
 
 /* The quantize step, and with range != NULL the min and max of x_j * m_j
  * per row (NaN ignored). */
@@ -32,7 +32,8 @@ void sq_gemm_quantize_acts_zp(const float *x, int rows, int k, size_t ldx, const
                               int8_t *qa, int k_pad, size_t lda)
 {
     const int chunks = (rows + CHUNK - 1) / CHUNK;
-#pragma omp parallel for schedule(static) if ((long)rows * k >= PAR_MIN)
+#pragma omp parallel for schedule(static) \
+    num_threads(sq_par_threads(SQ_WORK_ELEM, (double)rows * k, chunks))
     for (int c = 0; c < chunks; c++) {
         int r0 = c * CHUNK, n = rows - r0 < CHUNK ? rows - r0 : CHUNK;
         quantize_rows(x + (size_t)r0 * ldx, n, k, ldx, m, z, qa + (size_t)r0 * lda, k_pad, lda,
@@ -72,7 +73,8 @@ static int quantize_guarded(const float *x, int rows, int k, size_t ldx, const f
 {
     const int chunks = (rows + CHUNK - 1) / CHUNK;
     int guarded = 0;
-#pragma omp parallel for schedule(static) reduction(+ : guarded) if ((long)rows * k >= PAR_MIN)
+#pragma omp parallel for schedule(static) reduction(+ : guarded) \
+    num_threads(sq_par_threads(SQ_WORK_ELEM, (double)rows * k, chunks))
     for (int c = 0; c < chunks; c++) {
         const int r0 = c * CHUNK, n = rows - r0 < CHUNK ? rows - r0 : CHUNK;
         float range[2 * CHUNK]; /* the chunk's per-row ranges */
@@ -94,17 +96,17 @@ int sq_gemm_quantize_acts_mapped(const float *x, int rows, int k, size_t ldx, sq
                                  int n_keep, float *keep)
 {
     const int chunks = (rows + CHUNK - 1) / CHUNK;
-    const bool par = (long)rows * k >= PAR_MIN;
-    const int nt = par ? omp_get_max_threads() : 1;
+    /* the row map is GELU / SwiGLU: exp or erf per element */
+    const int nt = sq_par_threads(SQ_WORK_ELEM_MATH, (double)rows * k, chunks);
     /* one mapped row per thread: k floats, in L1 / L2 while it is quantized */
     float *bufs = malloc((size_t)nt * k * sizeof *bufs);
     if (!bufs)
         return -1;
     int guarded = 0;
-#pragma omp parallel for schedule(static) reduction(+ : guarded) if (par)
+#pragma omp parallel for schedule(static) reduction(+ : guarded) num_threads(nt)
     for (int c = 0; c < chunks; c++) {
         const int r0 = c * CHUNK, n = rows - r0 < CHUNK ? rows - r0 : CHUNK;
-        float *buf = bufs + (size_t)(par ? omp_get_thread_num() : 0) * k;
+        float *buf = bufs + (size_t)omp_get_thread_num() * k;
         float *mrow = NULL, range[2];
         const int zz = mode == SQ_QA_ROWS ? 0 : z;
         for (int i = 0; i < n; i++) {

@@ -8,15 +8,23 @@
 #include "gemm_kernel.h"
 #include "pack.h"
 #include "qlinear_ref.h"
+#include "threads.h"
 
 #define ROW_BYTES (SQ_PANEL_N * SQ_PANEL_K) /* one k-group of a panel */
+
+/* Every multiply-add here is a scalar step; each (row, panel) a task. */
+static int scalar_threads(int M, const sq_qweight *W)
+{
+    return sq_par_threads(SQ_WORK_SCALAR, (double)M * W->n_pad * W->k_pad,
+                          (int64_t)M * (W->n_pad / SQ_PANEL_N));
+}
 
 static void gemm_s8(const int8_t *A, int M, size_t lda, const sq_qweight *W, int32_t *C,
                     size_t ldc, const sq_gemm_epilogue *ep)
 {
     (void)ep; /* never fused: the dispatcher runs the epilogue over C */
     int kg = W->k_pad / SQ_PANEL_K, panels = W->n_pad / SQ_PANEL_N;
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) num_threads(scalar_threads(M, W))
     for (int m = 0; m < M; m++)
         for (int p = 0; p < panels; p++) {
             const int8_t *a = A + (size_t)m * lda;
@@ -45,7 +53,7 @@ static void gemm_s4(const int8_t *A, int M, size_t lda, const sq_qweight *W, flo
     (void)ep;
     int kg = W->k_pad / SQ_PANEL_K, panels = W->n_pad / SQ_PANEL_N;
     int groups = W->k_pad / SQ_INT4_GROUP, rows_per_group = SQ_INT4_GROUP / SQ_PANEL_K;
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) num_threads(scalar_threads(M, W))
     for (int m = 0; m < M; m++)
         for (int p = 0; p < panels; p++) {
             const int8_t *a = A + (size_t)m * lda;

@@ -5,10 +5,7 @@
 
 #include "gemm_kernel.h"
 #include "outlier_side.h"
-
-/* Below this many multiply-adds a GEMM runs on the calling thread: the
- * OpenMP fork costs more than it saves. Results are the same either way. */
-#define PARALLEL_MIN_MACS (1 << 18)
+#include "threads.h"
 
 /* ---- the epilogue ----
  * One row segment: y[j] = (float)acc[j] * scale[j] + bias[j] (int8) or
@@ -140,7 +137,7 @@ static inline void epi_s4_row(const float *restrict acc, float act_scale,
 
 void sq_gemm_epilogue_s8(const int32_t *C, int M, int N, const sq_gemm_epilogue *ep)
 {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(sq_par_threads(SQ_WORK_ELEM, (double)M * N, M))
     for (int r = 0; r < M; r++) {
         float *yr = ep->y + (size_t)r * ep->ldy;
         epi_s8_row(C + (size_t)r * N, ep->acc_off, ep->out_scale, ep->bias, yr, N,
@@ -152,7 +149,7 @@ void sq_gemm_epilogue_s8(const int32_t *C, int M, int N, const sq_gemm_epilogue 
 
 void sq_gemm_epilogue_s4(const float *C, int M, int N, const sq_gemm_epilogue *ep)
 {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(sq_par_threads(SQ_WORK_ELEM, (double)M * N, M))
     for (int r = 0; r < M; r++) {
         float *yr = ep->y + (size_t)r * ep->ldy;
         epi_s4_row(C + (size_t)r * N, ep->act_scale, ep->bias, yr, N,
@@ -204,9 +201,10 @@ sq_gemm_tile sq_gemm_grid_tile(const sq_gemm_grid *g, long t)
     return tl;
 }
 
-int sq_gemm_worth_threads(int M, const sq_qweight *W)
+/* Results are the same whatever the count: each tile is one thread's. */
+int sq_gemm_threads(int M, const sq_qweight *W, long tiles)
 {
-    return (double)M * W->n_pad * W->k_pad >= PARALLEL_MIN_MACS;
+    return sq_par_threads(SQ_WORK_MAC_S8, (double)M * W->n_pad * W->k_pad, tiles);
 }
 
 /* The tile's output lines (y, or C without an epilogue), requested before
@@ -284,7 +282,7 @@ void sq_gemm_tiles_s8(sq_ukr_s8 ukr, int nr_max, int np_max, const int8_t *A, in
                       const sq_gemm_epilogue *ep)
 {
     const sq_gemm_grid g = sq_gemm_grid_of(M, W, nr_max, np_max);
-#pragma omp parallel for schedule(static) if (sq_gemm_worth_threads(M, W))
+#pragma omp parallel for schedule(static) num_threads(sq_gemm_threads(M, W, g.tiles))
     for (long t = 0; t < g.tiles; t++) {
         sq_gemm_tile tl = sq_gemm_grid_tile(&g, t);
         int32_t out[SQ_UKR_MAX_OUT] __attribute__((aligned(64)));
@@ -299,7 +297,7 @@ void sq_gemm_tiles_s4(sq_ukr_s4 ukr, int nr_max, int np_max, const int8_t *A, in
                       const sq_gemm_epilogue *ep)
 {
     const sq_gemm_grid g = sq_gemm_grid_of(M, W, nr_max, np_max);
-#pragma omp parallel for schedule(static) if (sq_gemm_worth_threads(M, W))
+#pragma omp parallel for schedule(static) num_threads(sq_gemm_threads(M, W, g.tiles))
     for (long t = 0; t < g.tiles; t++) {
         sq_gemm_tile tl = sq_gemm_grid_tile(&g, t);
         float out[SQ_UKR_MAX_OUT] __attribute__((aligned(64)));

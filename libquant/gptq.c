@@ -4,6 +4,7 @@
  * H^-1 = R^-T R^-1, so U = R^-1. Every entry is one dot product or one
  * running sum in a fixed order; OpenMP only splits independent entries. */
 #include "gptq.h"
+#include "threads.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -23,7 +24,8 @@ static int chol_upper_reverse(double *r, int k)
             return j + 1;
         const double rjj = sqrt(d);
         rj[j] = rjj;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) \
+    num_threads(sq_par_threads(SQ_WORK_SCALAR, (double)j * (k - j), j))
         for (int i = 0; i < j; i++) {
             double *ri = r + (size_t)i * k;
             double s = ri[j];

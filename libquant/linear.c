@@ -12,6 +12,7 @@
 #include "f32_rows.h"
 #include "outlier_side.h"
 #include "gemm_s8.h"
+#include "threads.h"
 
 /* The output is cut into fixed tiles of ROW_BLOCK x COL_BLOCK, one sgemm
  * each, shared among threads. Tile sizes never depend on the thread count, so
@@ -40,7 +41,8 @@ static void f32_forward(const sq_linear *l, const float *x, int rows, float *y)
         return;
     }
     int nr = (rows + ROW_BLOCK - 1) / ROW_BLOCK, nc = (l->out + COL_BLOCK - 1) / COL_BLOCK;
-#pragma omp parallel for schedule(dynamic, 1) if (nr * nc > 1)
+#pragma omp parallel for schedule(dynamic, 1) \
+    num_threads(sq_par_threads(SQ_WORK_MAC_F32, (double)rows * l->in * l->out, nr * nc))
     for (int t = 0; t < nr * nc; t++) {
         int r0 = (t / nc) * ROW_BLOCK, c0 = (t % nc) * COL_BLOCK;
         int r1 = r0 + ROW_BLOCK < rows ? r0 + ROW_BLOCK : rows;
@@ -215,7 +217,8 @@ void sq_linear_forward_mapped(const sq_linear *l, const float *x, size_t ldx, in
         }
     }
     /* The op as its own pass into mapped, then the linear. */
-#pragma omp parallel for schedule(static) if ((int64_t)rows * l->in >= (1 << 16))
+#pragma omp parallel for schedule(static) \
+    num_threads(sq_par_threads(SQ_WORK_ELEM_MATH, (double)rows * l->in, rows))
     for (int r = 0; r < rows; r++)
         map(x + (size_t)r * ldx, mapped + (size_t)r * l->in, l->in);
     if (prof)

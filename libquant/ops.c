@@ -4,6 +4,7 @@
 #include <stdbool.h>
 
 #include "cpu_features.h"
+#include "threads.h"
 #include <math.h>
 #include <stdint.h>
 
@@ -204,7 +205,9 @@ void sq_add_layernorm(float *x, const float *add, int rows, int cols, const floa
                       const float *beta, float eps)
 {
     const int lv = level();
-#pragma omp parallel for schedule(static)
+    /* three passes over a row: the add with the mean, the variance, the write */
+#pragma omp parallel for schedule(static) \
+    num_threads(sq_par_threads(SQ_WORK_ELEM, 3.0 * rows * cols, rows))
     for (int r = 0; r < rows; r++) {
         float *v = x + (int64_t)r * cols;
         if (add) {
@@ -220,21 +223,22 @@ void sq_layernorm_to(const float *x, float *y, int rows, int cols, const float *
                      const float *beta, float eps)
 {
     const int lv = level();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) \
+    num_threads(sq_par_threads(SQ_WORK_ELEM, 3.0 * rows * cols, rows))
     for (int r = 0; r < rows; r++)
         layernorm_row(lv, x + (int64_t)r * cols, y + (int64_t)r * cols, cols, gamma, beta, eps);
 }
 
 void sq_add_inplace(float *x, const float *a, int64_t n)
 {
-#pragma omp parallel for schedule(static) if (n >= 16384)
+#pragma omp parallel for schedule(static) num_threads(sq_par_threads(SQ_WORK_ELEM, (double)n, n))
     for (int64_t i = 0; i < n; i++)
         x[i] += a[i];
 }
 
 void sq_relu_inplace(float *x, int64_t n)
 {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(sq_par_threads(SQ_WORK_ELEM, (double)n, n))
     for (int64_t i = 0; i < n; i++)
         x[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
@@ -552,7 +556,8 @@ int sq_softmax_row_u8(const float *x, int cols, uint8_t *codes)
 
 void sq_gelu_inplace_scalar(float *x, int64_t n)
 {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) \
+    num_threads(sq_par_threads(SQ_WORK_ELEM_MATH, (double)n, n))
     for (int64_t i = 0; i < n; i++)
         x[i] = gelu_f32(x[i]);
 }
@@ -588,7 +593,8 @@ void sq_gelu_inplace(float *x, int64_t n)
 {
     enum { BLOCK = 4096 };
     const int64_t nb = (n + BLOCK - 1) / BLOCK;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) \
+    num_threads(sq_par_threads(SQ_WORK_ELEM_MATH, (double)n, nb))
     for (int64_t b = 0; b < nb; b++) {
         const int64_t i0 = b * BLOCK;
         sq_gelu_row(x + i0, x + i0, (int)(n - i0 < BLOCK ? n - i0 : BLOCK));
@@ -639,7 +645,8 @@ static void rmsnorm_row(const float *x, float *y, int cols, const float *w, floa
 
 void sq_rmsnorm_to(const float *x, float *y, int rows, int cols, const float *w, float eps)
 {
-#pragma omp parallel for schedule(static) if (rows > 1)
+#pragma omp parallel for schedule(static) \
+    num_threads(sq_par_threads(SQ_WORK_ELEM, 2.0 * rows * cols, rows))
     for (int r = 0; r < rows; r++)
         rmsnorm_row(x + (int64_t)r * cols, y + (int64_t)r * cols, cols, w, eps);
 }
@@ -653,7 +660,8 @@ void sq_swiglu_row(const float *gu, float *h, int hidden)
 
 void sq_swiglu(const float *gu, float *h, int rows, int hidden)
 {
-#pragma omp parallel for schedule(static) if (rows > 1)
+#pragma omp parallel for schedule(static) \
+    num_threads(sq_par_threads(SQ_WORK_ELEM_MATH, (double)rows * hidden, rows))
     for (int r = 0; r < rows; r++)
         sq_swiglu_row(gu + (int64_t)r * 2 * hidden, h + (int64_t)r * hidden, hidden);
 }

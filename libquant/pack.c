@@ -1,5 +1,6 @@
 /* VNNI-4 panel packing (layouts in pack.h). */
 #include "pack.h"
+#include "threads.h"
 
 #include <assert.h>
 #include <string.h>
@@ -92,7 +93,8 @@ void sq_pack(sq_qweight *q, const int8_t *values)
 {
     const sq_qtype_traits *t = sq_qtype_get(q->qtype);
     int panels = q->n_pad / SQ_PANEL_N;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) \
+    num_threads(sq_par_threads(SQ_WORK_SCALAR, (double)q->n_pad * q->k, panels))
     for (int p = 0; p < panels; p++)
         t->pack_panel(q, p, values + (size_t)p * SQ_PANEL_N * q->k, (size_t)q->k);
 }

@@ -1,4 +1,5 @@
 #include "qlinear_ref.h"
+#include "threads.h"
 
 #include <cblas.h>
 #include <math.h>
@@ -53,7 +54,8 @@ void sq_ref_quantize_weights(const float *w, int n, int k, int8_t *qw, float *sc
 
 void sq_ref_gemm_s8(const int8_t *qx, int rows, int k, const int8_t *qw, int n, int32_t *acc)
 {
-#pragma omp parallel for schedule(static) if ((int64_t)rows * n * k > (1 << 20))
+#pragma omp parallel for schedule(static) \
+    num_threads(sq_par_threads(SQ_WORK_SCALAR, (double)rows * n * k, rows))
     for (int r = 0; r < rows; r++) {
         const int8_t *xr = qx + (size_t)r * k;
         for (int c = 0; c < n; c++) {

@@ -1,4 +1,5 @@
 #include "quant_embed.h"
+#include "threads.h"
 
 #include <math.h>
 
@@ -17,7 +18,8 @@ static float absmax(const float *x, int n)
 
 void sq_embed_quant_s8(const float *x, int rows, int cols, int8_t *q, float *scale)
 {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) \
+    num_threads(sq_par_threads(SQ_WORK_SCALAR, 2.0 * rows * cols, rows))
     for (int r = 0; r < rows; r++) {
         const float *v = x + (int64_t)r * cols;
         float m = absmax(v, cols);
@@ -44,7 +46,8 @@ int sq_embed_s4_groups(int cols)
 void sq_embed_quant_s4(const float *x, int rows, int cols, uint8_t *q, float *scale)
 {
     const int G = sq_embed_s4_groups(cols);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) \
+    num_threads(sq_par_threads(SQ_WORK_SCALAR, 2.0 * rows * cols, rows))
     for (int r = 0; r < rows; r++) {
         const float *v = x + (int64_t)r * cols;
         uint8_t *qr = q + (int64_t)r * (cols / 2);

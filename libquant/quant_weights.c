@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "pack.h"
+#include "threads.h"
 
 /* int4 scale search grid: f = 1 + SEARCH_STEP * i for |i| <= SEARCH_STEPS. */
 #define SEARCH_STEPS 20
@@ -167,7 +168,10 @@ int sq_quantize_weights(const float *w, int n, int k, sq_qtype qt, const sq_quan
     if (sq_qweight_alloc(out, qt, n, k, err) != 0)
         return -1;
     int groups = sq_qweight_groups(out), panels = out->n_pad / SQ_PANEL_N;
-    int threads = omp_get_max_threads();
+    /* scalar steps per weight: rounding (int8), a scale search over the
+     * group (int4), a pass over the row's later columns (GPTQ) */
+    const double steps = opts->gptq_u ? 2.0 * k : t->block ? 32.0 : 4.0;
+    int threads = sq_par_threads(SQ_WORK_SCALAR, steps * n * k, panels);
     size_t per_thread = (size_t)SQ_PANEL_N * (size_t)out->k_pad;
     int8_t *buf = malloc((size_t)threads * per_thread);
     double *wd = opts->gptq_u ? malloc((size_t)threads * (size_t)k * sizeof *wd) : NULL;
@@ -210,7 +214,8 @@ void sq_dequantize_weights(const sq_qweight *q, float *out)
 {
     const sq_qtype_traits *t = sq_qtype_get(q->qtype);
     int groups = sq_qweight_groups(q);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) \
+    num_threads(sq_par_threads(SQ_WORK_SCALAR, (double)q->n * q->k, q->n))
     for (int n = 0; n < q->n; n++)
         for (int k = 0; k < q->k; k++) {
             int g = t->block ? k / t->block : 0;

@@ -1,5 +1,6 @@
 /* Sequence classifiers: pair tokenization, logits, scores (seq_classify.h). */
 #include "seq_classify.h"
+#include "threads.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -65,7 +66,11 @@ int sq_tokenize_pairs(const sq_embed_model *m, const char *const *a, const size_
     int failed = 0, rc = -1;
     if (!ta || !tb || !ka || !kb)
         goto oom;
-#pragma omp parallel for schedule(dynamic, 32)
+    size_t bytes = 0;
+    for (int64_t i = 0; i < n; i++)
+        bytes += alen[i] + blen[i];
+#pragma omp parallel for schedule(dynamic, 32) \
+    num_threads(sq_par_threads(SQ_WORK_SCALAR, SQ_TOKENIZE_STEPS_PER_BYTE * (double)bytes, n))
     for (int64_t i = 0; i < n; i++) {
         int64_t na = 0, nb = 0;
         ta[i] = tokenize_all(m->tok, a[i], alen[i], &na);

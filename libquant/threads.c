@@ -4,14 +4,19 @@
 #include <omp.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
+
+#include "cpu_quota.h"
 
 static int g_threads = 1;
 
 /* The default worker count: OMP_NUM_THREADS (its first entry) when it is a
  * positive integer, else the CPUs of this process's affinity mask (taskset,
  * cgroup cpusets), so `parallel -j N taskset ...` and containers do not
- * oversubscribe; the online CPU count only when the mask cannot be read. */
+ * oversubscribe, at most the cgroup CPU quota rounded up (docker --cpus,
+ * Kubernetes limits); the online CPU count only when the mask cannot be
+ * read. */
 int sq_threads_default(void)
 {
     const char *env = getenv("OMP_NUM_THREADS");
@@ -21,14 +26,18 @@ int sq_threads_default(void)
         if (end != env && (*end == '\0' || *end == ',') && v > 0)
             return v > SQ_THREADS_MAX ? SQ_THREADS_MAX : (int)v;
     }
+    int n = 0;
     cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) {
-        int c = CPU_COUNT(&set);
-        if (c > 0)
-            return c;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        n = CPU_COUNT(&set);
+    if (n <= 0) {
+        long c = sysconf(_SC_NPROCESSORS_ONLN);
+        n = c > 0 ? (int)c : 1;
     }
-    long c = sysconf(_SC_NPROCESSORS_ONLN);
-    return c > 0 ? (int)c : 1;
+    int quota = sq_cpu_quota();
+    if (quota > 0 && quota < n)
+        n = quota;
+    return n > SQ_THREADS_MAX ? SQ_THREADS_MAX : n;
 }
 
 int sq_threads_init(int n)
@@ -46,4 +55,81 @@ int sq_threads_init(int n)
 int sq_threads_count(void)
 {
     return g_threads;
+}
+
+/* Single-thread nanoseconds per unit of each kind of work: rounded figures
+ * from the kernels' rates on one core (AVX512-VNNI int8 GEMM ~380 GOP/s,
+ * AVX2 about a third of that), leaning slow so that the slower ISAs still
+ * get threads where they pay. Only their order of magnitude matters. */
+static const double ns_per_unit[SQ_WORK_KINDS] = {
+    [SQ_WORK_MAC_S8] = 0.01,
+    [SQ_WORK_MAC_F32] = 0.03,
+    [SQ_WORK_ELEM] = 0.25,
+    [SQ_WORK_ELEM_MATH] = 1.0,
+    [SQ_WORK_SCALAR] = 1.0,
+};
+
+double sq_work_ns(sq_work kind, double units)
+{
+    return kind >= 0 && kind < SQ_WORK_KINDS && units > 0 ? units * ns_per_unit[kind] : 0.0;
+}
+
+int sq_par_threads(sq_work kind, double units, int64_t tasks)
+{
+    return sq_par_threads_ns(sq_work_ns(kind, units), tasks);
+}
+
+/* SQ_THREAD_MIN_NS, or SQUINT_THREAD_MIN_NS when it is a number >= 0: the
+ * tests set 0 so that their small fixtures still take every parallel path
+ * at --threads 2 and compare the bits with 1 thread. */
+static double thread_min_ns(void)
+{
+    static double cached = -1.0;
+    double v;
+    __atomic_load(&cached, &v, __ATOMIC_RELAXED);
+    if (v < 0) {
+        v = SQ_THREAD_MIN_NS;
+        const char *env = getenv("SQUINT_THREAD_MIN_NS");
+        if (env && *env) {
+            char *end;
+            double e = strtod(env, &end);
+            if (*end == '\0' && e >= 0 && e <= 1e12)
+                v = e;
+        }
+        __atomic_store(&cached, &v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+
+int sq_par_threads_ns(double ns, int64_t tasks)
+{
+    if (tasks <= 1 || !(ns > 0))
+        return 1;
+    const double min_ns = thread_min_ns();
+    if (min_ns <= 0) {
+        int n = omp_get_max_threads();
+        return (int64_t)n > tasks ? (int)tasks : n;
+    }
+    const double worth = ns / min_ns;
+    if (!(worth >= 2.0))
+        return 1;
+    int n = omp_get_max_threads();
+    if ((double)n > worth)
+        n = (int)worth;
+    if ((int64_t)n > tasks)
+        n = (int)tasks;
+    return n < 1 ? 1 : n;
+}
+
+void sq_threads_wait_policy_exec(char **argv)
+{
+    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT"))
+        return; /* the user's choice, or this is the program executed again */
+    const char *preload = getenv("LD_PRELOAD");
+    if (preload && strstr(preload, "vgpreload"))
+        return; /* valgrind: the new image would run outside it */
+    if (setenv("GOMP_SPINCOUNT", SQ_SPIN_COUNT, 1) != 0)
+        return;
+    execv("/proc/self/exe", argv);
+    /* no /proc (a chroot, a minimal container): libgomp keeps its default */
 }

@@ -1,8 +1,19 @@
 /* Thread count policy. squint threads with OpenMP itself and keeps OpenBLAS
  * single-threaded, so every row of every result is computed the same way
- * whatever the thread count (deterministic output). */
+ * whatever the thread count (deterministic output).
+ *
+ * Three rules keep threads from hurting on a busy or CPU-limited machine:
+ * - the default count follows OMP_NUM_THREADS, else the affinity mask and
+ *   the cgroup CPU quota (cpu_quota.h), whichever is smaller;
+ * - each parallel operation asks sq_par_threads how many threads its work
+ *   is worth: a decode step of a small model or one short text runs on the
+ *   calling thread alone;
+ * - a waiting OpenMP thread spins briefly, then sleeps
+ *   (sq_threads_wait_policy_exec). */
 #ifndef SQ_THREADS_H
 #define SQ_THREADS_H
+
+#include <stdint.h>
 
 /* The most worker threads squint runs (the CLI's --threads, libsquint's option). */
 #define SQ_THREADS_MAX 1024
@@ -11,7 +22,54 @@
 int sq_threads_init(int n);
 int sq_threads_count(void);
 /* OMP_NUM_THREADS when set to a positive integer, else the CPUs in this
- * process's affinity mask (at most 1024). */
+ * process's affinity mask, at most the cgroup CPU quota rounded up (at
+ * most 1024). */
 int sq_threads_default(void);
+
+/* What one unit of work is, for sq_par_threads. Each kind has its cost per
+ * unit in one table (threads.c), so a call site states what it does and how
+ * much, never a threshold of its own. */
+typedef enum {
+    SQ_WORK_MAC_S8,    /* one int8 multiply-add of a packed GEMM (VNNI, AMX, AVX2 kernels) */
+    SQ_WORK_MAC_F32,   /* one f32 multiply-add of vector code (attention, f32 rows) */
+    SQ_WORK_ELEM,      /* one element of a vector pass: add, LayerNorm, quantize, epilogue, copy */
+    SQ_WORK_ELEM_MATH, /* one element through exp / erf / tanh: GELU, softmax, SiLU */
+    SQ_WORK_SCALAR,    /* one step of scalar code: histograms, reference loops, per-row sorts */
+    SQ_WORK_KINDS
+} sq_work;
+
+/* The threads one parallel operation uses: as many as give each of them at
+ * least SQ_THREAD_MIN_NS of estimated work, at most `tasks` (the loop's
+ * independent pieces) and the calling thread's OpenMP limit
+ * (omp_get_max_threads: --threads, a serve worker's count), at least 1.
+ * For the loop's num_threads clause. */
+int sq_par_threads(sq_work kind, double units, int64_t tasks);
+/* The same for an operation of mixed kinds: its estimated single-thread
+ * nanoseconds, a sum of sq_work_ns terms. */
+int sq_par_threads_ns(double ns, int64_t tasks);
+double sq_work_ns(sq_work kind, double units);
+
+/* Scalar steps per byte of text through a tokenizer (normalization,
+ * pre-tokenization, vocabulary lookups): tokenizing is SQ_WORK_SCALAR work. */
+#define SQ_TOKENIZE_STEPS_PER_BYTE 20.0
+
+/* The estimated single-thread time below which a thread is not worth
+ * adding: the fork and join of a parallel region cost ~1-3 us on an idle
+ * machine with spinning workers, ~20-50 us when they must be woken, and a
+ * whole scheduler slice when a worker has been preempted on a busy one. */
+#define SQ_THREAD_MIN_NS 40000.0
+/* SQUINT_THREAD_MIN_NS=<ns> in the environment replaces it (0: every
+ * parallel operation uses every thread; the tests' determinism checks). */
+
+/* libgomp reads its wait policy once, when it is loaded: a waiting thread
+ * spins GOMP_SPINCOUNT times (300,000 by default: 3-15 ms, by CPU) before
+ * it sleeps, taking the CPU from the threads that have work on a busy
+ * machine. When neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set, this sets
+ * GOMP_SPINCOUNT to SQ_SPIN_COUNT (~0.1-0.3 ms of spin) and executes the
+ * program again (/proc/self/exe, same argv) so libgomp sees it; when the
+ * exec fails it returns and libgomp keeps its default. Called first thing
+ * in the CLI's main. Not under valgrind (the exec would leave it). */
+#define SQ_SPIN_COUNT "10000"
+void sq_threads_wait_policy_exec(char **argv);
 
 #endif

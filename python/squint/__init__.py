@@ -50,6 +50,13 @@ def _find_library():
     return "libsquint.so.0"
 
 
+# libgomp reads its wait policy once, when it is loaded: without this its
+# waiting threads spin ~3-15 ms before they sleep, taking the CPU from the
+# threads with work on a busy machine (libquant/threads.h). The user's own
+# setting wins; where libgomp is already loaded this changes nothing.
+if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+    os.environ["GOMP_SPINCOUNT"] = "10000"
+
 _lib = ctypes.CDLL(_find_library())
 _lib.squint_version.restype = ctypes.c_char_p
 _lib.squint_status_name.restype = ctypes.c_char_p

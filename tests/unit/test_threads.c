@@ -1,0 +1,304 @@
+/* The thread rule (libquant/threads.h: sq_par_threads) and the cgroup CPU
+ * quota reader (libquant/cpu_quota.h): what a decode step, a short query and
+ * a 32 x 256 batch of a bge-small-size model get; cpu.max and
+ * cfs_quota_us texts, good and hostile; whole trees of mountinfo, cgroup
+ * membership and control files built in a temporary folder (nested limits,
+ * a cgroup namespace, escaped mount points, a FIFO where a control file
+ * should be). The real cgroup is tested end to end in cli-threads. */
+#include <check.h>
+#include <errno.h>
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cpu_quota.h"
+#include "threads.h"
+#include "test_util.h"
+
+/* ---- the rule ---- */
+
+START_TEST(small_work_runs_on_one_thread)
+{
+    omp_set_num_threads(4);
+    /* one short query through a bge-small linear: 10 tokens x 384 x 384 */
+    ck_assert_int_eq(sq_par_threads(SQ_WORK_MAC_S8, 10.0 * 384 * 384, 1000), 1);
+    /* a stories260K decode step's widest linear: 1 x 64 x 172 */
+    ck_assert_int_eq(sq_par_threads(SQ_WORK_MAC_S8, 64.0 * 172, 100), 1);
+    /* its attention over 256 positions, 8 heads of 8 */
+    ck_assert_int_eq(sq_par_threads(SQ_WORK_SCALAR, 2.0 * 8 * 256 * 8, 8), 1);
+    /* LayerNorm of a 10-token batch */
+    ck_assert_int_eq(sq_par_threads(SQ_WORK_ELEM, 3.0 * 10 * 384, 10), 1);
+}
+END_TEST
+
+START_TEST(big_work_uses_every_thread)
+{
+    omp_set_num_threads(4);
+    /* a 32 x 256 batch through bge-small's QKV (384 -> 1152) and FFN up */
+    ck_assert_int_eq(sq_par_threads(SQ_WORK_MAC_S8, 8192.0 * 1152 * 384, 4096), 4);
+    ck_assert_int_eq(sq_par_threads(SQ_WORK_MAC_S8, 8192.0 * 1536 * 384, 4096), 4);
+    ck_assert_int_eq(sq_par_threads(SQ_WORK_ELEM, 3.0 * 8192 * 384, 8192), 4);
+    /* the calling thread's OpenMP limit caps it (--threads, a serve worker) */
+    omp_set_num_threads(2);
+    ck_assert_int_eq(sq_par_threads(SQ_WORK_MAC_S8, 8192.0 * 1152 * 384, 4096), 2);
+    omp_set_num_threads(1);
+    ck_assert_int_eq(sq_par_threads(SQ_WORK_MAC_S8, 8192.0 * 1152 * 384, 4096), 1);
+}
+END_TEST
+
+START_TEST(threads_grow_with_work_and_stop_at_tasks)
+{
+    omp_set_num_threads(8);
+    int prev = 1;
+    for (double units = 1; units < 1e12; units *= 1.5) {
+        int n = sq_par_threads(SQ_WORK_ELEM, units, 1 << 20);
+        ck_assert_int_ge(n, prev); /* never fewer threads for more work */
+        ck_assert_int_le(n, 8);
+        /* each thread gets at least the minimum */
+        if (n > 1)
+            ck_assert(sq_work_ns(SQ_WORK_ELEM, units) / n >= SQ_THREAD_MIN_NS);
+        prev = n;
+    }
+    ck_assert_int_eq(prev, 8);
+    ck_assert_int_eq(sq_par_threads(SQ_WORK_ELEM, 1e12, 3), 3);
+    ck_assert_int_eq(sq_par_threads(SQ_WORK_ELEM, 1e12, 1), 1);
+    ck_assert_int_eq(sq_par_threads(SQ_WORK_ELEM, 1e12, 0), 1);
+    ck_assert_int_eq(sq_par_threads(SQ_WORK_ELEM, 1e12, -5), 1);
+}
+END_TEST
+
+START_TEST(bad_estimates_give_one_thread)
+{
+    omp_set_num_threads(4);
+    ck_assert_int_eq(sq_par_threads(SQ_WORK_ELEM, 0, 100), 1);
+    ck_assert_int_eq(sq_par_threads(SQ_WORK_ELEM, -1e9, 100), 1);
+    ck_assert_int_eq(sq_par_threads(SQ_WORK_ELEM, NAN, 100), 1);
+    ck_assert_int_eq(sq_par_threads(SQ_WORK_KINDS, 1e12, 100), 1);
+    ck_assert_int_eq(sq_par_threads((sq_work)-1, 1e12, 100), 1);
+    ck_assert_int_eq(sq_par_threads_ns(NAN, 100), 1);
+    ck_assert_int_eq(sq_par_threads_ns(-1, 100), 1);
+    ck_assert(sq_work_ns(SQ_WORK_KINDS, 5) == 0);
+    /* mixed work is the sum of its parts */
+    double a = sq_work_ns(SQ_WORK_MAC_F32, 1e6), b = sq_work_ns(SQ_WORK_ELEM_MATH, 1e5);
+    ck_assert(a > 0 && b > 0);
+    ck_assert_int_eq(sq_par_threads_ns(a + b, 1 << 20),
+                     sq_par_threads_ns(sq_work_ns(SQ_WORK_MAC_F32, 1e6) + b, 1 << 20));
+}
+END_TEST
+
+/* ---- quota texts ---- */
+
+START_TEST(cpu_max_texts)
+{
+    ck_assert_int_eq(sq_cpu_quota_v2_text("max 100000\n"), 0);
+    ck_assert_int_eq(sq_cpu_quota_v2_text("100000 100000\n"), 1);
+    ck_assert_int_eq(sq_cpu_quota_v2_text("150000 100000\n"), 2); /* --cpus=1.5: rounded up */
+    ck_assert_int_eq(sq_cpu_quota_v2_text("50000 100000"), 1);
+    ck_assert_int_eq(sq_cpu_quota_v2_text("1 100000"), 1);
+    ck_assert_int_eq(sq_cpu_quota_v2_text("400000 100000"), 4);
+    ck_assert_int_eq(sq_cpu_quota_v2_text("1000000000000 1"), SQ_THREADS_MAX);
+    const char *bad[] = {"", "\n", "max", "abc 100000", "-1 100000", "100000 0", "100000 -5",
+                         "100000", "100000 100000 7", "100000 100000x", "1e5 100000",
+                         "99999999999999999999999 100000", "100000 99999999999999999999999",
+                         " +5 100000"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        ck_assert_msg(sq_cpu_quota_v2_text(bad[i]) == 0, "'%s'", bad[i]);
+}
+END_TEST
+
+START_TEST(cfs_quota_texts)
+{
+    ck_assert_int_eq(sq_cpu_quota_v1_text("-1\n", "100000\n"), 0);
+    ck_assert_int_eq(sq_cpu_quota_v1_text("100000\n", "100000\n"), 1);
+    ck_assert_int_eq(sq_cpu_quota_v1_text("250000\n", "100000\n"), 3);
+    ck_assert_int_eq(sq_cpu_quota_v1_text("20000", "100000"), 1);
+    ck_assert_int_eq(sq_cpu_quota_v1_text("x", "100000"), 0);
+    ck_assert_int_eq(sq_cpu_quota_v1_text("100000", "0"), 0);
+    ck_assert_int_eq(sq_cpu_quota_v1_text("100000", ""), 0);
+    ck_assert_int_eq(sq_cpu_quota_v1_text("100000 5", "100000"), 0);
+}
+END_TEST
+
+/* ---- trees ---- */
+
+static void put(const char *dir, const char *rel, const char *text)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, rel);
+    /* make the parents */
+    for (char *p = path + strlen(dir) + 1; (p = strchr(p, '/')); p++) {
+        *p = '\0';
+        mkdir(path, 0755);
+        *p = '/';
+    }
+    FILE *f = fopen(path, "w");
+    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+    fputs(text, f);
+    fclose(f);
+}
+
+static char *T; /* the test's tree, removed after each test */
+
+static void remove_tree(void)
+{
+    if (T) {
+        tu_rmtree(T);
+        free(T);
+        T = NULL;
+    }
+}
+
+static int quota_of(const char *mountinfo, const char *cgroup)
+{
+    char mi[4096], cg[4096];
+    snprintf(mi, sizeof mi, "%s/mountinfo", T);
+    snprintf(cg, sizeof cg, "%s/cgroup", T);
+    put(T, "mountinfo", mountinfo);
+    put(T, "cgroup", cgroup);
+    return sq_cpu_quota_from(mi, cg);
+}
+
+START_TEST(v2_nested_limits)
+{
+    T = tu_mkdtemp();
+    char mi[8192];
+    snprintf(mi, sizeof mi,
+             "22 1 8:1 / / rw,relatime - ext4 /dev/root rw\n"
+             "30 22 0:26 / %s/cg2 rw,nosuid,nodev - cgroup2 cgroup2 rw,nsdelegate\n",
+             T);
+    put(T, "cg2/cgroup.controllers", "cpu memory\n");
+    put(T, "cg2/a/cpu.max", "300000 100000\n");
+    put(T, "cg2/a/b/cpu.max", "max 100000\n");
+    ck_assert_int_eq(quota_of(mi, "0::/a/b\n"), 3); /* the parent's limit holds */
+    put(T, "cg2/a/b/cpu.max", "150000 100000\n");
+    ck_assert_int_eq(quota_of(mi, "0::/a/b\n"), 2); /* the tighter one */
+    ck_assert_int_eq(quota_of(mi, "0::/a\n"), 3);
+    ck_assert_int_eq(quota_of(mi, "0::/\n"), 0);     /* the root has none */
+    ck_assert_int_eq(quota_of(mi, "0::/zz/y\n"), 0); /* no such cgroup */
+    ck_assert_int_eq(quota_of(mi, ""), 0);           /* no membership */
+    ck_assert_int_eq(quota_of("", "0::/a/b\n"), 0);  /* no mount */
+}
+END_TEST
+
+START_TEST(v1_cpu_controller)
+{
+    T = tu_mkdtemp();
+    char mi[8192];
+    snprintf(mi, sizeof mi,
+             "40 25 0:30 / %s/cpu,cpuacct rw,nosuid - cgroup cgroup rw,cpu,cpuacct\n"
+             "41 25 0:31 / %s/memory rw,nosuid - cgroup cgroup rw,memory\n",
+             T, T);
+    put(T, "cpu,cpuacct/x/cpu.cfs_quota_us", "100000\n");
+    put(T, "cpu,cpuacct/x/cpu.cfs_period_us", "100000\n");
+    put(T, "cpu,cpuacct/cpu.cfs_quota_us", "-1\n");
+    put(T, "cpu,cpuacct/cpu.cfs_period_us", "100000\n");
+    /* the cpuacct-only and memory lines must not be taken for cpu */
+    ck_assert_int_eq(quota_of(mi, "5:memory:/x\n4:cpuacct:/\n3:cpu,cpuacct:/x\n"), 1);
+    ck_assert_int_eq(quota_of(mi, "3:cpu,cpuacct:/\n"), 0);
+    ck_assert_int_eq(quota_of(mi, "5:memory:/x\n"), 0);
+    /* a missing period is no limit */
+    put(T, "cpu,cpuacct/y/cpu.cfs_quota_us", "100000\n");
+    ck_assert_int_eq(quota_of(mi, "3:cpu,cpuacct:/y\n"), 0);
+}
+END_TEST
+
+START_TEST(namespaced_and_escaped_mounts)
+{
+    T = tu_mkdtemp();
+    char mi[8192];
+    /* a container: its cgroup mounted with root /docker/abc; a mount point
+     * with a blank, written \040 */
+    snprintf(mi, sizeof mi, "30 22 0:26 /docker/abc %s/cg\\0402 rw - cgroup2 cgroup2 rw\n", T);
+    put(T, "cg 2/cpu.max", "200000 100000\n");
+    ck_assert_int_eq(quota_of(mi, "0::/docker/abc\n"), 2);
+    put(T, "cg 2/sub/cpu.max", "100000 100000\n");
+    ck_assert_int_eq(quota_of(mi, "0::/docker/abc/sub\n"), 1);
+    /* a cgroup outside the mounted subtree: the mount point is the nearest */
+    ck_assert_int_eq(quota_of(mi, "0::/elsewhere\n"), 2);
+    /* a namespace: /proc/self/cgroup says "/" and the mount root is "/" */
+    snprintf(mi, sizeof mi, "30 22 0:26 / %s/cg\\0402 rw - cgroup2 cgroup2 rw\n", T);
+    ck_assert_int_eq(quota_of(mi, "0::/\n"), 2);
+}
+END_TEST
+
+START_TEST(hostile_trees)
+{
+    T = tu_mkdtemp();
+    char mi[8192], fifo[4096];
+    snprintf(mi, sizeof mi, "30 22 0:26 / %s/cg rw - cgroup2 cgroup2 rw\n", T);
+    /* a FIFO where cpu.max should be: skipped, not waited on */
+    put(T, "cg/f/keep", "");
+    snprintf(fifo, sizeof fifo, "%s/cg/f/cpu.max", T);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    ck_assert_int_eq(quota_of(mi, "0::/f\n"), 0);
+    /* a directory where cpu.max should be, an oversized file, garbage */
+    put(T, "cg/d/cpu.max/x", "");
+    ck_assert_int_eq(quota_of(mi, "0::/d\n"), 0);
+    char big[5000];
+    memset(big, '1', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    put(T, "cg/big/cpu.max", big);
+    ck_assert_int_eq(quota_of(mi, "0::/big\n"), 0);
+    put(T, "cg/g/cpu.max", "\x01\x02\xff garbage");
+    ck_assert_int_eq(quota_of(mi, "0::/g\n"), 0);
+    /* malformed mountinfo and membership lines are skipped */
+    ck_assert_int_eq(quota_of("garbage\n - \n1 2 3\n\n - cgroup2\n", "0::/f\n"), 0);
+    ck_assert_int_eq(quota_of(mi, "0::relative\n::\n:\n0:\n"), 0);
+    char longpath[6000];
+    memset(longpath, 'a', sizeof longpath - 1);
+    longpath[0] = '0', longpath[1] = ':', longpath[2] = ':', longpath[3] = '/';
+    longpath[sizeof longpath - 2] = '\n';
+    longpath[sizeof longpath - 1] = '\0';
+    ck_assert_int_eq(quota_of(mi, longpath), 0);
+    /* missing files */
+    ck_assert_int_eq(sq_cpu_quota_from("/nonexistent/mountinfo", "/nonexistent/cgroup"), 0);
+    /* this process's own (whatever the machine has): a count, or 0 */
+    int q = sq_cpu_quota();
+    ck_assert_int_ge(q, 0);
+    ck_assert_int_le(q, SQ_THREADS_MAX);
+}
+END_TEST
+
+START_TEST(default_threads_follow_the_quota_rule)
+{
+    /* OMP_NUM_THREADS wins; else the affinity count, at most the quota */
+    setenv("OMP_NUM_THREADS", "3", 1);
+    ck_assert_int_eq(sq_threads_default(), 3);
+    unsetenv("OMP_NUM_THREADS");
+    int n = sq_threads_default(), q = sq_cpu_quota();
+    ck_assert_int_ge(n, 1);
+    if (q > 0)
+        ck_assert_int_le(n, q);
+}
+END_TEST
+
+int main(void)
+{
+    /* the unit suite forces every thread (meson's unit_env); the rule itself
+     * is tested here, so take the default before anything reads it */
+    unsetenv("SQUINT_THREAD_MIN_NS");
+    Suite *s = suite_create("threads");
+    TCase *tc = tcase_create("core");
+    tcase_add_checked_fixture(tc, NULL, remove_tree);
+    tcase_add_test(tc, small_work_runs_on_one_thread);
+    tcase_add_test(tc, big_work_uses_every_thread);
+    tcase_add_test(tc, threads_grow_with_work_and_stop_at_tasks);
+    tcase_add_test(tc, bad_estimates_give_one_thread);
+    tcase_add_test(tc, cpu_max_texts);
+    tcase_add_test(tc, cfs_quota_texts);
+    tcase_add_test(tc, v2_nested_limits);
+    tcase_add_test(tc, v1_cpu_controller);
+    tcase_add_test(tc, namespaced_and_escaped_mounts);
+    tcase_add_test(tc, hostile_trees);
+    tcase_add_test(tc, default_threads_follow_the_quota_rule);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
