@@ -15,8 +15,6 @@ typedef struct sq_command {
     const char *name;
     const char *summary;
     int (*run)(int argc, char **argv);
-    /* runs parallel work (OpenMP): started through sq_threads_wait_policy_exec */
-    bool parallel;
 } sq_command;
 
 int cmd_embed(int argc, char **argv);

@@ -122,7 +122,7 @@ static int bench_instances(const char *model, int instances, int threads, int ba
         threads = n / instances;
     if (threads < 1 || (long)instances * threads > n)
         return cli_usage_error("bench", "%d instances x %d threads need %ld cores; this process "
-                               "may use %d (sched_getaffinity: taskset, cgroups)",
+                               "may use %d (its affinity mask and cgroup CPU quota)",
                                instances, threads > 0 ? threads : 1,
                                (long)instances * (threads > 0 ? threads : 1), n);
     sq_inst_plan p = {.model_path = model, .instances = instances, .threads = threads,

@@ -8,29 +8,24 @@
 #include "cli.h"
 #include "fileio.h"
 #include "squint_version.h"
-#include "threads.h"
 
 static const sq_command commands[] = {
-    {"embed", "sentence embeddings from a checkpoint (fp32) or a .sqm (int8/int4)",
-         cmd_embed, true},
-    {"calibrate", "activation statistics on a corpus (.sqc)", cmd_calibrate, true},
-    {"quantize", "SmoothQuant + int8/int4 weights -> packed .sqm", cmd_quantize, true},
-    {"inspect", "what is inside a .sqc or .sqm file", cmd_inspect, false},
-    {"verify", "check a squint file's checksums and model consistency", cmd_verify, false},
-    {"diff", "what changed between two squint files (exit 1 if they differ)", cmd_diff, false},
-    {"embed-run", "run a .sqm and measure it against fp32", cmd_embed_run, true},
-    {"train-head", "train a classification head (logistic regression) on embeddings",
-         cmd_train_head, true},
-    {"classify", "label texts with a model and a head from train-head (JSONL)", cmd_classify, true},
-    {"tokenize", "the token ids a checkpoint or .sqm produces for each text", cmd_tokenize, false},
-    {"bench", "throughput and latency of the encoder", cmd_bench, true},
-    {"tune", "search instances x threads x batch for throughput or latency (tune file)",
-         cmd_tune, true},
-    {"rerank", "order documents for a query by embedding cosine (bi-encoder)", cmd_rerank, true},
-    {"generate", "continue a prompt with a causal LM (llama2.c checkpoint), streamed",
-         cmd_generate, true},
-    {"perplexity", "token-level perplexity of a causal LM over a text file", cmd_perplexity, true},
-    {"serve", "HTTP embedding server (OpenAI /v1/embeddings, /embed, /metrics)", cmd_serve, true},
+    {"embed", "sentence embeddings from a checkpoint (fp32) or a .sqm (int8/int4)", cmd_embed},
+    {"calibrate", "activation statistics on a corpus (.sqc)", cmd_calibrate},
+    {"quantize", "SmoothQuant + int8/int4 weights -> packed .sqm", cmd_quantize},
+    {"inspect", "what is inside a .sqc or .sqm file", cmd_inspect},
+    {"verify", "check a squint file's checksums and model consistency", cmd_verify},
+    {"diff", "what changed between two squint files (exit 1 if they differ)", cmd_diff},
+    {"embed-run", "run a .sqm and measure it against fp32", cmd_embed_run},
+    {"train-head", "train a classification head (logistic regression) on embeddings", cmd_train_head},
+    {"classify", "label texts with a model and a head from train-head (JSONL)", cmd_classify},
+    {"tokenize", "the token ids a checkpoint or .sqm produces for each text", cmd_tokenize},
+    {"bench", "throughput and latency of the encoder", cmd_bench},
+    {"tune", "search instances x threads x batch for throughput or latency (tune file)", cmd_tune},
+    {"rerank", "order documents for a query by embedding cosine (bi-encoder)", cmd_rerank},
+    {"generate", "continue a prompt with a causal LM (llama2.c checkpoint), streamed", cmd_generate},
+    {"perplexity", "token-level perplexity of a causal LM over a text file", cmd_perplexity},
+    {"serve", "HTTP embedding server (OpenAI /v1/embeddings, /embed, /metrics)", cmd_serve},
 };
 static const int n_commands = sizeof commands / sizeof commands[0];
 
@@ -91,11 +86,8 @@ int main(int argc, char **argv)
     sq_inputs_guard_begin(); /* no command may overwrite one of its inputs */
     sq_cleanup_install_signals(); /* no temporary file or folder outlives a signal */
     for (int i = 0; i < n_commands; i++)
-        if (strcmp(name, commands[i].name) == 0) {
-            if (commands[i].parallel) /* returns unless the program must run again */
-                sq_threads_wait_policy_exec(argv);
+        if (strcmp(name, commands[i].name) == 0)
             return finish_stdout(name, commands[i].run(argc - 1, argv + 1));
-        }
     fprintf(stderr, "squint: unknown command '%s'\n\n", name);
     usage(stderr);
     return SQ_EXIT_BADINPUT;

@@ -4,7 +4,6 @@
 #include <omp.h>
 #include <sched.h>
 #include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
 
 #include "cpu_quota.h"
@@ -119,17 +118,4 @@ int sq_par_threads_ns(double ns, int64_t tasks)
     if ((int64_t)n > tasks)
         n = (int)tasks;
     return n < 1 ? 1 : n;
-}
-
-void sq_threads_wait_policy_exec(char **argv)
-{
-    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT"))
-        return; /* the user's choice, or this is the program executed again */
-    const char *preload = getenv("LD_PRELOAD");
-    if (preload && strstr(preload, "vgpreload"))
-        return; /* valgrind: the new image would run outside it */
-    if (setenv("GOMP_SPINCOUNT", SQ_SPIN_COUNT, 1) != 0)
-        return;
-    execv("/proc/self/exe", argv);
-    /* no /proc (a chroot, a minimal container): libgomp keeps its default */
 }

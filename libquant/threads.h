@@ -8,8 +8,7 @@
  * - each parallel operation asks sq_par_threads how many threads its work
  *   is worth: a decode step of a small model or one short text runs on the
  *   calling thread alone;
- * - a waiting OpenMP thread spins briefly, then sleeps
- *   (sq_threads_wait_policy_exec). */
+ * - a waiting OpenMP thread spins briefly, then sleeps (SQ_SPIN_COUNT). */
 #ifndef SQ_THREADS_H
 #define SQ_THREADS_H
 
@@ -61,15 +60,10 @@ double sq_work_ns(sq_work kind, double units);
 /* SQUINT_THREAD_MIN_NS=<ns> in the environment replaces it (0: every
  * parallel operation uses every thread; the tests' determinism checks). */
 
-/* libgomp reads its wait policy once, when it is loaded: a waiting thread
- * spins GOMP_SPINCOUNT times (300,000 by default: 3-15 ms, by CPU) before
- * it sleeps, taking the CPU from the threads that have work on a busy
- * machine. When neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT is set, this sets
- * GOMP_SPINCOUNT to SQ_SPIN_COUNT (~0.1-0.3 ms of spin) and executes the
- * program again (/proc/self/exe, same argv) so libgomp sees it; when the
- * exec fails it returns and libgomp keeps its default. Called first thing
- * in the CLI's main. Not under valgrind (the exec would leave it). */
+/* The OpenMP spin count squint's program runs with when the user sets
+ * neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT (cmd/omp_wait_policy.c; the
+ * Python binding sets the same): a waiting thread spins ~0.1-0.3 ms, then
+ * sleeps, instead of libgomp's 300,000 spins (3-15 ms by CPU). */
 #define SQ_SPIN_COUNT "10000"
-void sq_threads_wait_policy_exec(char **argv);
 
 #endif

@@ -52,7 +52,7 @@ def _find_library():
 
 # libgomp reads its wait policy once, when it is loaded: without this its
 # waiting threads spin ~3-15 ms before they sleep, taking the CPU from the
-# threads with work on a busy machine (libquant/threads.h). The user's own
+# threads with work on a busy machine (cmd/omp_wait_policy.c). The user's own
 # setting wins; where libgomp is already loaded this changes nothing.
 if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
     os.environ["GOMP_SPINCOUNT"] = "10000"

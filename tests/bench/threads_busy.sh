@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Threads that never hurt on a busy machine: whole-command wall time of five
 # everyday squint jobs at --threads 1 and at the default thread count (no
-# --threads; the default is the CPUs of the process's affinity mask, so
-# OMP_NUM_THREADS is unset here), (a) on an idle machine and (b) beside a CPU
+# --threads: squint's own choice, from the affinity mask and, in newer
+# builds, the cgroup CPU quota), (a) on an idle machine and (b) beside a CPU
 # hog: one busy-looping process per CPU (`nproc`), started before the hog
-# block and killed after it (and on exit / INT / TERM).
+# block and killed after it (and on exit / INT / TERM). The environment
+# variables that would override the defaults (OMP_NUM_THREADS,
+# OMP_WAIT_POLICY, GOMP_SPINCOUNT, SQUINT_THREAD_MIN_NS) are unset for the
+# runs, and the table says which were set.
 #
 #   1 embed      USE Lite int8 .sqm, `squint embed --batch 1`, 200 STS-B sentences
 #   2 bench      bge-small-shape int8 .sqm, `squint bench --batch 32 --seq 256
@@ -38,17 +41,24 @@
 #              else build/tests/fixture/squint-gen-fixture); only to build the
 #              bge-small fixture once
 #   --timeout  seconds before one command is stopped and counted as ">S"
-#              (default 300)
+#              (default 120)
 # Artifacts are built with --squint (about 10 s: USE Lite calibrate +
 # quantize, the bge-small-shape fixture, its calibrate + quantize).
 #
-# How long: on a 2-vCPU Xeon (Sapphire Rapids, AMX; shared, load ~1) a
-# --runs 3 run of all five rows took about 2 minutes (the bench row is most
-# of it); --base doubles the timed part. A 2-core CPU without AMX/VNNI runs
-# the bench row 2-3x slower: still well under 15 minutes.
+# How long: on a 2-vCPU Xeon (Sapphire Rapids, AMX; shared, load 1-3), a
+# --runs 3 run of all five rows took 2 min 42 s, artifacts (about 10 s)
+# included: ~45 s idle, ~105 s beside the hog. The hog block is the
+# unpredictable part: where the default threads stall beside it, one
+# command can take 10-100x its idle time (the serve row once took 43 s for
+# 1,000 requests, the embed row 0.3 s in one run and 14.6 s in the next), so
+# allow 5-8 minutes; --base doubles the timed part; --timeout caps each
+# command. A 2-core CPU without AMX/VNNI runs the bench row 2-3x slower.
 set -euo pipefail
 export LC_ALL=C
-unset OMP_NUM_THREADS
+overrides=""
+for v in OMP_NUM_THREADS OMP_WAIT_POLICY GOMP_SPINCOUNT SQUINT_THREAD_MIN_NS; do
+  if [[ -n ${!v+x} ]]; then overrides+=" $v=${!v}"; unset "$v"; fi
+done
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -61,7 +71,7 @@ for a in "$0" "$@"; do
   if [[ $a =~ ^[A-Za-z0-9_./=:,@%+-]+$ ]]; then cmdline+=" $a"; else cmdline+=" $(printf '%q' "$a")"; fi
 done
 
-squint=$repo/build/squint base="" runs=3 work=/tmp/squint-threads-bench only="" gen="" tmo=300
+squint=$repo/build/squint base="" runs=3 work=/tmp/squint-threads-bench only="" gen="" tmo=120
 data=${SQUINT_SHARED_DATA:-$repo/../shared/data}
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -254,10 +264,11 @@ failed() { # what: show stderr, stop
 serve_run() { # BIN THREADS_ARGS...: sets status, elapsed
   local bin=$1; shift
   local log=$tmpdir/serve.log url="" i
+  rm -f "$log" && : >"$log" # not the last server's address: the child may open it late
   "$bin" serve "$use_sqm" --port 0 --quiet "$@" </dev/null >/dev/null 2>"$log" &
   spid=$!
   for ((i = 0; i < 1200; i++)); do
-    url=$(grep -o 'http://[^ ]*' "$log" | head -n 1 || true)
+    url=$(grep -o 'http://[^ ]* ' "$log" | head -n 1 | tr -d ' ' || true) # the whole address
     [[ -n $url ]] && break
     kill -0 "$spid" 2>/dev/null || break
     sleep 0.05
@@ -337,10 +348,10 @@ total=$(secs "$t_start" "$(now)")
 
 # ---- the table and the JSON
 python3 - "$results" "$work/threads_busy.json" "$cmdline" "$cpu" "$ncpu" "$runs" "$tmo" "$load0" \
-  "$total" "$squint" "$base" "${rows[*]}" <<'PY'
+  "$total" "$squint" "$base" "${rows[*]}" "${overrides# }" <<'PY'
 import json, os, statistics, sys, time
 
-res, out, cmdline, cpu, ncpu, runs, tmo, load0, total, squint, base, rows = sys.argv[1:]
+res, out, cmdline, cpu, ncpu, runs, tmo, load0, total, squint, base, rows, overrides = sys.argv[1:]
 ncpu, runs, tmo, total = int(ncpu), int(runs), float(tmo), float(total)
 rows = rows.split()
 labels = {
@@ -418,7 +429,7 @@ for row in rows:
 md = ["| " + " | ".join(hdr) + " |", "|" + "---|" * len(hdr)]
 md += ["| " + " | ".join(l) + " |" for l in table]
 head = [
-    "CPU: %s; nproc %d (the default thread count; OMP_NUM_THREADS unset)" % (cpu, ncpu),
+    "CPU: %s; nproc %d; unset for the runs: %s" % (cpu, ncpu, overrides or "none was set"),
     "hog: %d busy-looping processes; load average before the run: %s" % (ncpu, load0),
     "command: %s" % cmdline,
     "squint: %s%s" % (squint, ("; base: %s" % base) if base else ""),
@@ -434,7 +445,7 @@ doc = {
     "benchmark": "threads_busy",
     "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     "cpu_model": cpu, "nproc": ncpu, "hog_processes": ncpu, "loadavg_before": load0,
-    "command": cmdline, "squint": squint, "base": base or None, "runs": runs,
+    "command": cmdline, "env_unset": overrides.split(), "squint": squint, "base": base or None, "runs": runs,
     "timeout_s": tmo, "timed_seconds": total, "unit": "wall seconds per whole command",
     "rows": js_rows, "markdown": "\n".join(md),
 }
