@@ -17,6 +17,7 @@
 #include "cpu_features.h"
 #include "qlinear_ref.h"
 #include "qweight.h"
+#include "threads.h"
 
 /* ---- the epilogue (the quantized linear's last step) ----
  * int8:  y[m][n] = (float)C[m][n] * out_scale[n] + bias[n]
@@ -114,11 +115,11 @@ typedef void (*sq_ukr_s4)(const int8_t *A, size_t lda, int nr, const sq_qweight 
  * the shapes, never on the thread count. ep NULL: the live columns
  * (n < W->n) are copied into C. Else they go through the epilogue into
  * ep->y and C is not touched. */
-void sq_gemm_tiles_s8(sq_ukr_s8 ukr, int nr_max, int np_max, const int8_t *A, int M,
-                      size_t lda, const sq_qweight *W, int32_t *C, size_t ldc,
+void sq_gemm_tiles_s8(sq_ukr_s8 ukr, int nr_max, int np_max, sq_work work, const int8_t *A,
+                      int M, size_t lda, const sq_qweight *W, int32_t *C, size_t ldc,
                       const sq_gemm_epilogue *ep);
-void sq_gemm_tiles_s4(sq_ukr_s4 ukr, int nr_max, int np_max, const int8_t *A, int M,
-                      size_t lda, const sq_qweight *W, float *C, size_t ldc,
+void sq_gemm_tiles_s4(sq_ukr_s4 ukr, int nr_max, int np_max, sq_work work, const int8_t *A,
+                      int M, size_t lda, const sq_qweight *W, float *C, size_t ldc,
                       const sq_gemm_epilogue *ep);
 
 /* The grid those drivers (and the AMX row's own, gemm_s8_amx.inc) run:
@@ -135,8 +136,9 @@ typedef struct sq_gemm_grid {
 } sq_gemm_grid;
 sq_gemm_grid sq_gemm_grid_of(int M, const sq_qweight *W, int nr_max, int np_max);
 sq_gemm_tile sq_gemm_grid_tile(const sq_gemm_grid *g, long t);
-/* The threads an M-row GEMM over W in `tiles` tiles is worth (threads.h). */
-int sq_gemm_threads(int M, const sq_qweight *W, long tiles);
+/* The threads an M-row GEMM over W in `tiles` tiles is worth (threads.h),
+ * work the kind of the kernel's multiply-adds. */
+int sq_gemm_threads(int M, const sq_qweight *W, long tiles, sq_work work);
 /* Around one tile's micro-kernel: begin prefetches its output lines (y
  * with ep, else C; elem the size of C's elements); end takes out
  * [nr][np * 16] (the finished tile) through the epilogue into ep->y, or

@@ -302,18 +302,18 @@ static void gemm_s8(const int8_t *A, int M, size_t lda, const sq_qweight *W, int
                     size_t ldc, const sq_gemm_epilogue *ep)
 {
     if (M < SMALL_M)
-        sq_gemm_tiles_s8(ukr_s8_avx2, NR, 1, A, M, lda, W, C, ldc, ep);
+        sq_gemm_tiles_s8(ukr_s8_avx2, NR, 1, SQ_WORK_MAC_S8_AVX2, A, M, lda, W, C, ldc, ep);
     else
-        sq_gemm_tiles_s8(ukr_s8_avx2_wide, WNR, WNP, A, M, lda, W, C, ldc, ep);
+        sq_gemm_tiles_s8(ukr_s8_avx2_wide, WNR, WNP, SQ_WORK_MAC_S8_AVX2, A, M, lda, W, C, ldc, ep);
 }
 
 static void gemm_s4(const int8_t *A, int M, size_t lda, const sq_qweight *W, float *C,
                     size_t ldc, const sq_gemm_epilogue *ep)
 {
     if (M < SMALL_M)
-        sq_gemm_tiles_s4(ukr_s4_avx2, NR, 1, A, M, lda, W, C, ldc, ep);
+        sq_gemm_tiles_s4(ukr_s4_avx2, NR, 1, SQ_WORK_MAC_S8_AVX2, A, M, lda, W, C, ldc, ep);
     else
-        sq_gemm_tiles_s4(ukr_s4_avx2_wide, WNR, WNP, A, M, lda, W, C, ldc, ep);
+        sq_gemm_tiles_s4(ukr_s4_avx2_wide, WNR, WNP, SQ_WORK_MAC_S8_AVX2, A, M, lda, W, C, ldc, ep);
 }
 
 const sq_gemm_kernels sq_gemm_kernels_avx2 = {

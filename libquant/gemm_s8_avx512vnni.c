@@ -243,13 +243,13 @@ T_512 static void quantize(const float *x, int rows, int k, size_t ldx, const fl
 static void gemm_s8(const int8_t *A, int M, size_t lda, const sq_qweight *W, int32_t *C,
                     size_t ldc, const sq_gemm_epilogue *ep)
 {
-    sq_gemm_tiles_s8(ukr_s8, NR, NP, A, M, lda, W, C, ldc, ep);
+    sq_gemm_tiles_s8(ukr_s8, NR, NP, SQ_WORK_MAC_S8_AVX512VNNI, A, M, lda, W, C, ldc, ep);
 }
 
 static void gemm_s4(const int8_t *A, int M, size_t lda, const sq_qweight *W, float *C,
                     size_t ldc, const sq_gemm_epilogue *ep)
 {
-    sq_gemm_tiles_s4(ukr_s4, NR, NP, A, M, lda, W, C, ldc, ep);
+    sq_gemm_tiles_s4(ukr_s4, NR, NP, SQ_WORK_MAC_S4, A, M, lda, W, C, ldc, ep);
 }
 
 const sq_gemm_kernels sq_gemm_kernels_avx512vnni = {

@@ -25,13 +25,13 @@ DEF_S4(ukr_s4_avxvnni, T_AVXVNNI, step_vnni, 1)
 static void gemm_s8(const int8_t *A, int M, size_t lda, const sq_qweight *W, int32_t *C,
                     size_t ldc, const sq_gemm_epilogue *ep)
 {
-    sq_gemm_tiles_s8(ukr_s8_avxvnni, NR, 1, A, M, lda, W, C, ldc, ep);
+    sq_gemm_tiles_s8(ukr_s8_avxvnni, NR, 1, SQ_WORK_MAC_S8_AVXVNNI, A, M, lda, W, C, ldc, ep);
 }
 
 static void gemm_s4(const int8_t *A, int M, size_t lda, const sq_qweight *W, float *C,
                     size_t ldc, const sq_gemm_epilogue *ep)
 {
-    sq_gemm_tiles_s4(ukr_s4_avxvnni, NR, 1, A, M, lda, W, C, ldc, ep);
+    sq_gemm_tiles_s4(ukr_s4_avxvnni, NR, 1, SQ_WORK_MAC_S4, A, M, lda, W, C, ldc, ep);
 }
 
 const sq_gemm_kernels sq_gemm_kernels_avxvnni = {

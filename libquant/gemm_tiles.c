@@ -202,9 +202,9 @@ sq_gemm_tile sq_gemm_grid_tile(const sq_gemm_grid *g, long t)
 }
 
 /* Results are the same whatever the count: each tile is one thread's. */
-int sq_gemm_threads(int M, const sq_qweight *W, long tiles)
+int sq_gemm_threads(int M, const sq_qweight *W, long tiles, sq_work work)
 {
-    return sq_par_threads(SQ_WORK_MAC_S8, (double)M * W->n_pad * W->k_pad, tiles);
+    return sq_par_threads(work, (double)M * W->n_pad * W->k_pad, tiles);
 }
 
 /* The tile's output lines (y, or C without an epilogue), requested before
@@ -277,12 +277,12 @@ void sq_gemm_tile_end_s4(const sq_gemm_tile *tl, const float *out, const sq_gemm
                    sizeof *out * (size_t)tl->live);
 }
 
-void sq_gemm_tiles_s8(sq_ukr_s8 ukr, int nr_max, int np_max, const int8_t *A, int M,
-                      size_t lda, const sq_qweight *W, int32_t *C, size_t ldc,
+void sq_gemm_tiles_s8(sq_ukr_s8 ukr, int nr_max, int np_max, sq_work work, const int8_t *A,
+                      int M, size_t lda, const sq_qweight *W, int32_t *C, size_t ldc,
                       const sq_gemm_epilogue *ep)
 {
     const sq_gemm_grid g = sq_gemm_grid_of(M, W, nr_max, np_max);
-#pragma omp parallel for schedule(static) num_threads(sq_gemm_threads(M, W, g.tiles))
+#pragma omp parallel for schedule(static) num_threads(sq_gemm_threads(M, W, g.tiles, work))
     for (long t = 0; t < g.tiles; t++) {
         sq_gemm_tile tl = sq_gemm_grid_tile(&g, t);
         int32_t out[SQ_UKR_MAX_OUT] __attribute__((aligned(64)));
@@ -292,12 +292,12 @@ void sq_gemm_tiles_s8(sq_ukr_s8 ukr, int nr_max, int np_max, const int8_t *A, in
     }
 }
 
-void sq_gemm_tiles_s4(sq_ukr_s4 ukr, int nr_max, int np_max, const int8_t *A, int M,
-                      size_t lda, const sq_qweight *W, float *C, size_t ldc,
+void sq_gemm_tiles_s4(sq_ukr_s4 ukr, int nr_max, int np_max, sq_work work, const int8_t *A,
+                      int M, size_t lda, const sq_qweight *W, float *C, size_t ldc,
                       const sq_gemm_epilogue *ep)
 {
     const sq_gemm_grid g = sq_gemm_grid_of(M, W, nr_max, np_max);
-#pragma omp parallel for schedule(static) num_threads(sq_gemm_threads(M, W, g.tiles))
+#pragma omp parallel for schedule(static) num_threads(sq_gemm_threads(M, W, g.tiles, work))
     for (long t = 0; t < g.tiles; t++) {
         sq_gemm_tile tl = sq_gemm_grid_tile(&g, t);
         float out[SQ_UKR_MAX_OUT] __attribute__((aligned(64)));

@@ -57,11 +57,16 @@ int sq_threads_count(void)
 }
 
 /* Single-thread nanoseconds per unit of each kind of work: rounded figures
- * from the kernels' rates on one core (AVX512-VNNI int8 GEMM ~380 GOP/s,
- * AVX2 about a third of that), leaning slow so that the slower ISAs still
- * get threads where they pay. Only their order of magnitude matters. */
+ * from one core's rates (README "Benchmarks": int8 GEMM GOP/s per ISA on
+ * Zen 4 and on a Sapphire Rapids-class Xeon, two ops per multiply-add:
+ * AVX2 41-50, AVX-VNNI 93-134, AVX512-VNNI 326-600, AMX 628-2,300; int4
+ * 93-116), leaning slow. Only their order of magnitude matters. */
 static const double ns_per_unit[SQ_WORK_KINDS] = {
-    [SQ_WORK_MAC_S8] = 0.01,
+    [SQ_WORK_MAC_S8_AVX2] = 0.045,
+    [SQ_WORK_MAC_S8_AVXVNNI] = 0.018,
+    [SQ_WORK_MAC_S8_AVX512VNNI] = 0.005,
+    [SQ_WORK_MAC_S8_AMX] = 0.002,
+    [SQ_WORK_MAC_S4] = 0.02,
     [SQ_WORK_MAC_F32] = 0.03,
     [SQ_WORK_ELEM] = 0.25,
     [SQ_WORK_ELEM_MATH] = 1.0,

@@ -29,7 +29,13 @@ int sq_threads_default(void);
  * unit in one table (threads.c), so a call site states what it does and how
  * much, never a threshold of its own. */
 typedef enum {
-    SQ_WORK_MAC_S8,    /* one int8 multiply-add of a packed GEMM (VNNI, AMX, AVX2 kernels) */
+    /* one multiply-add of a packed integer GEMM, by kernel (their rates
+     * differ tenfold: README "Benchmarks", GEMM GOP/s per ISA) */
+    SQ_WORK_MAC_S8_AVX2,
+    SQ_WORK_MAC_S8_AVXVNNI,
+    SQ_WORK_MAC_S8_AVX512VNNI,
+    SQ_WORK_MAC_S8_AMX,
+    SQ_WORK_MAC_S4,    /* int4 on a VNNI or AMX kernel: the nibble unpack bounds it */
     SQ_WORK_MAC_F32,   /* one f32 multiply-add of vector code (attention, f32 rows) */
     SQ_WORK_ELEM,      /* one element of a vector pass: add, LayerNorm, quantize, epilogue, copy */
     SQ_WORK_ELEM_MATH, /* one element through exp / erf / tanh: GELU, softmax, SiLU */

@@ -25,9 +25,12 @@ START_TEST(small_work_runs_on_one_thread)
 {
     omp_set_num_threads(4);
     /* one short query through a bge-small linear: 10 tokens x 384 x 384 */
-    ck_assert_int_eq(sq_par_threads(SQ_WORK_MAC_S8, 10.0 * 384 * 384, 1000), 1);
+    ck_assert_int_eq(sq_par_threads(SQ_WORK_MAC_S8_AVX2, 10.0 * 384 * 384, 1000), 1);
+    /* a USE Lite FFN linear of a 12-token text, 512 x 2048, on AMX and VNNI */
+    ck_assert_int_eq(sq_par_threads(SQ_WORK_MAC_S8_AMX, 12.0 * 2048 * 512, 1000), 1);
+    ck_assert_int_eq(sq_par_threads(SQ_WORK_MAC_S8_AVX512VNNI, 12.0 * 2048 * 512, 1000), 1);
     /* a stories260K decode step's widest linear: 1 x 64 x 172 */
-    ck_assert_int_eq(sq_par_threads(SQ_WORK_MAC_S8, 64.0 * 172, 100), 1);
+    ck_assert_int_eq(sq_par_threads(SQ_WORK_MAC_S8_AVX2, 64.0 * 172, 100), 1);
     /* its attention over 256 positions, 8 heads of 8 */
     ck_assert_int_eq(sq_par_threads(SQ_WORK_SCALAR, 2.0 * 8 * 256 * 8, 8), 1);
     /* LayerNorm of a 10-token batch */
@@ -38,15 +41,17 @@ END_TEST
 START_TEST(big_work_uses_every_thread)
 {
     omp_set_num_threads(4);
-    /* a 32 x 256 batch through bge-small's QKV (384 -> 1152) and FFN up */
-    ck_assert_int_eq(sq_par_threads(SQ_WORK_MAC_S8, 8192.0 * 1152 * 384, 4096), 4);
-    ck_assert_int_eq(sq_par_threads(SQ_WORK_MAC_S8, 8192.0 * 1536 * 384, 4096), 4);
+    /* a 32 x 256 batch through bge-small's QKV (384 -> 1152) and FFN up,
+     * on the fastest kernel too */
+    ck_assert_int_eq(sq_par_threads(SQ_WORK_MAC_S8_AMX, 8192.0 * 1152 * 384, 4096), 4);
+    ck_assert_int_eq(sq_par_threads(SQ_WORK_MAC_S8_AVX2, 8192.0 * 1152 * 384, 4096), 4);
+    ck_assert_int_eq(sq_par_threads(SQ_WORK_MAC_S8_AVX2, 8192.0 * 1536 * 384, 4096), 4);
     ck_assert_int_eq(sq_par_threads(SQ_WORK_ELEM, 3.0 * 8192 * 384, 8192), 4);
     /* the calling thread's OpenMP limit caps it (--threads, a serve worker) */
     omp_set_num_threads(2);
-    ck_assert_int_eq(sq_par_threads(SQ_WORK_MAC_S8, 8192.0 * 1152 * 384, 4096), 2);
+    ck_assert_int_eq(sq_par_threads(SQ_WORK_MAC_S8_AVX2, 8192.0 * 1152 * 384, 4096), 2);
     omp_set_num_threads(1);
-    ck_assert_int_eq(sq_par_threads(SQ_WORK_MAC_S8, 8192.0 * 1152 * 384, 4096), 1);
+    ck_assert_int_eq(sq_par_threads(SQ_WORK_MAC_S8_AVX2, 8192.0 * 1152 * 384, 4096), 1);
 }
 END_TEST
 
