@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "threads.h"
+#include "par_threads.h"
 
 /* Channels per work item: one thread walks all rows of a 32-channel stripe,
  * so each channel is summed in row order whatever the thread count. */

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "threads.h"
+#include "par_threads.h"
 
 /* Values per work item of the parallel loop. */
 #define BLOCK_VALUES 16384

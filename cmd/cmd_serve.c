@@ -47,7 +47,7 @@ static const char *const help =
     "  --port N              TCP port (default 8080; 0: any free port, printed)\n"
     "  --model-name NAME     the \"model\" reported (default: the file name)\n"
     "  --threads N           encoder threads (default: $OMP_NUM_THREADS, else the CPUs this\n"
-    "                        process may run on)\n"
+    "                        process may run on, at most its cgroup CPU quota)\n"
     "  --batch N             sequences per forward pass (default 32)\n"
     "  --max-batch N         texts from concurrent requests coalesced into one encoder call\n"
     "                        (default 256)\n"

@@ -45,7 +45,9 @@ static const char *const help =
     "  -o FILE          the tune file (default: MODEL.tune.json)\n"
     "\n"
     "The grid holds every (instances, threads) with instances x threads <= the cores this\n"
-    "process may use (its affinity mask: taskset, cgroups). Progress goes to stderr.\n"
+    "process may use (its affinity mask: taskset, cpusets; at most its cgroup CPU quota).\n"
+    "Progress goes to stderr.\n"
+    "\n"
     "example:\n"
     "  squint tune bge-small.sqm --objective throughput --budget 120\n"
     "  squint serve bge-small.sqm            # uses bge-small.sqm.tune.json\n";

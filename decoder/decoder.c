@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "ops.h"
-#include "threads.h"
+#include "par_threads.h"
 
 /* An f32 linear of out x in, its weights gathered from up to two row
  * blocks (a[0 .. na rows) then b[0 .. nb rows)), no bias (zeros). */

@@ -1,6 +1,6 @@
 #include "eval_metrics.h"
 #include "rank_order.h"
-#include "threads.h"
+#include "par_threads.h"
 
 #include <math.h>
 #include <stdbool.h>

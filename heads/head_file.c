@@ -11,7 +11,7 @@
 #include "fileio.h"
 #include "head_io.h"
 #include "sqm_class_head.h"
-#include "threads.h"
+#include "par_threads.h"
 
 int sq_head_alloc(sq_head *h, int classes, int dim, sq_err *err)
 {

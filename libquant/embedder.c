@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "pooling.h"
-#include "threads.h"
+#include "par_threads.h"
 
 void sq_token_seqs_free(sq_token_seqs *s)
 {

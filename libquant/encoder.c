@@ -12,7 +12,7 @@
 
 #include "ops.h"
 #include "quant_embed.h"
-#include "threads.h"
+#include "par_threads.h"
 
 const char *sq_linear_kind_name(sq_linear_kind k)
 {

@@ -3,7 +3,7 @@
 #include <math.h>
 #include <stddef.h>
 
-#include "threads.h"
+#include "par_threads.h"
 
 /* Columns per task: the weights of one block (16 x K floats) stay in L2
  * while every row passes over them, so W is read from memory once per

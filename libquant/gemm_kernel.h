@@ -17,7 +17,7 @@
 #include "cpu_features.h"
 #include "qlinear_ref.h"
 #include "qweight.h"
-#include "threads.h"
+#include "par_threads.h"
 
 /* ---- the epilogue (the quantized linear's last step) ----
  * int8:  y[m][n] = (float)C[m][n] * out_scale[n] + bias[n]

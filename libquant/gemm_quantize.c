@@ -8,7 +8,7 @@
 #include <stdlib.h>
 
 #include "gemm_s8.h"
-#include "threads.h"
+#include "par_threads.h"
 
 void sq_gemm_quantize_acts(const float *x, int rows, int k, size_t ldx, const float *m,
                            int8_t *qa, int k_pad, size_t lda)

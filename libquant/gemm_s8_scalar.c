@@ -8,7 +8,7 @@
 #include "gemm_kernel.h"
 #include "pack.h"
 #include "qlinear_ref.h"
-#include "threads.h"
+#include "par_threads.h"
 
 #define ROW_BYTES (SQ_PANEL_N * SQ_PANEL_K) /* one k-group of a panel */
 

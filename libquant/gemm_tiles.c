@@ -5,7 +5,7 @@
 
 #include "gemm_kernel.h"
 #include "outlier_side.h"
-#include "threads.h"
+#include "par_threads.h"
 
 /* ---- the epilogue ----
  * One row segment: y[j] = (float)acc[j] * scale[j] + bias[j] (int8) or

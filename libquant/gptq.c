@@ -4,7 +4,7 @@
  * H^-1 = R^-T R^-1, so U = R^-1. Every entry is one dot product or one
  * running sum in a fixed order; OpenMP only splits independent entries. */
 #include "gptq.h"
-#include "threads.h"
+#include "par_threads.h"
 
 #include <math.h>
 #include <stdbool.h>

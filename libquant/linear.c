@@ -12,7 +12,7 @@
 #include "f32_rows.h"
 #include "outlier_side.h"
 #include "gemm_s8.h"
-#include "threads.h"
+#include "par_threads.h"
 
 /* The output is cut into fixed tiles of ROW_BLOCK x COL_BLOCK, one sgemm
  * each, shared among threads. Tile sizes never depend on the thread count, so

@@ -4,7 +4,7 @@
 #include <stdbool.h>
 
 #include "cpu_features.h"
-#include "threads.h"
+#include "par_threads.h"
 #include <math.h>
 #include <stdint.h>
 

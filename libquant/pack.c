@@ -1,6 +1,6 @@
 /* VNNI-4 panel packing (layouts in pack.h). */
 #include "pack.h"
-#include "threads.h"
+#include "par_threads.h"
 
 #include <assert.h>
 #include <string.h>

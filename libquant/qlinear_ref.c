@@ -1,5 +1,5 @@
 #include "qlinear_ref.h"
-#include "threads.h"
+#include "par_threads.h"
 
 #include <cblas.h>
 #include <math.h>

@@ -1,5 +1,5 @@
 #include "quant_embed.h"
-#include "threads.h"
+#include "par_threads.h"
 
 #include <math.h>
 

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "pack.h"
-#include "threads.h"
+#include "par_threads.h"
 
 /* int4 scale search grid: f = 1 + SEARCH_STEP * i for |i| <= SEARCH_STEPS. */
 #define SEARCH_STEPS 20

@@ -1,6 +1,6 @@
 /* Sequence classifiers: pair tokenization, logits, scores (seq_classify.h). */
 #include "seq_classify.h"
-#include "threads.h"
+#include "par_threads.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -192,7 +192,7 @@ int sq_serve_instances_run(const sq_serve_opts *o, int instances, int threads, s
         threads = n_cpus / instances;
     if (threads < 1 || (long)instances * threads > n_cpus)
         return sq_err_set(err, "--instances %d x --threads %d need %ld cores; this process may "
-                               "use %d (sched_getaffinity: taskset, cgroups)",
+                               "use %d (its affinity mask: taskset, cpusets; and its cgroup CPU quota)",
                           instances, threads < 1 ? 1 : threads,
                           (long)instances * (threads < 1 ? 1 : threads), n_cpus);
     supervisor sv = {.o = o, .n = instances, .threads = threads, .cpus = cpus, .sig_fd = -1};

@@ -21,7 +21,7 @@ log=${OUT:+$OUT/isa_check.txt}
 } | tee ${log:+"$log"}
 src=$root/libquant
 $cc -O2 -std=gnu11 -fopenmp -I"$src" -I"$root/formats" "$root/tests/device/isa_check.c" \
-  "$src"/gemm_s8_*.c "$src/gemm_tiles.c" "$src/gemm_quantize.c" "$src/cpu_features.c" "$src/pack.c" \
+  "$src"/gemm_s8_*.c "$src/gemm_tiles.c" "$src/par_threads.c" "$src/gemm_quantize.c" "$src/cpu_features.c" "$src/pack.c" \
   "$src/qweight.c" "$src/qround.c" "$src/outlier_side.c" "$src/ops.c" \
   "$src/qtype.c" "$root/formats/sq_error.c" -lm -o "$tmp/isa_check"
 if [ -n "$log" ]; then

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cpu_quota.h"
+#include "par_threads.h"
 #include "threads.h"
 #include "test_util.h"
 

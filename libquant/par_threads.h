@@ -1,0 +1,50 @@
+/* The one rule every parallel loop in squint follows: how many threads an
+ * operation's work is worth (threads.h has the default count). OpenMP only,
+ * no OpenBLAS: the kernel sources build with it alone (tests/device). */
+#ifndef SQ_PAR_THREADS_H
+#define SQ_PAR_THREADS_H
+
+#include <stdint.h>
+
+/* What one unit of work is, for sq_par_threads. Each kind has its cost per
+ * unit in one table (threads.c), so a call site states what it does and how
+ * much, never a threshold of its own. */
+typedef enum {
+    /* one multiply-add of a packed integer GEMM, by kernel (their rates
+     * differ tenfold: README "Benchmarks", GEMM GOP/s per ISA) */
+    SQ_WORK_MAC_S8_AVX2,
+    SQ_WORK_MAC_S8_AVXVNNI,
+    SQ_WORK_MAC_S8_AVX512VNNI,
+    SQ_WORK_MAC_S8_AMX,
+    SQ_WORK_MAC_S4,    /* int4 on a VNNI or AMX kernel: the nibble unpack bounds it */
+    SQ_WORK_MAC_F32,   /* one f32 multiply-add of vector code (attention, f32 rows) */
+    SQ_WORK_ELEM,      /* one element of a vector pass: add, LayerNorm, quantize, epilogue, copy */
+    SQ_WORK_ELEM_MATH, /* one element through exp / erf / tanh: GELU, softmax, SiLU */
+    SQ_WORK_SCALAR,    /* one step of scalar code: histograms, reference loops, per-row sorts */
+    SQ_WORK_KINDS
+} sq_work;
+
+/* The threads one parallel operation uses: as many as give each of them at
+ * least SQ_THREAD_MIN_NS of estimated work, at most `tasks` (the loop's
+ * independent pieces) and the calling thread's OpenMP limit
+ * (omp_get_max_threads: --threads, a serve worker's count), at least 1.
+ * For the loop's num_threads clause. */
+int sq_par_threads(sq_work kind, double units, int64_t tasks);
+/* The same for an operation of mixed kinds: its estimated single-thread
+ * nanoseconds, a sum of sq_work_ns terms. */
+int sq_par_threads_ns(double ns, int64_t tasks);
+double sq_work_ns(sq_work kind, double units);
+
+/* Scalar steps per byte of text through a tokenizer (normalization,
+ * pre-tokenization, vocabulary lookups): tokenizing is SQ_WORK_SCALAR work. */
+#define SQ_TOKENIZE_STEPS_PER_BYTE 20.0
+
+/* The estimated single-thread time below which a thread is not worth
+ * adding: the fork and join of a parallel region cost ~1-3 us on an idle
+ * machine with spinning workers, ~20-50 us when they must be woken, and a
+ * whole scheduler slice when a worker has been preempted on a busy one. */
+#define SQ_THREAD_MIN_NS 40000.0
+/* SQUINT_THREAD_MIN_NS=<ns> in the environment replaces it (0: every
+ * parallel operation uses every thread; the tests' determinism checks). */
+
+#endif
