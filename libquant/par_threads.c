@@ -1,8 +1,13 @@
 /* The thread rule (par_threads.h): a cost table and one threshold. */
 #include "par_threads.h"
 
+#include <fcntl.h>
 #include <omp.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
 
 /* Single-thread nanoseconds per unit of each kind of work: rounded figures
  * from one core's rates (README "Benchmarks": int8 GEMM GOP/s per ISA on
@@ -53,11 +58,58 @@ static double thread_min_ns(void)
     return v;
 }
 
+/* Whether the calling thread has lately waited for a CPU while runnable:
+ * its run-queue delay over its run + delay time in the last window of at
+ * least SQ_CONTENTION_WINDOW_S (/proc/thread-self/schedstat: run ns, delay
+ * ns, slices), more than SQ_CONTENTION_SHARE. Then the machine is busy: a
+ * team's other threads are preempted too, and every join waits for the
+ * last of them a scheduler slice at a time. Per thread (serve workers,
+ * library callers each have their own); false where the file is missing. */
+static bool contended(void)
+{
+    static __thread struct {
+        double t;
+        unsigned long long run, delay;
+        bool busy, dead;
+    } st;
+    if (st.dead)
+        return false;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    const double now = (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+    if (st.t > 0 && now - st.t < SQ_CONTENTION_WINDOW_S)
+        return st.busy;
+    char buf[128];
+    int fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    unsigned long long run, delay;
+    if (n <= 0 || (buf[n] = '\0', sscanf(buf, "%llu %llu", &run, &delay) != 2)) {
+        st.dead = true; /* no schedstat (CONFIG_SCHED_INFO off): the idle rule */
+        return false;
+    }
+    if (st.t > 0 && run >= st.run && delay >= st.delay) {
+        const double dr = (double)(run - st.run), dd = (double)(delay - st.delay);
+        st.busy = dr + dd > 1e6 && dd > SQ_CONTENTION_SHARE * (dr + dd);
+    }
+    st.t = now, st.run = run, st.delay = delay;
+    return st.busy;
+}
+
+double sq_thread_min_ns(void)
+{
+    const double fixed = thread_min_ns();
+    if (fixed != SQ_THREAD_MIN_NS)
+        return fixed; /* SQUINT_THREAD_MIN_NS: as set, whatever the load */
+    return contended() ? SQ_THREAD_MIN_NS_BUSY : SQ_THREAD_MIN_NS;
+}
+
 int sq_par_threads_ns(double ns, int64_t tasks)
 {
     if (tasks <= 1 || !(ns > 0))
         return 1;
-    const double min_ns = thread_min_ns();
+    const double min_ns = sq_thread_min_ns();
     if (min_ns <= 0) {
         int n = omp_get_max_threads();
         return (int64_t)n > tasks ? (int)tasks : n;

@@ -44,7 +44,17 @@ double sq_work_ns(sq_work kind, double units);
  * machine with spinning workers, ~20-50 us when they must be woken, and a
  * whole scheduler slice when a worker has been preempted on a busy one. */
 #define SQ_THREAD_MIN_NS 40000.0
-/* SQUINT_THREAD_MIN_NS=<ns> in the environment replaces it (0: every
+/* On a busy machine (the calling thread waited for a CPU more than
+ * SQ_CONTENTION_SHARE of its last SQ_CONTENTION_WINDOW_S), a thread is worth
+ * adding only for a scheduler slice of work: the join waits for a preempted
+ * thread about that long. */
+#define SQ_THREAD_MIN_NS_BUSY 4e6
+#define SQ_CONTENTION_SHARE 0.1
+#define SQ_CONTENTION_WINDOW_S 0.1
+/* SQUINT_THREAD_MIN_NS=<ns> in the environment replaces both (0: every
  * parallel operation uses every thread; the tests' determinism checks). */
+
+/* The minimum in force for the calling thread now. */
+double sq_thread_min_ns(void);
 
 #endif

@@ -9,10 +9,13 @@
 #include <errno.h>
 #include <math.h>
 #include <omp.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cpu_quota.h"
@@ -42,17 +45,68 @@ END_TEST
 START_TEST(big_work_uses_every_thread)
 {
     omp_set_num_threads(4);
-    /* a 32 x 256 batch through bge-small's QKV (384 -> 1152) and FFN up,
-     * on the fastest kernel too */
-    ck_assert_int_eq(sq_par_threads(SQ_WORK_MAC_S8_AMX, 8192.0 * 1152 * 384, 4096), 4);
+    /* a 32 x 256 batch through bge-small's QKV (384 -> 1152) and FFN up on
+     * the AVX2 kernel: past the busy machine's bar too */
     ck_assert_int_eq(sq_par_threads(SQ_WORK_MAC_S8_AVX2, 8192.0 * 1152 * 384, 4096), 4);
     ck_assert_int_eq(sq_par_threads(SQ_WORK_MAC_S8_AVX2, 8192.0 * 1536 * 384, 4096), 4);
-    ck_assert_int_eq(sq_par_threads(SQ_WORK_ELEM, 3.0 * 8192 * 384, 8192), 4);
+    if (sq_thread_min_ns() == SQ_THREAD_MIN_NS) { /* this machine is not busy now */
+        ck_assert_int_eq(sq_par_threads(SQ_WORK_MAC_S8_AMX, 8192.0 * 1152 * 384, 4096), 4);
+        ck_assert_int_eq(sq_par_threads(SQ_WORK_ELEM, 3.0 * 8192 * 384, 8192), 4);
+    }
     /* the calling thread's OpenMP limit caps it (--threads, a serve worker) */
     omp_set_num_threads(2);
     ck_assert_int_eq(sq_par_threads(SQ_WORK_MAC_S8_AVX2, 8192.0 * 1152 * 384, 4096), 2);
     omp_set_num_threads(1);
     ck_assert_int_eq(sq_par_threads(SQ_WORK_MAC_S8_AVX2, 8192.0 * 1152 * 384, 4096), 1);
+}
+END_TEST
+
+/* Spinners sharing the test thread's one CPU: it waits for that CPU at
+ * least half of the time, which the rule must see as a busy machine. */
+static volatile int spin_stop;
+
+static void *spinner(void *arg)
+{
+    (void)arg;
+    while (!spin_stop)
+        ;
+    return NULL;
+}
+
+START_TEST(a_busy_cpu_raises_the_bar)
+{
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &one);
+    ck_assert_int_eq(sched_setaffinity(0, sizeof one, &one), 0); /* this thread only */
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(pthread_create(&th[i], NULL, spinner, NULL), 0);
+        ck_assert_int_eq(pthread_setaffinity_np(th[i], sizeof one, &one), 0);
+    }
+    /* two windows of run-queue delay, seen through this thread's schedstat */
+    double min_ns = 0;
+    for (int w = 0; w < 30 && min_ns != SQ_THREAD_MIN_NS_BUSY; w++) {
+        struct timespec t0, t;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        do
+            clock_gettime(CLOCK_MONOTONIC, &t);
+        while ((t.tv_sec - t0.tv_sec) * 1e9 + (t.tv_nsec - t0.tv_nsec) < 150e6);
+        min_ns = sq_thread_min_ns();
+    }
+    spin_stop = 1;
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    if (access("/proc/thread-self/schedstat", R_OK) != 0) {
+        printf("SKIPPED: no /proc/thread-self/schedstat (CONFIG_SCHED_INFO): the busy bar "
+               "cannot be seen here\n");
+        return;
+    }
+    ck_assert_msg(min_ns == SQ_THREAD_MIN_NS_BUSY, "bar %g ns with two spinners on this CPU",
+                  min_ns);
+    /* 1 ms of work: worth two threads on an idle machine, not on this one */
+    omp_set_num_threads(4);
+    ck_assert_int_eq(sq_par_threads_ns(1e6, 100), 1);
 }
 END_TEST
 
@@ -292,6 +346,7 @@ int main(void)
     tcase_add_checked_fixture(tc, NULL, remove_tree);
     tcase_add_test(tc, small_work_runs_on_one_thread);
     tcase_add_test(tc, big_work_uses_every_thread);
+    tcase_add_test(tc, a_busy_cpu_raises_the_bar);
     tcase_add_test(tc, threads_grow_with_work_and_stop_at_tasks);
     tcase_add_test(tc, bad_estimates_give_one_thread);
     tcase_add_test(tc, cpu_max_texts);
