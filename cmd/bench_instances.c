@@ -139,11 +139,13 @@ static void worker(const sq_inst_plan *p, int idx, int to_parent, int from_paren
     bench_batch bb = {0};
     sq_workspace ws = {0};
     float *hid = NULL;
-    const int *mine = p->cpus + (size_t)idx * p->threads;
-    if (sq_cpus_pin(mine, p->threads, &err) != 0)
+    static int mine[SQ_CPUS_MAX];
+    const int n_mine = sq_cpus_for_instance(p->cpus + (size_t)idx * p->threads, p->threads, mine,
+                                            SQ_CPUS_MAX);
+    if (sq_cpus_pin(mine, n_mine, &err) != 0)
         goto fail;
     sq_threads_init(p->threads);
-    if (sq_cpus_check_omp(mine, p->threads, p->threads, &err) != 0)
+    if (sq_cpus_check_omp(mine, n_mine, p->threads, &err) != 0)
         goto fail;
     if (sq_embed_model_open(p->model_path, &m, &err) != 0)
         goto fail;
@@ -256,7 +258,10 @@ int sq_instances_measure(const sq_inst_plan *p, sq_inst_result *r, sq_err *err)
         char cpus[256];
         const bool got = read_all(up[i], &rm, sizeof rm) == 0;
         if (!got || !rm.ok) {
-            sq_cpus_format(p->cpus + (size_t)i * p->threads, p->threads, cpus, sizeof cpus);
+            static int pin[SQ_CPUS_MAX]; /* what the worker pinned to */
+            const int n_pin = sq_cpus_for_instance(p->cpus + (size_t)i * p->threads, p->threads,
+                                                   pin, SQ_CPUS_MAX);
+            sq_cpus_format(pin, n_pin, cpus, sizeof cpus);
             rm.text[sizeof rm.text - 1] = '\0';
             sq_err_set(err, "instance %d (CPUs %s): %s", i, cpus,
                        got && rm.text[0] ? rm.text : "exited before it was ready");

@@ -36,10 +36,22 @@ static char *lookup(const char *name)
     return NULL;
 }
 
-char *getenv(const char *name)
+/* Whether any OMP_WAIT_POLICY* is set (GCC 13's libgomp also reads
+ * OMP_WAIT_POLICY_ALL, _DEV and _DEV_n, where a GOMP_SPINCOUNT would win). */
+static int wait_policy_set(void)
+{
+    static const char prefix[] = "OMP_WAIT_POLICY";
+    for (char **e = environ; e && *e; e++)
+        if (strncmp(*e, prefix, sizeof prefix - 1) == 0)
+            return 1;
+    return 0;
+}
+
+/* Exported whatever the build's default visibility: libgomp must bind here. */
+__attribute__((visibility("default"), used)) char *getenv(const char *name)
 {
     char *v = lookup(name);
-    if (!v && strcmp(name, "GOMP_SPINCOUNT") == 0 && !lookup("OMP_WAIT_POLICY"))
+    if (!v && strcmp(name, "GOMP_SPINCOUNT") == 0 && !wait_policy_set())
         return (char *)SQ_SPIN_COUNT;
     return v;
 }

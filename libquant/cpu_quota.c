@@ -182,6 +182,32 @@ static bool list_has(const char *list, const char *name)
     return false;
 }
 
+/* A stream on path when it is a regular file (a FIFO planted where
+ * /proc/self/mountinfo is expected in a test tree must not block). */
+static FILE *open_regular(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    struct stat st;
+    FILE *f = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? fdopen(fd, "r") : NULL;
+    if (!f)
+        close(fd);
+    return f;
+}
+
+/* Whether an absolute cgroup path has a "." or ".." component (a cgroup
+ * outside this namespace shows as /../x): never followed. */
+static bool has_dot_component(const char *p)
+{
+    for (const char *c = p; (c = strchr(c, '/'));) {
+        c++;
+        if (c[0] == '.' && (c[1] == '/' || c[1] == '\0' || (c[1] == '.' && (c[2] == '/' || c[2] == '\0'))))
+            return true;
+    }
+    return false;
+}
+
 typedef struct {
     char v2[PATH_MAX];    /* "0::PATH" */
     char v1cpu[PATH_MAX]; /* "N:...,cpu,...:PATH" */
@@ -191,7 +217,7 @@ typedef struct {
 static void read_membership(const char *path, membership *m)
 {
     memset(m, 0, sizeof *m);
-    FILE *f = fopen(path, "re");
+    FILE *f = open_regular(path);
     if (!f)
         return;
     char *line = NULL;
@@ -202,7 +228,7 @@ static void read_membership(const char *path, membership *m)
             line[--len] = '\0';
         char *c1 = strchr(line, ':');
         char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-        if (!c2 || strlen(c2 + 1) >= PATH_MAX || c2[1] != '/')
+        if (!c2 || strlen(c2 + 1) >= PATH_MAX || c2[1] != '/' || has_dot_component(c2 + 1))
             continue;
         *c2 = '\0';
         const char *ctrl = c1 + 1, *cg = c2 + 1;
@@ -218,19 +244,25 @@ static void read_membership(const char *path, membership *m)
     fclose(f);
 }
 
+/* The length of root when cgroup path cg lies at or under it (the mount
+ * shows cg's subtree), else -1. */
+static long contains(const char *root, const char *cg)
+{
+    size_t rl = strlen(root);
+    if (strcmp(root, "/") == 0)
+        return 1;
+    if (strncmp(cg, root, rl) == 0 && (cg[rl] == '/' || cg[rl] == '\0'))
+        return (long)rl;
+    return -1;
+}
+
 /* The directory of cgroup path cg in a hierarchy mounted at mountpoint
- * with the given root, into out; false when it does not fit. */
+ * with the given root (contains(root, cg) >= 0), into out; false when it
+ * does not fit. */
 static bool cgroup_dir(const char *mountpoint, const char *root, const char *cg, char *out,
                        size_t cap)
 {
-    const char *rel = "";
-    size_t rl = strlen(root);
-    if (strcmp(root, "/") == 0)
-        rel = cg;
-    else if (strncmp(cg, root, rl) == 0 && (cg[rl] == '/' || cg[rl] == '\0'))
-        rel = cg + rl;
-    /* else: the process's cgroup lies outside the mounted subtree (a
-     * namespace); the mount point is the nearest directory it can see */
+    const char *rel = strcmp(root, "/") == 0 ? cg : cg + strlen(root);
     if (strcmp(rel, "/") == 0)
         rel = "";
     int n = snprintf(out, cap, "%s%s", strcmp(mountpoint, "/") == 0 && *rel ? "" : mountpoint,
@@ -238,16 +270,49 @@ static bool cgroup_dir(const char *mountpoint, const char *root, const char *cg,
     return n > 0 && (size_t)n < cap;
 }
 
+/* The mount of one hierarchy that shows the process's cgroup: the one
+ * whose root is the longest prefix of its path. */
+typedef struct {
+    long root_len; /* -1: none yet */
+    char root[PATH_MAX], mnt[PATH_MAX];
+} best_mount;
+
+static void consider(best_mount *b, const char *root, const char *mnt, const char *cg)
+{
+    long len = contains(root, cg);
+    if (len > b->root_len && strlen(root) < sizeof b->root && strlen(mnt) < sizeof b->mnt) {
+        b->root_len = len;
+        strcpy(b->root, root);
+        strcpy(b->mnt, mnt);
+    }
+}
+
+static int quota_of_mount(const best_mount *b, const char *cg, bool v2)
+{
+    char dir[PATH_MAX];
+    if (b->root_len < 0 || !cgroup_dir(b->mnt, b->root, cg, dir, sizeof dir))
+        return 0;
+    return quota_along(b->mnt, dir, v2);
+}
+
 int sq_cpu_quota_from(const char *mountinfo_path, const char *cgroup_path)
 {
-    membership m;
-    read_membership(cgroup_path, &m);
-    if (!m.has_v2 && !m.has_v1)
+    /* five PATH_MAX strings: on the heap, not a worker thread's stack */
+    struct {
+        membership m;
+        best_mount b2, b1;
+    } *c = malloc(sizeof *c);
+    if (!c)
         return 0;
-    FILE *f = fopen(mountinfo_path, "re");
-    if (!f)
+    membership *m = &c->m;
+    best_mount *b2 = &c->b2, *b1 = &c->b1;
+    read_membership(cgroup_path, m);
+    FILE *f = m->has_v2 || m->has_v1 ? open_regular(mountinfo_path) : NULL;
+    if (!f) {
+        free(c);
         return 0;
-    int best = 0;
+    }
+    b2->root_len = b1->root_len = -1;
     char *line = NULL;
     size_t cap = 0;
     while (getline(&line, &cap, f) > 0) {
@@ -268,21 +333,18 @@ int sq_cpu_quota_from(const char *mountinfo_path, const char *cgroup_path)
             continue;
         bool v2 = strcmp(fstype, "cgroup2") == 0;
         bool v1 = strcmp(fstype, "cgroup") == 0 && super && list_has(super, "cpu");
-        if ((v2 && !m.has_v2) || (v1 && !m.has_v1) || (!v1 && !v2))
+        if ((v2 && !m->has_v2) || (v1 && !m->has_v1) || (!v1 && !v2))
             continue;
-        char *root = field[3], *mnt = field[4];
-        unescape_octal(root);
-        unescape_octal(mnt);
-        char dir[PATH_MAX];
-        if (!cgroup_dir(mnt, root, v2 ? m.v2 : m.v1cpu, dir, sizeof dir))
-            continue;
-        int q = quota_along(mnt, dir, v2);
-        if (q > 0 && (best == 0 || q < best))
-            best = q;
+        unescape_octal(field[3]);
+        unescape_octal(field[4]);
+        consider(v2 ? b2 : b1, field[3], field[4], v2 ? m->v2 : m->v1cpu);
     }
     free(line);
     fclose(f);
-    return best;
+    int q2 = m->has_v2 ? quota_of_mount(b2, m->v2, true) : 0;
+    int q1 = m->has_v1 ? quota_of_mount(b1, m->v1cpu, false) : 0;
+    free(c);
+    return q2 > 0 && (q1 == 0 || q2 < q1) ? q2 : q1;
 }
 
 int sq_cpu_quota(void)

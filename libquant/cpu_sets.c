@@ -11,25 +11,45 @@
 
 #include "cpu_quota.h"
 
-int sq_cpus_usable(int *cpus, int cap)
+/* The affinity mask's CPUs, ascending; 0 when it cannot be read. */
+static int mask_cpus(int *cpus, int cap)
 {
-    /* a cgroup quota of q CPUs: only q of them can be busy at once, so
-     * worker plans (serve --instances, tune) get the first q of the mask */
-    const int quota = sq_cpu_quota();
-    if (quota > 0 && quota < cap)
-        cap = quota;
     cpu_set_t set;
     int n = 0;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
         for (int c = 0; c < CPU_SETSIZE && n < cap; c++)
             if (CPU_ISSET(c, &set))
                 cpus[n++] = c;
-        if (n > 0)
-            return n;
-    }
+    return n;
+}
+
+int sq_cpus_usable(int *cpus, int cap)
+{
+    /* a cgroup quota of q CPUs: only q of them can be busy at once, so
+     * worker plans (serve --instances, tune) count the first q of the mask
+     * (sq_cpus_for_instance then pins to the whole mask) */
+    const int quota = sq_cpu_quota();
+    if (quota > 0 && quota < cap)
+        cap = quota;
+    int n = mask_cpus(cpus, cap);
+    if (n > 0)
+        return n;
     long on = sysconf(_SC_NPROCESSORS_ONLN);
     for (n = 0; n < (on > 0 ? on : 1) && n < cap; n++)
         cpus[n] = n;
+    return n;
+}
+
+int sq_cpus_for_instance(const int *planned, int threads, int *out, int cap)
+{
+    const int quota = sq_cpu_quota();
+    if (quota > 0) {
+        int n = mask_cpus(out, cap);
+        if (n > quota)
+            return n;
+    }
+    int n = threads < cap ? threads : cap;
+    memcpy(out, planned, (size_t)n * sizeof *out);
     return n;
 }
 

@@ -17,6 +17,14 @@
  * their count (>= 1; the online count 0..n-1 when the mask cannot be read). */
 int sq_cpus_usable(int *cpus, int cap);
 
+/* The CPUs instance i of a plan (planned: its `threads` CPUs out of
+ * sq_cpus_usable) is pinned to, into out[cap]; returns their count. The
+ * planned ones, except under a cgroup CPU quota smaller than the affinity
+ * mask (a container limit without a cpuset): then the whole mask, since
+ * the quota bounds the time, not the CPUs, and pinning to the first q would
+ * crowd every such process on the host onto the same CPUs. */
+int sq_cpus_for_instance(const int *planned, int threads, int *out, int cap);
+
 /* Pin the calling thread (in a fresh worker process: the process, and the
  * OpenMP threads it creates afterwards, which inherit the mask) to the n
  * CPUs listed. -1 with err when the kernel refuses. */

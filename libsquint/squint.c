@@ -200,7 +200,7 @@ squint_status squint_embed(const squint_model *h, const char *const *texts, cons
     }
     /* The thread count is an ICV of the calling thread: set it for this call
      * and give the caller's back. Unset, it is squint's default (affinity,
-     * cgroup CPU quota, OMP_NUM_THREADS), not libgomp's (every CPU). */
+     * cgroup CPU quota, OMP_NUM_THREADS), not the calling thread's ICV. */
     int prev_threads = omp_get_max_threads();
     omp_set_num_threads(opts && opts->threads > 0 ? opts->threads : sq_threads_default());
     sq_embed_result res;

@@ -4,8 +4,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --test
 # After each suite: its slowest tests with their timeouts (reported, never failed on).
-meson test -C build --print-errorlogs "$@" || { rc=$?; python3 scripts/slowest_tests.py build; exit $rc; }
-python3 scripts/slowest_tests.py build
+meson test -C build --print-errorlogs "$@" || { rc=$?; python3 scripts/slowest_tests.py build || true; exit $rc; }
+python3 scripts/slowest_tests.py build || true
 # The whole suite once more under AddressSanitizer + UndefinedBehaviorSanitizer
 # (valgrind does not mix with ASan, so that suite is left to the plain build,
 # as is the accuracy suite: minutes of 12-layer model runs whose code paths
@@ -16,8 +16,8 @@ if [[ ! -f build-asan/build.ninja ]]; then
 fi
 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
   meson test -C build-asan --print-errorlogs --no-suite valgrind --no-suite accuracy --timeout-multiplier 4 "$@" ||
-  { rc=$?; python3 scripts/slowest_tests.py build-asan --multiplier 4; exit $rc; }
-python3 scripts/slowest_tests.py build-asan --multiplier 4
+  { rc=$?; python3 scripts/slowest_tests.py build-asan --multiplier 4 || true; exit $rc; }
+python3 scripts/slowest_tests.py build-asan --multiplier 4 || true
 # Every parser under libFuzzer (clang, ASan + UBSan) for a bounded number of
 # executions, replaying the saved crash reproducers first.
 bash tests/fuzz/run-fuzzers.sh --runs 5000

@@ -67,11 +67,13 @@ static void worker_main(supervisor *sv, int i, int ready_wr, pid_t parent)
                           .cpus = sv->w[i].cpus};
     sq_serve_opts o = *sv->o;
     o.worker = &me;
-    const int *mine = sv->cpus + (size_t)i * sv->threads;
+    static int mine[SQ_CPUS_MAX];
+    const int n_mine = sq_cpus_for_instance(sv->cpus + (size_t)i * sv->threads, sv->threads,
+                                            mine, SQ_CPUS_MAX);
     int rc = -1;
-    if (sq_cpus_pin(mine, sv->threads, &err) == 0) {
+    if (sq_cpus_pin(mine, n_mine, &err) == 0) {
         o.threads = sq_threads_init(sv->threads);
-        if (sq_cpus_check_omp(mine, sv->threads, sv->threads, &err) == 0)
+        if (sq_cpus_check_omp(mine, n_mine, sv->threads, &err) == 0)
             rc = sq_serve_run(&o, &err);
     }
     if (rc != 0 && me.ready_fd >= 0) { /* the parent reports it */
@@ -208,7 +210,9 @@ int sq_serve_instances_run(const sq_serve_opts *o, int instances, int threads, s
     }
     for (int i = 0; i < instances; i++) {
         sv.w[i].ready_rd = -1;
-        sq_cpus_format(cpus + (size_t)i * threads, threads, sv.w[i].cpus, sizeof sv.w[i].cpus);
+        static int pin[SQ_CPUS_MAX]; /* what the worker will pin to */
+        const int n_pin = sq_cpus_for_instance(cpus + (size_t)i * threads, threads, pin, SQ_CPUS_MAX);
+        sq_cpus_format(pin, n_pin, sv.w[i].cpus, sizeof sv.w[i].cpus);
     }
     sigset_t mask;
     sigemptyset(&mask);

@@ -52,12 +52,19 @@ def _find_library():
 
 # libgomp reads its wait policy once, when it is loaded: without this its
 # waiting threads spin ~3-15 ms before they sleep, taking the CPU from the
-# threads with work on a busy machine (cmd/omp_wait_policy.c). The user's own
-# setting wins; where libgomp is already loaded this changes nothing.
-if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+# threads with work on a busy machine (cmd/omp_wait_policy.c). Set only while
+# the library loads (the program's later subprocesses do not inherit it);
+# the user's own setting wins; where libgomp is already loaded this changes
+# nothing.
+_spin = not any(k.startswith("OMP_WAIT_POLICY") for k in os.environ) and \
+    "GOMP_SPINCOUNT" not in os.environ
+if _spin:
     os.environ["GOMP_SPINCOUNT"] = "10000"
-
-_lib = ctypes.CDLL(_find_library())
+try:
+    _lib = ctypes.CDLL(_find_library())
+finally:
+    if _spin:
+        del os.environ["GOMP_SPINCOUNT"]
 _lib.squint_version.restype = ctypes.c_char_p
 _lib.squint_status_name.restype = ctypes.c_char_p
 _lib.squint_status_name.argtypes = [ctypes.c_int]

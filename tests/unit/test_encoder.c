@@ -166,9 +166,6 @@ START_TEST(forward_matches_reference)
     float *hid1 = malloc(sizeof(float) * T * 32), *hid2 = malloc(sizeof(float) * T * 32);
     sq_err err = {0};
     sq_observer obs = {.linear_input = count_obs, .ctx = &T};
-    /* every parallel operation on both threads: the small fixture would
-     * otherwise run on one (threads.h) */
-    setenv("SQUINT_THREAD_MIN_NS", "0", 1);
     sq_threads_init(1);
     ck_assert_int_eq(sq_encoder_forward(&e, &ws, &b, hid1, &obs, &err), 0);
     for (int k = 0; k < SQ_LIN_KINDS; k++) /* no res: the layers do not widen */

@@ -277,8 +277,21 @@ START_TEST(namespaced_and_escaped_mounts)
     ck_assert_int_eq(quota_of(mi, "0::/docker/abc\n"), 2);
     put(T, "cg 2/sub/cpu.max", "100000 100000\n");
     ck_assert_int_eq(quota_of(mi, "0::/docker/abc/sub\n"), 1);
-    /* a cgroup outside the mounted subtree: the mount point is the nearest */
-    ck_assert_int_eq(quota_of(mi, "0::/elsewhere\n"), 2);
+    /* a cgroup outside the mounted subtree (a sibling's bind mount): not
+     * this process's limit */
+    ck_assert_int_eq(quota_of(mi, "0::/elsewhere\n"), 0);
+    ck_assert_int_eq(quota_of(mi, "0::/docker/abcd\n"), 0);
+    /* a cgroup outside the namespace shows as /../x: never followed */
+    ck_assert_int_eq(quota_of(mi, "0::/../x\n"), 0);
+    ck_assert_int_eq(quota_of(mi, "0::/docker/abc/../abc\n"), 0);
+    /* two mounts of the hierarchy: the one whose root is the longest prefix */
+    char two[8192];
+    snprintf(two, sizeof two,
+             "30 22 0:26 / %s/all rw - cgroup2 cgroup2 rw\n"
+             "31 22 0:26 /docker/abc %s/cg\\0402 rw - cgroup2 cgroup2 rw\n",
+             T, T);
+    put(T, "all/docker/abc/sub/cpu.max", "300000 100000\n"); /* not the mount shown first */
+    ck_assert_int_eq(quota_of(two, "0::/docker/abc/sub\n"), 1);
     /* a namespace: /proc/self/cgroup says "/" and the mount root is "/" */
     snprintf(mi, sizeof mi, "30 22 0:26 / %s/cg\\0402 rw - cgroup2 cgroup2 rw\n", T);
     ck_assert_int_eq(quota_of(mi, "0::/\n"), 2);
@@ -314,6 +327,17 @@ START_TEST(hostile_trees)
     longpath[sizeof longpath - 2] = '\n';
     longpath[sizeof longpath - 1] = '\0';
     ck_assert_int_eq(quota_of(mi, longpath), 0);
+    /* FIFOs as mountinfo and membership files */
+    char mfifo[4096], cfifo[4096];
+    snprintf(mfifo, sizeof mfifo, "%s/mi.fifo", T);
+    snprintf(cfifo, sizeof cfifo, "%s/cg.fifo", T);
+    ck_assert_int_eq(mkfifo(mfifo, 0600), 0);
+    ck_assert_int_eq(mkfifo(cfifo, 0600), 0);
+    put(T, "cgroup", "0::/f\n");
+    char cgfile[4096];
+    snprintf(cgfile, sizeof cgfile, "%s/cgroup", T);
+    ck_assert_int_eq(sq_cpu_quota_from(mfifo, cgfile), 0);
+    ck_assert_int_eq(sq_cpu_quota_from(mfifo, cfifo), 0);
     /* missing files */
     ck_assert_int_eq(sq_cpu_quota_from("/nonexistent/mountinfo", "/nonexistent/cgroup"), 0);
     /* this process's own (whatever the machine has): a count, or 0 */

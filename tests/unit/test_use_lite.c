@@ -84,9 +84,6 @@ START_TEST(fp32_matches_tfjs)
     ck_assert_uint_eq(ZSTD_decompress(gold, raw, z, zlen), raw);
     free(z);
 
-    /* every parallel operation on both threads: the small fixture would
-     * otherwise run on one (threads.h) */
-    setenv("SQUINT_THREAD_MIN_NS", "0", 1);
     sq_threads_init(2);
     sq_embed_model m;
     sq_err err = {0};
