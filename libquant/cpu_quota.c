@@ -202,7 +202,8 @@ static bool has_dot_component(const char *p)
 {
     for (const char *c = p; (c = strchr(c, '/'));) {
         c++;
-        if (c[0] == '.' && (c[1] == '/' || c[1] == '\0' || (c[1] == '.' && (c[2] == '/' || c[2] == '\0'))))
+        const size_t dots = c[0] != '.' ? 0 : c[1] != '.' ? 1 : 2;
+        if (dots && (c[dots] == '/' || c[dots] == '\0'))
             return true;
     }
     return false;

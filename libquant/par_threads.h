@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 /* What one unit of work is, for sq_par_threads. Each kind has its cost per
- * unit in one table (threads.c), so a call site states what it does and how
+ * unit in one table (par_threads.c), so a call site states what it does and how
  * much, never a threshold of its own. */
 typedef enum {
     /* one multiply-add of a packed integer GEMM, by kernel (their rates
@@ -18,9 +18,9 @@ typedef enum {
     SQ_WORK_MAC_S8_AMX,
     SQ_WORK_MAC_S4,    /* int4 on a VNNI or AMX kernel: the nibble unpack bounds it */
     SQ_WORK_MAC_F32,   /* one f32 multiply-add of vector code (attention, f32 rows) */
-    SQ_WORK_ELEM,      /* one element of a vector pass: add, LayerNorm, quantize, epilogue, copy */
+    SQ_WORK_ELEM,      /* one element of a vector pass: add, LayerNorm, quantize, copy */
     SQ_WORK_ELEM_MATH, /* one element through exp / erf / tanh: GELU, softmax, SiLU */
-    SQ_WORK_SCALAR,    /* one step of scalar code: histograms, reference loops, per-row sorts */
+    SQ_WORK_SCALAR,    /* one step of scalar code: histograms, reference loops, sorts */
     SQ_WORK_KINDS
 } sq_work;
 

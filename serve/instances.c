@@ -194,7 +194,8 @@ int sq_serve_instances_run(const sq_serve_opts *o, int instances, int threads, s
         threads = n_cpus / instances;
     if (threads < 1 || (long)instances * threads > n_cpus)
         return sq_err_set(err, "--instances %d x --threads %d need %ld cores; this process may "
-                               "use %d (its affinity mask: taskset, cpusets; and its cgroup CPU quota)",
+                               "use %d (its affinity mask: taskset, cpusets; at most its "
+                               "cgroup CPU quota)",
                           instances, threads < 1 ? 1 : threads,
                           (long)instances * (threads < 1 ? 1 : threads), n_cpus);
     supervisor sv = {.o = o, .n = instances, .threads = threads, .cpus = cpus, .sig_fd = -1};
@@ -211,7 +212,8 @@ int sq_serve_instances_run(const sq_serve_opts *o, int instances, int threads, s
     for (int i = 0; i < instances; i++) {
         sv.w[i].ready_rd = -1;
         static int pin[SQ_CPUS_MAX]; /* what the worker will pin to */
-        const int n_pin = sq_cpus_for_instance(cpus + (size_t)i * threads, threads, pin, SQ_CPUS_MAX);
+        const int n_pin =
+            sq_cpus_for_instance(cpus + (size_t)i * threads, threads, pin, SQ_CPUS_MAX);
         sq_cpus_format(pin, n_pin, sv.w[i].cpus, sizeof sv.w[i].cpus);
     }
     sigset_t mask;
