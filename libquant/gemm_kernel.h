@@ -136,7 +136,7 @@ typedef struct sq_gemm_grid {
 } sq_gemm_grid;
 sq_gemm_grid sq_gemm_grid_of(int M, const sq_qweight *W, int nr_max, int np_max);
 sq_gemm_tile sq_gemm_grid_tile(const sq_gemm_grid *g, long t);
-/* The threads an M-row GEMM over W in `tiles` tiles is worth (threads.h),
+/* The threads an M-row GEMM over W in `tiles` tiles is worth (par_threads.h),
  * work the kind of the kernel's multiply-adds. */
 int sq_gemm_threads(int M, const sq_qweight *W, long tiles, sq_work work);
 /* Around one tile's micro-kernel: begin prefetches its output lines (y

@@ -17,7 +17,7 @@ void sq_gemm_quantize_acts(const float *x, int rows, int k, size_t ldx, const fl
 }
 
 /* Rows go in chunks of CHUNK, the chunks shared among the threads the
- * work is worth (threads.h). Rows are independent, so the codes do not
+ * work is worth (par_threads.h). Rows are independent, so the codes do not
  * depend on the thread count. */
 enum { CHUNK = 64 };
 

@@ -51,8 +51,11 @@ need=()
 command -v clang >/dev/null || need+=(clang)
 ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 \
     || need+=(libclang-rt-14-dev)
-command -v clang >/dev/null && ! echo 'int main(void){return 0;}' \
-    | clang -fopenmp -x c - -o /dev/null 2>/dev/null && need+=(libomp-dev)
+# clang's OpenMP needs libomp-dev (omp.h and the runtime): checked with a
+# program that includes omp.h, and needed at once on a machine without clang
+# (a fresh one: meson then found OpenMP but no omp.h and gave up)
+if ! command -v clang >/dev/null || ! printf '#include <omp.h>\nint main(void){return omp_get_max_threads() < 1;}\n' \
+    | clang -fopenmp -x c - -o /dev/null 2>/dev/null; then need+=(libomp-dev); fi
 if [ ${#need[@]} -gt 0 ]; then
     echo "run-fuzzers: installing ${need[*]}"
     SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
