@@ -9,17 +9,18 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Single-thread nanoseconds per unit of each kind of work: rounded figures
- * from one core's rates (README "Benchmarks": int8 GEMM GOP/s per ISA on
- * Zen 4 and on a Sapphire Rapids-class Xeon, two ops per multiply-add:
- * AVX2 41-50, AVX-VNNI 93-134, AVX512-VNNI 326-600, AMX 628-2,300; int4
- * 93-116), leaning slow. Only their order of magnitude matters. */
+/* Single-thread nanoseconds per unit of each kind of work, leaning slow;
+ * only their order of magnitude matters. The integer GEMMs' from
+ * `kernel_bench --threads 1 --m 16,128 --model small` on a Sapphire
+ * Rapids-class Xeon, 2026-12-06 (GOP/s, two ops per multiply-add): int8
+ * AVX2 ~110, AVX-VNNI 175-215, AVX512-VNNI 325-430, AMX 410-1,200; int4
+ * 155-520 on the VNNI and AMX kernels. */
 static const double ns_per_unit[SQ_WORK_KINDS] = {
-    [SQ_WORK_MAC_S8_AVX2] = 0.045,
-    [SQ_WORK_MAC_S8_AVXVNNI] = 0.018,
+    [SQ_WORK_MAC_S8_AVX2] = 0.02,
+    [SQ_WORK_MAC_S8_AVXVNNI] = 0.011,
     [SQ_WORK_MAC_S8_AVX512VNNI] = 0.005,
-    [SQ_WORK_MAC_S8_AMX] = 0.002,
-    [SQ_WORK_MAC_S4] = 0.02,
+    [SQ_WORK_MAC_S8_AMX] = 0.003,
+    [SQ_WORK_MAC_S4] = 0.01,
     [SQ_WORK_MAC_F32] = 0.03,
     [SQ_WORK_ELEM] = 0.25,
     [SQ_WORK_ELEM_MATH] = 1.0,
@@ -97,30 +98,56 @@ static bool contended(void)
     return st.busy;
 }
 
-double sq_thread_min_ns(void)
+static double now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+/* The calling thread's last team: when it started (0: none yet) and its
+ * estimated time per thread. Per calling thread: each has its own OpenMP
+ * team (serve workers, library callers). */
+static __thread double team_start_ns, team_est_ns;
+
+static double min_ns_at(double now)
 {
     const double fixed = thread_min_ns();
     if (fixed != SQ_THREAD_MIN_NS)
         return fixed; /* SQUINT_THREAD_MIN_NS: as set, whatever the load */
-    return contended() ? SQ_THREAD_MIN_NS_BUSY : SQ_THREAD_MIN_NS;
+    if (contended())
+        return SQ_THREAD_MIN_NS_BUSY;
+    /* the workers spin SQ_WORKERS_HOT_NS after the team ends, which may be
+     * up to twice its estimate after it began */
+    const bool hot =
+        team_start_ns > 0 && now - team_start_ns < 2.0 * team_est_ns + SQ_WORKERS_HOT_NS;
+    return hot ? SQ_THREAD_MIN_NS : SQ_THREAD_MIN_NS_COLD;
+}
+
+double sq_thread_min_ns(void)
+{
+    return min_ns_at(now_ns());
 }
 
 int sq_par_threads_ns(double ns, int64_t tasks)
 {
     if (tasks <= 1 || !(ns > 0))
         return 1;
-    const double min_ns = sq_thread_min_ns();
-    if (min_ns <= 0) {
-        int n = omp_get_max_threads();
-        return (int64_t)n > tasks ? (int)tasks : n;
-    }
-    const double worth = ns / min_ns;
-    if (!(worth >= 2.0))
-        return 1;
+    const double now = now_ns();
+    const double min_ns = min_ns_at(now);
     int n = omp_get_max_threads();
-    if ((double)n > worth)
-        n = (int)worth;
+    if (min_ns > 0) {
+        const double worth = ns / min_ns;
+        if (!(worth >= 2.0))
+            return 1;
+        if ((double)n > worth)
+            n = (int)worth;
+    }
     if ((int64_t)n > tasks)
         n = (int)tasks;
+    if (n > 1) { /* the caller runs this team now: its workers spin after it */
+        team_start_ns = now;
+        team_est_ns = ns / n;
+    }
     return n < 1 ? 1 : n;
 }

@@ -25,7 +25,7 @@ typedef enum {
 } sq_work;
 
 /* The threads one parallel operation uses: as many as give each of them at
- * least SQ_THREAD_MIN_NS of estimated work, at most `tasks` (the loop's
+ * least the minimum in force (sq_thread_min_ns) of estimated work, at most `tasks` (the loop's
  * independent pieces) and the calling thread's OpenMP limit
  * (omp_get_max_threads: --threads, a serve worker's count), at least 1.
  * For the loop's num_threads clause. */
@@ -39,11 +39,21 @@ double sq_work_ns(sq_work kind, double units);
  * pre-tokenization, vocabulary lookups): tokenizing is SQ_WORK_SCALAR work. */
 #define SQ_TOKENIZE_STEPS_PER_BYTE 20.0
 
-/* The estimated single-thread time below which a thread is not worth
- * adding: the fork and join of a parallel region cost ~1-3 us on an idle
- * machine with spinning workers, ~20-50 us when they must be woken, and a
- * whole scheduler slice when a worker has been preempted on a busy one. */
-#define SQ_THREAD_MIN_NS 40000.0
+/* The estimated work per thread below which a thread is not worth adding.
+ * Measured on the Xeon (2 vCPUs, a VM): a fork and join costs ~5 us while
+ * the team's workers still spin (SQ_SPIN_COUNT: ~0.1 ms after their last
+ * team) and 50-150 us once they sleep (a futex wake across vCPUs, longer
+ * the longer they slept). So the bar is 10 us per thread while the workers
+ * are taken to spin (the calling thread's last team began less than twice
+ * its estimate plus SQ_WORKERS_HOT_NS ago) and 200 us when they sleep: a
+ * split then pays the wake once, and the operations after it find them
+ * spinning. Tuned on bge-small 1 x 128 latency (10.9 ms, the build before
+ * 10.9-11.2; every op split: 10.0) and USE Lite batch-1 embedding with the
+ * AMX and AVX2 kernels (as fast as 1 thread; a 10-40 us flat bar: 1.1-1.7x
+ * slower). */
+#define SQ_THREAD_MIN_NS 10000.0
+#define SQ_THREAD_MIN_NS_COLD 200000.0
+#define SQ_WORKERS_HOT_NS 150000.0
 /* On a busy machine (the calling thread waited for a CPU more than
  * SQ_CONTENTION_SHARE of its last SQ_CONTENTION_WINDOW_S), a thread is worth
  * adding only for a scheduler slice of work: the join waits for a preempted
@@ -54,7 +64,8 @@ double sq_work_ns(sq_work kind, double units);
 /* SQUINT_THREAD_MIN_NS=<ns> in the environment replaces both (0: every
  * parallel operation uses every thread; the tests' determinism checks). */
 
-/* The minimum in force for the calling thread now. */
+/* The minimum in force for the calling thread now: SQUINT_THREAD_MIN_NS if
+ * set, else the busy bar, else the hot or the cold one. */
 double sq_thread_min_ns(void);
 
 #endif

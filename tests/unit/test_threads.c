@@ -30,9 +30,11 @@ START_TEST(small_work_runs_on_one_thread)
     omp_set_num_threads(4);
     /* one short query through a bge-small linear: 10 tokens x 384 x 384 */
     ck_assert_int_eq(sq_par_threads(SQ_WORK_MAC_S8_AVX2, 10.0 * 384 * 384, 1000), 1);
-    /* a USE Lite FFN linear of a 12-token text, 512 x 2048, on AMX and VNNI */
-    ck_assert_int_eq(sq_par_threads(SQ_WORK_MAC_S8_AMX, 12.0 * 2048 * 512, 1000), 1);
-    ck_assert_int_eq(sq_par_threads(SQ_WORK_MAC_S8_AVX512VNNI, 12.0 * 2048 * 512, 1000), 1);
+    /* a USE Lite FFN linear of a 12-token text, 512 x 1536, on AMX, VNNI and
+     * AVX2, workers asleep (no team yet in this process) */
+    ck_assert_int_eq(sq_par_threads(SQ_WORK_MAC_S8_AMX, 12.0 * 1536 * 512, 1000), 1);
+    ck_assert_int_eq(sq_par_threads(SQ_WORK_MAC_S8_AVX512VNNI, 12.0 * 1536 * 512, 1000), 1);
+    ck_assert_int_eq(sq_par_threads(SQ_WORK_MAC_S8_AVX2, 12.0 * 1536 * 512, 1000), 1);
     /* a stories260K decode step's widest linear: 1 x 64 x 172 */
     ck_assert_int_eq(sq_par_threads(SQ_WORK_MAC_S8_AVX2, 64.0 * 172, 100), 1);
     /* its attention over 256 positions, 8 heads of 8 */
@@ -58,6 +60,27 @@ START_TEST(big_work_uses_every_thread)
     ck_assert_int_eq(sq_par_threads(SQ_WORK_MAC_S8_AVX2, 8192.0 * 1152 * 384, 4096), 2);
     omp_set_num_threads(1);
     ck_assert_int_eq(sq_par_threads(SQ_WORK_MAC_S8_AVX2, 8192.0 * 1152 * 384, 4096), 1);
+}
+END_TEST
+
+START_TEST(spinning_workers_lower_the_bar)
+{
+    omp_set_num_threads(4);
+    if (sq_thread_min_ns() == SQ_THREAD_MIN_NS_BUSY) {
+        printf("SKIPPED: this machine is busy now (the busy bar is in force)\n");
+        return;
+    }
+    /* no team yet: 100 us of work does not pay a wake */
+    ck_assert_int_eq(sq_par_threads_ns(100e3, 100), 1);
+    /* a team of 4 for 10 ms of work: its workers spin after it */
+    ck_assert_int_eq(sq_par_threads_ns(10e6, 100), 4);
+    ck_assert(sq_thread_min_ns() == SQ_THREAD_MIN_NS);
+    ck_assert_int_eq(sq_par_threads_ns(100e3, 100), 4);
+    ck_assert_int_eq(sq_par_threads_ns(15e3, 100), 1); /* below 2 x 10 us */
+    /* long after it (twice its 2.5 ms per thread, plus the spin): asleep */
+    usleep(20000);
+    ck_assert(sq_thread_min_ns() == SQ_THREAD_MIN_NS_COLD);
+    ck_assert_int_eq(sq_par_threads_ns(100e3, 100), 1);
 }
 END_TEST
 
@@ -371,6 +394,7 @@ int main(void)
     tcase_add_test(tc, small_work_runs_on_one_thread);
     tcase_add_test(tc, big_work_uses_every_thread);
     tcase_add_test(tc, a_busy_cpu_raises_the_bar);
+    tcase_add_test(tc, spinning_workers_lower_the_bar);
     tcase_add_test(tc, threads_grow_with_work_and_stop_at_tasks);
     tcase_add_test(tc, bad_estimates_give_one_thread);
     tcase_add_test(tc, cpu_max_texts);
