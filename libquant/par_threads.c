@@ -37,16 +37,16 @@ int sq_par_threads(sq_work kind, double units, int64_t tasks)
     return sq_par_threads_ns(sq_work_ns(kind, units), tasks);
 }
 
-/* SQ_THREAD_MIN_NS, or SQUINT_THREAD_MIN_NS when it is a number >= 0: the
- * tests set 0 so that their small fixtures still take every parallel path
- * at --threads 2 and compare the bits with 1 thread. */
+/* SQUINT_THREAD_MIN_NS when it is a number >= 0 (the tests set 0 so that
+ * their small fixtures still take every parallel path at --threads 2 and
+ * compare the bits with 1 thread), else -1: the bars below. */
 static double thread_min_ns(void)
 {
-    static double cached = -1.0;
+    static double cached = -2.0; /* -2: not read yet */
     double v;
     __atomic_load(&cached, &v, __ATOMIC_RELAXED);
-    if (v < 0) {
-        v = SQ_THREAD_MIN_NS;
+    if (v < -1.5) {
+        v = -1.0;
         const char *env = getenv("SQUINT_THREAD_MIN_NS");
         if (env && *env) {
             char *end;
@@ -113,14 +113,17 @@ static __thread double team_start_ns, team_est_ns;
 static double min_ns_at(double now)
 {
     const double fixed = thread_min_ns();
-    if (fixed != SQ_THREAD_MIN_NS)
-        return fixed; /* SQUINT_THREAD_MIN_NS: as set, whatever the load */
+    if (fixed >= 0)
+        return fixed; /* SQUINT_THREAD_MIN_NS: as set, whatever the state */
     if (contended())
         return SQ_THREAD_MIN_NS_BUSY;
     /* the workers spin SQ_WORKERS_HOT_NS after the team ends, which may be
-     * up to twice its estimate after it began */
-    const bool hot =
-        team_start_ns > 0 && now - team_start_ns < 2.0 * team_est_ns + SQ_WORKERS_HOT_NS;
+     * up to twice its estimate after it began; at most SQ_TEAM_END_MAX_NS
+     * after, so an estimate far too high does not keep calling sleeping
+     * workers hot */
+    const double end =
+        team_est_ns < SQ_TEAM_END_MAX_NS / 2 ? 2.0 * team_est_ns : SQ_TEAM_END_MAX_NS;
+    const bool hot = team_start_ns > 0 && now - team_start_ns < end + SQ_WORKERS_HOT_NS;
     return hot ? SQ_THREAD_MIN_NS : SQ_THREAD_MIN_NS_COLD;
 }
 

@@ -54,6 +54,7 @@ double sq_work_ns(sq_work kind, double units);
 #define SQ_THREAD_MIN_NS 10000.0
 #define SQ_THREAD_MIN_NS_COLD 200000.0
 #define SQ_WORKERS_HOT_NS 150000.0
+#define SQ_TEAM_END_MAX_NS 1e6
 /* On a busy machine (the calling thread waited for a CPU more than
  * SQ_CONTENTION_SHARE of its last SQ_CONTENTION_WINDOW_S), a thread is worth
  * adding only for a scheduler slice of work: the join waits for a preempted
@@ -61,7 +62,7 @@ double sq_work_ns(sq_work kind, double units);
 #define SQ_THREAD_MIN_NS_BUSY 4e6
 #define SQ_CONTENTION_SHARE 0.1
 #define SQ_CONTENTION_WINDOW_S 0.1
-/* SQUINT_THREAD_MIN_NS=<ns> in the environment replaces both (0: every
+/* SQUINT_THREAD_MIN_NS=<ns> in the environment replaces every bar (0: every
  * parallel operation uses every thread; the tests' determinism checks). */
 
 /* The minimum in force for the calling thread now: SQUINT_THREAD_MIN_NS if
