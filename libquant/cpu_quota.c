@@ -5,16 +5,15 @@
 #include "cpu_quota.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "threads.h"
 
 /* Whole CPUs for quota/period, rounded up and capped at SQ_THREADS_MAX;
@@ -82,17 +81,35 @@ int sq_cpu_quota_v1_text(const char *quota_us, const char *period_us)
     return cpus_of(quota, period);
 }
 
+/* A descriptor on path when it is a regular file (sq_open_regular: a FIFO
+ * planted in a test tree must not block), else -1. */
+static int open_regular(const char *path)
+{
+    uint64_t size;
+    sq_err err = {0};
+    return sq_open_regular(path, &size, &err);
+}
+
+/* A stream on it, or NULL. */
+static FILE *stream_regular(const char *path)
+{
+    int fd = open_regular(path);
+    FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+    if (!f && fd >= 0)
+        close(fd);
+    return f;
+}
+
 /* A small control file into buf; false when it is missing, not a regular
  * file (a FIFO planted in a test tree must not block), or longer than buf. */
 static bool read_small(const char *path, char *buf, size_t cap)
 {
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    int fd = open_regular(path);
     if (fd < 0)
         return false;
-    struct stat st;
-    bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+    bool ok = true;
     size_t n = 0;
-    while (ok && n + 1 < cap) {
+    while (n + 1 < cap) {
         ssize_t r = read(fd, buf + n, cap - 1 - n);
         if (r < 0 && errno == EINTR)
             continue;
@@ -182,20 +199,6 @@ static bool list_has(const char *list, const char *name)
     return false;
 }
 
-/* A stream on path when it is a regular file (a FIFO planted where
- * /proc/self/mountinfo is expected in a test tree must not block). */
-static FILE *open_regular(const char *path)
-{
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0)
-        return NULL;
-    struct stat st;
-    FILE *f = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? fdopen(fd, "r") : NULL;
-    if (!f)
-        close(fd);
-    return f;
-}
-
 /* Whether an absolute cgroup path has a "." or ".." component (a cgroup
  * outside this namespace shows as /../x): never followed. */
 static bool has_dot_component(const char *p)
@@ -218,7 +221,7 @@ typedef struct {
 static void read_membership(const char *path, membership *m)
 {
     memset(m, 0, sizeof *m);
-    FILE *f = open_regular(path);
+    FILE *f = stream_regular(path);
     if (!f)
         return;
     char *line = NULL;
@@ -308,7 +311,7 @@ int sq_cpu_quota_from(const char *mountinfo_path, const char *cgroup_path)
     membership *m = &c->m;
     best_mount *b2 = &c->b2, *b1 = &c->b1;
     read_membership(cgroup_path, m);
-    FILE *f = m->has_v2 || m->has_v1 ? open_regular(mountinfo_path) : NULL;
+    FILE *f = m->has_v2 || m->has_v1 ? stream_regular(mountinfo_path) : NULL;
     if (!f) {
         free(c);
         return 0;
