@@ -2,11 +2,9 @@
 
 #include <cblas.h>
 #include <omp.h>
-#include <sched.h>
 #include <stdlib.h>
-#include <unistd.h>
 
-#include "cpu_quota.h"
+#include "cpu_sets.h"
 
 static int g_threads = 1;
 
@@ -25,18 +23,9 @@ int sq_threads_default(void)
         if (end != env && (*end == '\0' || *end == ',') && v > 0)
             return v > SQ_THREADS_MAX ? SQ_THREADS_MAX : (int)v;
     }
-    int n = 0;
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0)
-        n = CPU_COUNT(&set);
-    if (n <= 0) {
-        long c = sysconf(_SC_NPROCESSORS_ONLN);
-        n = c > 0 ? (int)c : 1;
-    }
-    int quota = sq_cpu_quota();
-    if (quota > 0 && quota < n)
-        n = quota;
-    return n > SQ_THREADS_MAX ? SQ_THREADS_MAX : n;
+    _Static_assert(SQ_CPUS_MAX == SQ_THREADS_MAX, "the usable count is the thread cap");
+    int cpus[SQ_CPUS_MAX];
+    return sq_cpus_usable(cpus, SQ_CPUS_MAX);
 }
 
 int sq_threads_init(int n)
