@@ -59,6 +59,13 @@ static double thread_min_ns(void)
     return v;
 }
 
+static double now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
 /* Whether the calling thread has lately waited for a CPU while runnable:
  * its run-queue delay over its run + delay time in the last window of at
  * least SQ_CONTENTION_WINDOW_S (/proc/thread-self/schedstat: run ns, delay
@@ -66,7 +73,7 @@ static double thread_min_ns(void)
  * team's other threads are preempted too, and every join waits for the
  * last of them a scheduler slice at a time. Per thread (serve workers,
  * library callers each have their own); false where the file is missing. */
-static bool contended(void)
+static bool contended(double t_ns)
 {
     static __thread struct {
         double t;
@@ -75,9 +82,7 @@ static bool contended(void)
     } st;
     if (st.dead)
         return false;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    const double now = (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+    const double now = t_ns * 1e-9;
     if (st.t > 0 && now - st.t < SQ_CONTENTION_WINDOW_S)
         return st.busy;
     char buf[128];
@@ -98,13 +103,6 @@ static bool contended(void)
     return st.busy;
 }
 
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
 /* The calling thread's last team: when it started (0: none yet) and its
  * estimated time per thread. Per calling thread: each has its own OpenMP
  * team (serve workers, library callers). */
@@ -115,7 +113,7 @@ static double min_ns_at(double now)
     const double fixed = thread_min_ns();
     if (fixed >= 0)
         return fixed; /* SQUINT_THREAD_MIN_NS: as set, whatever the state */
-    if (contended())
+    if (contended(now))
         return SQ_THREAD_MIN_NS_BUSY;
     /* the workers spin SQ_WORKERS_HOT_NS after the team ends, which may be
      * up to twice its estimate after it began; at most SQ_TEAM_END_MAX_NS
