@@ -6,7 +6,6 @@
  * a cgroup namespace, escaped mount points, a FIFO where a control file
  * should be). The real cgroup is tested end to end in cli-threads. */
 #include <check.h>
-#include <errno.h>
 #include <math.h>
 #include <omp.h>
 #include <pthread.h>
@@ -210,18 +209,7 @@ END_TEST
 
 static void put(const char *dir, const char *rel, const char *text)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, rel);
-    /* make the parents */
-    for (char *p = path + strlen(dir) + 1; (p = strchr(p, '/')); p++) {
-        *p = '\0';
-        mkdir(path, 0755);
-        *p = '/';
-    }
-    FILE *f = fopen(path, "w");
-    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
-    fputs(text, f);
-    fclose(f);
+    free(tu_write_str(dir, rel, text));
 }
 
 static char *T; /* the test's tree, removed after each test */

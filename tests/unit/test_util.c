@@ -35,8 +35,8 @@ char *tu_write(const char *dir, const char *name, const void *data, size_t len)
     size_t n = strlen(dir) + strlen(name) + 2;
     char *p = malloc(n);
     snprintf(p, n, "%s/%s", dir, name);
-    char *slash = strrchr(p, '/');
-    if (slash && slash > p + strlen(dir)) {
+    /* every missing folder of name ("a/b/c.json": a and a/b) */
+    for (char *slash = p + strlen(dir) + 1; (slash = strchr(slash, '/')); slash++) {
         *slash = '\0';
         mkdir(p, 0755);
         *slash = '/';

@@ -9,7 +9,8 @@
 /* A fresh temp directory (removed by tu_rmtree). */
 char *tu_mkdtemp(void);
 void tu_rmtree(const char *dir);
-/* Write bytes to dir/name; returns the malloc'd full path. */
+/* Write bytes to dir/name, making name's folders; returns the malloc'd
+ * full path. */
 char *tu_write(const char *dir, const char *name, const void *data, size_t len);
 char *tu_write_str(const char *dir, const char *name, const char *s);
 int tu_count_files(const char *dir);
