@@ -139,14 +139,9 @@ static void worker(const sq_inst_plan *p, int idx, int to_parent, int from_paren
     bench_batch bb = {0};
     sq_workspace ws = {0};
     float *hid = NULL;
-    static int mine[SQ_CPUS_MAX];
-    const int n_mine = sq_cpus_for_instance(p->cpus + (size_t)idx * p->threads, p->threads, mine,
-                                            SQ_CPUS_MAX);
-    if (sq_cpus_pin(mine, n_mine, &err) != 0)
+    if (sq_cpus_pin_instance(p->cpus + (size_t)idx * p->threads, p->threads, &err) != 0)
         goto fail;
     sq_threads_init(p->threads);
-    if (sq_cpus_check_omp(mine, n_mine, p->threads, &err) != 0)
-        goto fail;
     if (sq_embed_model_open(p->model_path, &m, &err) != 0)
         goto fail;
     const sq_bert_config *cfg = &m.enc.cfg;

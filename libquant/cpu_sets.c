@@ -53,6 +53,15 @@ int sq_cpus_for_instance(const int *planned, int threads, int *out, int cap)
     return n;
 }
 
+int sq_cpus_pin_instance(const int *planned, int threads, sq_err *err)
+{
+    int mine[SQ_CPUS_MAX];
+    const int n = sq_cpus_for_instance(planned, threads, mine, SQ_CPUS_MAX);
+    if (sq_cpus_pin(mine, n, err) != 0)
+        return -1;
+    return sq_cpus_check_omp(mine, n, threads, err);
+}
+
 int sq_cpus_pin(const int *cpus, int n, sq_err *err)
 {
     cpu_set_t set;

@@ -25,6 +25,12 @@ int sq_cpus_usable(int *cpus, int cap);
  * crowd every such process on the host onto the same CPUs. */
 int sq_cpus_for_instance(const int *planned, int threads, int *out, int cap);
 
+/* In a fresh worker process of a plan: pin to instance's CPUs
+ * (sq_cpus_for_instance of its planned `threads` CPUs) and check that an
+ * OpenMP team of `threads` stays inside them (sq_cpus_check_omp). -1 with
+ * err. */
+int sq_cpus_pin_instance(const int *planned, int threads, sq_err *err);
+
 /* Pin the calling thread (in a fresh worker process: the process, and the
  * OpenMP threads it creates afterwards, which inherit the mask) to the n
  * CPUs listed. -1 with err when the kernel refuses. */

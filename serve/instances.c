@@ -67,14 +67,10 @@ static void worker_main(supervisor *sv, int i, int ready_wr, pid_t parent)
                           .cpus = sv->w[i].cpus};
     sq_serve_opts o = *sv->o;
     o.worker = &me;
-    static int mine[SQ_CPUS_MAX];
-    const int n_mine = sq_cpus_for_instance(sv->cpus + (size_t)i * sv->threads, sv->threads,
-                                            mine, SQ_CPUS_MAX);
     int rc = -1;
-    if (sq_cpus_pin(mine, n_mine, &err) == 0) {
+    if (sq_cpus_pin_instance(sv->cpus + (size_t)i * sv->threads, sv->threads, &err) == 0) {
         o.threads = sq_threads_init(sv->threads);
-        if (sq_cpus_check_omp(mine, n_mine, sv->threads, &err) == 0)
-            rc = sq_serve_run(&o, &err);
+        rc = sq_serve_run(&o, &err);
     }
     if (rc != 0 && me.ready_fd >= 0) { /* the parent reports it */
         char buf[sizeof err.msg + 1];
