@@ -12,11 +12,11 @@
  * So the program defines getenv: the dynamic linker binds libgomp's getenv
  * to this one (an executable's definitions come first in symbol lookup),
  * which answers GOMP_SPINCOUNT with SQ_SPIN_COUNT when the environment sets
- * neither it nor OMP_WAIT_POLICY; the user's own settings always win.
+ * neither it nor any OMP_WAIT_POLICY*; the user's own settings always win.
  * Every other name reads the environment as libc's getenv does. libc's
  * internal lookups do not come here (they use hidden aliases), nor do child
  * processes see the value. Only the squint executable links this file; the
- * Python binding sets the variable before it loads libsquint, and programs
+ * Python binding sets the variable only while it loads libsquint, and programs
  * linking libsquint choose their own (README "Threads"). */
 #include <stdlib.h>
 #include <string.h>
