@@ -17,7 +17,7 @@
  * internal lookups do not come here (they use hidden aliases), nor do child
  * processes see the value. Only the squint executable links this file; the
  * Python binding sets the variable only while it loads libsquint, and programs
- * linking libsquint choose their own (README "Threads"). */
+ * linking libsquint choose their own (docs/threads.md). */
 #include <stdlib.h>
 #include <string.h>
 

@@ -11,7 +11,7 @@
  * much, never a threshold of its own. */
 typedef enum {
     /* one multiply-add of a packed integer GEMM, by kernel (their rates
-     * differ tenfold: README "Benchmarks", GEMM GOP/s per ISA) */
+     * differ tenfold: kernel_bench GOP/s per ISA, par_threads.c) */
     SQ_WORK_MAC_S8_AVX2,
     SQ_WORK_MAC_S8_AVXVNNI,
     SQ_WORK_MAC_S8_AVX512VNNI,
