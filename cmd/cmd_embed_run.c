@@ -209,6 +209,10 @@ static void print_summary(FILE *fp, const sq_eval_input *in, const sq_eval_model
             fprintf(fp, "%-10s model %.4f  reference %.4f  drop %+.2f points\n",
                     task_label(t->name), t->model, t->reference,
                     100.0 * (t->reference - t->model));
+        else if (t->drop_se > 0)
+            fprintf(fp, "%-10s model %.4f  reference %.4f  drop %+.4f (paired s.e. %.4f)\n",
+                    task_label(t->name), t->model, t->reference, t->reference - t->model,
+                    t->drop_se);
         else
             fprintf(fp, "%-10s model %.4f  reference %.4f  drop %+.4f\n", task_label(t->name),
                     t->model, t->reference, t->reference - t->model);
@@ -452,7 +456,8 @@ static int run_pairs(run_args *a, sq_recipe *rec, const sq_eval_input *in, doubl
         return cli_fail(CMD, &err);
     }
     sq_eval_metrics mt = {.pairs = true, .score_spearman = r.score_spearman, .n_task = 1};
-    mt.task[0] = (sq_eval_task_metric){r.task_metric, r.task_model, r.task_reference};
+    mt.task[0] = (sq_eval_task_metric){.name = r.task_metric, .model = r.task_model,
+                                         .reference = r.task_reference};
     sq_eval_gate gr[SQ_GATE_COUNT];
     int ng = sq_eval_gates(&rec->gates, in, &mt, gr);
     bool pass = sq_eval_gates_pass(gr, ng);

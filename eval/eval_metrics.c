@@ -405,7 +405,7 @@ double sq_recall_at_k(const int64_t *ranked, int64_t n_ranked, const sq_qrels_vi
 
 int sq_retrieval_eval(const float *Q, int64_t nq, const float *D, int64_t nd, int dim,
                       const int64_t *qrel_off, const int64_t *qrel_doc, const double *qrel_grade,
-                      double *ndcg10, double *recall100)
+                      double *ndcg10, double *recall100, double *per_query_ndcg10)
 {
     *ndcg10 = *recall100 = NAN;
     if (nq < 1 || nd < 1)
@@ -433,6 +433,8 @@ int sq_retrieval_eval(const float *Q, int64_t nq, const float *D, int64_t nd, in
                     nv = sq_ndcg_at_k(top, nt, &v, 10);
                     rv = sq_recall_at_k(top, nt, &v, 100);
                 }
+                if (per_query_ndcg10)
+                    per_query_ndcg10[q] = nv;
                 /* Summed in query order: the same total at any thread count. */
 #pragma omp ordered
                 {
@@ -451,6 +453,22 @@ int sq_retrieval_eval(const float *Q, int64_t nq, const float *D, int64_t nd, in
     *ndcg10 = sn / (double)nq;
     *recall100 = sr / (double)nq;
     return 0;
+}
+
+double sq_paired_se(const double *a, const double *b, int64_t n)
+{
+    if (n < 2)
+        return NAN;
+    double mean = 0;
+    for (int64_t i = 0; i < n; i++)
+        mean += a[i] - b[i];
+    mean /= (double)n;
+    double ss = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = a[i] - b[i] - mean;
+        ss += d * d;
+    }
+    return sqrt(ss / (double)(n - 1) / (double)n);
 }
 
 /* ---- logistic regression ---- */

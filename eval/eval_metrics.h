@@ -89,11 +89,17 @@ double sq_recall_at_k(const int64_t *ranked, int64_t n_ranked, const sq_qrels_vi
 /* Retrieval by cosine: for each of nq queries Q [nq][dim], rank the nd
  * documents D [nd][dim] (ties: lower index first), and average nDCG@10 and
  * recall@100 over the queries. Query q's judgements are qrel_doc/qrel_grade
- * [qrel_off[q] .. qrel_off[q+1]). Returns 0, or -1 when nq < 1 or out of
- * memory. */
+ * [qrel_off[q] .. qrel_off[q+1]). per_query_ndcg10 (NULL or nq values)
+ * receives each query's nDCG@10, for paired comparisons. Returns 0, or -1
+ * when nq < 1 or out of memory. */
 int sq_retrieval_eval(const float *Q, int64_t nq, const float *D, int64_t nd, int dim,
                       const int64_t *qrel_off, const int64_t *qrel_doc, const double *qrel_grade,
-                      double *ndcg10, double *recall100);
+                      double *ndcg10, double *recall100, double *per_query_ndcg10);
+
+/* Standard error of the mean of the paired differences a[i] - b[i] (sample
+ * deviation / sqrt(n)): how far a change in a per-query metric's mean is from
+ * noise. NaN when n < 2. */
+double sq_paired_se(const double *a, const double *b, int64_t n);
 
 /* L2-regularized binary logistic regression, trained by Newton's method on
  * features standardized with the training rows' mean and deviation:

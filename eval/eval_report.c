@@ -88,11 +88,14 @@ json_t *sq_eval_report_json(const sq_eval_report_info *info, const sq_eval_input
     }
     if (mt->n_task) {
         json_t *t = json_object();
-        for (int i = 0; i < mt->n_task; i++)
-            json_object_set_new(t, mt->task[i].name,
-                                json_pack("{s:o, s:o, s:o}", "model", jnum(mt->task[i].model),
-                                          "reference", jnum(mt->task[i].reference), "drop",
-                                          jnum(mt->task[i].reference - mt->task[i].model)));
+        for (int i = 0; i < mt->n_task; i++) {
+            json_t *m = json_pack("{s:o, s:o, s:o}", "model", jnum(mt->task[i].model),
+                                  "reference", jnum(mt->task[i].reference), "drop",
+                                  jnum(mt->task[i].reference - mt->task[i].model));
+            if (m && mt->task[i].drop_se > 0)
+                json_object_set_new(m, "drop_se", jnum(mt->task[i].drop_se));
+            json_object_set_new(t, mt->task[i].name, m);
+        }
         json_object_set_new(metrics, sq_eval_task_name(in->task), t);
     }
     json_t *gates = gates_json(gr, ng);

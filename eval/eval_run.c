@@ -154,11 +154,31 @@ static double stsb_spearman(const sq_embed_result *r, const sq_stsb *s)
     return v;
 }
 
-static void retrieval(const sq_embed_result *r, const sq_beir *b, double *ndcg, double *recall)
+static void retrieval(const sq_embed_result *r, const sq_beir *b, double *ndcg, double *recall,
+                      double *per_query)
 {
     const float *docs = r->emb + (size_t)b->n_queries * r->dim;
     sq_retrieval_eval(r->emb, b->n_queries, docs, b->n_docs, r->dim, b->qrel_off, b->qrel_doc,
-                      b->qrel_grade, ndcg, recall);
+                      b->qrel_grade, ndcg, recall, per_query);
+}
+
+/* nDCG@10 and recall@100 of both models, and the paired standard error of
+ * the nDCG@10 change over the queries: whether it is more than their noise. */
+static void scifact_metrics(const sq_embed_result *a, const sq_embed_result *b, const sq_beir *beir,
+                            sq_eval_metrics *out)
+{
+    out->task[0].name = "ndcg10";
+    out->task[1].name = "recall100";
+    out->n_task = 2;
+    int64_t nq = beir->n_queries;
+    double *qa = malloc((size_t)(nq > 0 ? nq : 1) * sizeof *qa);
+    double *qb = malloc((size_t)(nq > 0 ? nq : 1) * sizeof *qb);
+    retrieval(a, beir, &out->task[0].model, &out->task[1].model, qa);
+    retrieval(b, beir, &out->task[0].reference, &out->task[1].reference, qb);
+    if (qa && qb)
+        out->task[0].drop_se = sq_paired_se(qb, qa, nq);
+    free(qa);
+    free(qb);
 }
 
 void sq_eval_measure(const sq_eval_input *in, const sq_eval_model *m, const sq_eval_model *ref, int k,
@@ -171,22 +191,21 @@ void sq_eval_measure(const sq_eval_input *in, const sq_eval_model *m, const sq_e
     out->topk = sq_topk_overlap(a->emb, b->emb, a->n, a->dim, k, &out->topk_k);
     switch (in->task) {
     case SQ_TASK_STSB:
-        out->task[0] = (sq_eval_task_metric){"spearman", stsb_spearman(a, &in->stsb),
-                                     stsb_spearman(b, &in->stsb)};
+        out->task[0] = (sq_eval_task_metric){.name = "spearman",
+                                             .model = stsb_spearman(a, &in->stsb),
+                                             .reference = stsb_spearman(b, &in->stsb)};
         out->n_task = 1;
         break;
     case SQ_TASK_SCIFACT:
-        out->task[0].name = "ndcg10";
-        out->task[1].name = "recall100";
-        retrieval(a, &in->beir, &out->task[0].model, &out->task[1].model);
-        retrieval(b, &in->beir, &out->task[0].reference, &out->task[1].reference);
-        out->n_task = 2;
+        scifact_metrics(a, b, &in->beir, out);
         break;
     case SQ_TASK_SST2:
         out->task[0] = (sq_eval_task_metric){
-            "probe_accuracy",
-            sq_logreg_cv_accuracy(a->emb, in->sst2.label, a->n, a->dim, SQ_EVAL_SST2_FOLDS, NULL),
-            sq_logreg_cv_accuracy(b->emb, in->sst2.label, b->n, b->dim, SQ_EVAL_SST2_FOLDS, NULL)};
+            .name = "probe_accuracy",
+            .model = sq_logreg_cv_accuracy(a->emb, in->sst2.label, a->n, a->dim, SQ_EVAL_SST2_FOLDS,
+                                           NULL),
+            .reference = sq_logreg_cv_accuracy(b->emb, in->sst2.label, b->n, b->dim,
+                                               SQ_EVAL_SST2_FOLDS, NULL)};
         out->n_task = 1;
         break;
     default:

@@ -59,6 +59,7 @@ void sq_eval_model_free(sq_eval_model *m);
 typedef struct sq_eval_task_metric {
     const char *name; /* "spearman", "ndcg10", "recall100", "probe_accuracy" */
     double model, reference;
+    double drop_se; /* paired standard error of reference - model (per query); 0: not measured */
 } sq_eval_task_metric;
 
 typedef struct sq_eval_metrics {

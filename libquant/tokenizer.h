@@ -10,10 +10,11 @@
  * verbatim, leftmost then longest); on each remaining piece: clean text (drop
  * U+0000, U+FFFD and Cc/Cf/Co controls, whitespace -> ' '), pad CJK
  * ideographs with spaces (tokenizers' ranges, astral ones included, which
- * transformers.js misses as it scans UTF-16 units), lowercase (full mapping: U+0130 -> "i\u0307", and
- * Unicode Final_Sigma as transformers.js and Python's str.lower() apply it;
- * tokenizers' Rust code lowercases sigma per code point and always gives
- * U+03C3), strip accents (NFD, drop Mn), split on whitespace and
+ * transformers.js misses as it scans UTF-16 units), lowercase (full mapping: U+0130 -> "i\u0307";
+ * per code point as tokenizers' Rust code does, so capital sigma always gives
+ * U+03C3: no Final_Sigma, which transformers.js and Python's str.lower()
+ * apply; sentence-transformers, TEI and the models' own training ran the
+ * Rust tokenizer), strip accents (NFD, drop Mn), split on whitespace and
  * punctuation, then greedy longest-match WordPiece with the continuation
  * prefix; a word over max_input_chars_per_word
  * code points, or with a piece that matches nothing, becomes one [UNK].

@@ -388,33 +388,11 @@ static bool strip_accents(scratch *s)
     return true;
 }
 
-/* Unicode Final_Sigma, as JavaScript's toLowerCase and Python's str.lower()
- * apply it: a capital sigma (kept as U+03A3 by normalize) becomes final
- * U+03C2 when a cased letter precedes it and none follows it, skipping
- * case-ignorable characters on both sides; otherwise U+03C3. */
-static void apply_final_sigma(uint32_t *v, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        if (v[i] != 0x3A3)
-            continue;
-        size_t j = i;
-        while (j > 0 && sq_uni_is_case_ignorable(v[j - 1]))
-            j--;
-        bool before = j > 0 && (sq_uni_is_cased(v[j - 1]) || v[j - 1] == 0x3A3);
-        size_t k = i + 1;
-        while (k < n && sq_uni_is_case_ignorable(v[k]))
-            k++;
-        bool after = k < n && (sq_uni_is_cased(v[k]) || v[k] == 0x3A3);
-        v[i] = before && !after ? 0x3C2 : 0x3C3;
-    }
-}
-
 /* Decode and normalize text into s->a. */
 static bool normalize(const sq_tokenizer *t, const uint8_t *text, size_t len, scratch *s)
 {
     s->a.n = 0;
     bool needs_nfd = false; /* nothing below U+00C0 decomposes */
-    bool sigma = false;
     size_t i = 0;
     while (i < len) {
         uint32_t cp;
@@ -430,10 +408,7 @@ static bool normalize(const sq_tokenizer *t, const uint8_t *text, size_t len, sc
         bool pad = t->chinese && sq_uni_is_cjk(cp);
         if (pad)
             s->a.v[s->a.n++] = ' ';
-        if (t->lowercase && cp == 0x3A3) {
-            s->a.v[s->a.n++] = cp; /* resolved by apply_final_sigma */
-            sigma = true;
-        } else if (t->lowercase) {
+        if (t->lowercase) {
             uint32_t lo[2];
             int k = sq_uni_tolower(cp, lo);
             for (int j = 0; j < k; j++)
@@ -445,8 +420,6 @@ static bool normalize(const sq_tokenizer *t, const uint8_t *text, size_t len, sc
             s->a.v[s->a.n++] = ' ';
         needs_nfd = needs_nfd || cp >= 0xC0;
     }
-    if (sigma)
-        apply_final_sigma(s->a.v, s->a.n);
     if (t->strip_accents && needs_nfd)
         return strip_accents(s);
     return true;

@@ -89,62 +89,6 @@ int sq_uni_tolower(uint32_t cp, uint32_t out[2])
     return 1;
 }
 
-bool sq_uni_is_cased(uint32_t cp)
-{
-    if (cp < 0x80)
-        return (cp | 32) >= 'a' && (cp | 32) <= 'z';
-    switch (utf8proc_category((utf8proc_int32_t)cp)) {
-    case UTF8PROC_CATEGORY_LU:
-    case UTF8PROC_CATEGORY_LL:
-    case UTF8PROC_CATEGORY_LT:
-        return true;
-    default:
-        break;
-    }
-    /* Other_Lowercase / Other_Uppercase: those with a case mapping (circled
-     * letters, roman numerals, U+0345) ... */
-    if (utf8proc_islower((utf8proc_int32_t)cp) || utf8proc_isupper((utf8proc_int32_t)cp))
-        return true;
-    /* ... and the modifier letters without one (PropList.txt, Unicode 15). */
-    static const uint32_t other_lower[][2] = {
-        {0xAA, 0xAA},     {0xBA, 0xBA},     {0x2B0, 0x2B8},   {0x2C0, 0x2C1},
-        {0x2E0, 0x2E4},   {0x37A, 0x37A},   {0x10FC, 0x10FC}, {0x1D2C, 0x1D6A},
-        {0x1D78, 0x1D78}, {0x1D9B, 0x1DBF}, {0x2071, 0x2071}, {0x207F, 0x207F},
-        {0x2090, 0x209C}, {0x2C7C, 0x2C7D}, {0xA69C, 0xA69D}, {0xA770, 0xA770},
-        {0xA7F2, 0xA7F4}, {0xA7F8, 0xA7F9}, {0xAB5C, 0xAB5F}, {0xAB69, 0xAB69},
-        {0x10780, 0x10780}, {0x10783, 0x10785}, {0x10787, 0x107B0}, {0x107B2, 0x107BA},
-        {0x1E030, 0x1E06D},
-    };
-    for (size_t i = 0; i < sizeof other_lower / sizeof other_lower[0]; i++)
-        if (cp >= other_lower[i][0] && cp <= other_lower[i][1])
-            return true;
-    return false;
-}
-
-bool sq_uni_is_case_ignorable(uint32_t cp)
-{
-    switch (cp) {
-    case 0x27: case 0x2E: case 0x3A: case 0xB7: case 0x387: case 0x55F: case 0x5F4:
-    case 0x2018: case 0x2019: case 0x2024: case 0x2027: case 0xFE13: case 0xFE52:
-    case 0xFE55: case 0xFF07: case 0xFF0E: case 0xFF1A:
-        return true;
-    default:
-        break;
-    }
-    if (cp < 0x80)
-        return cp == '^' || cp == '`'; /* Sk */
-    switch (utf8proc_category((utf8proc_int32_t)cp)) {
-    case UTF8PROC_CATEGORY_MN:
-    case UTF8PROC_CATEGORY_ME:
-    case UTF8PROC_CATEGORY_CF:
-    case UTF8PROC_CATEGORY_LM:
-    case UTF8PROC_CATEGORY_SK:
-        return true;
-    default:
-        return false;
-    }
-}
-
 int sq_uni_decompose(uint32_t cp, uint32_t *out, int cap)
 {
     if (cp < 0xC0) {

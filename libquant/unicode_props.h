@@ -37,16 +37,9 @@ int sq_uni_combining_class(uint32_t cp);
 
 /* Full lowercase mapping of one code point without context: the simple
  * mapping, except U+0130 -> U+0069 U+0307 (the only unconditional
- * one-to-many lowercase mapping). U+03A3 always gives U+03C3 here; the caller
- * applies Final_Sigma. Writes 1 or 2 code points to out and returns how many. */
+ * one-to-many lowercase mapping). U+03A3 always gives U+03C3, as in tokenizers'
+ * Rust code (no Final_Sigma). Writes 1 or 2 code points to out and returns how many. */
 int sq_uni_tolower(uint32_t cp, uint32_t out[2]);
-
-/* Unicode Cased (Lu, Ll, Lt, Other_Lowercase, Other_Uppercase) and
- * Case_Ignorable (Mn, Me, Cf, Lm, Sk and the MidLetter / MidNumLet /
- * Single_Quote word-break characters such as ' . :), the two properties the
- * Final_Sigma rule looks at. */
-bool sq_uni_is_cased(uint32_t cp);
-bool sq_uni_is_case_ignorable(uint32_t cp);
 
 /* Canonical (NFD) decomposition of one code point, including Hangul
  * syllables, without reordering. Writes up to cap code points; returns the

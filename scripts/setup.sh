@@ -7,7 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 pkgs=(build-essential pkg-config meson ninja-build libopenblas-dev libyaml-dev libzstd-dev
-      libarchive-dev check libjansson-dev libutf8proc-dev libxxhash-dev libmicrohttpd-dev python3)
+      libarchive-dev check libjansson-dev libutf8proc-dev libxxhash-dev libmicrohttpd-dev python3
+      python3-pip python3-venv)
 if [[ "${1:-}" == "--test" ]]; then
   pkgs+=(python3-torch python3-numpy python3-distributed curl valgrind zstd)
 fi

@@ -141,7 +141,7 @@ START_TEST(test_drop_gates_and_nan)
     sq_eval_metrics mt;
     memset(&mt, 0, sizeof mt);
     mt.n_task = 1;
-    mt.task[0] = (sq_eval_task_metric){"spearman", 0.80, 0.803}; /* drop 0.003 */
+    mt.task[0] = (sq_eval_task_metric){.name = "spearman", .model = 0.80, .reference = 0.803}; /* drop 0.003 */
     sq_recipe_gates g = {.topk_k = 10};
     set_gate(&g, SQ_GATE_STSB_SPEARMAN_DROP, 0.0030000001);
     sq_eval_gate gr[SQ_GATE_COUNT];

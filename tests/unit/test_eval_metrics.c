@@ -146,11 +146,25 @@ START_TEST(test_retrieval_eval)
     const float Q[] = {0, 1, 1, 0}, D[] = {1, 0.1f, 0.1f, 1, -1, 0};
     const int64_t off[] = {0, 1, 2}, doc[] = {1, 2};
     const double grade[] = {1, 1};
-    double ndcg, recall;
-    ck_assert_int_eq(sq_retrieval_eval(Q, 2, D, 3, 2, off, doc, grade, &ndcg, &recall), 0);
+    double ndcg, recall, per_query[2];
+    ck_assert_int_eq(sq_retrieval_eval(Q, 2, D, 3, 2, off, doc, grade, &ndcg, &recall, per_query), 0);
     /* q0: doc 1 first (1.0); q1: doc 2 is last of 3: 1/log2(4) = 0.5 */
     ck_assert_double_eq_tol(ndcg, (1.0 + 0.5) / 2, EPS);
     ck_assert_double_eq_tol(recall, 1.0, EPS);
+    ck_assert_double_eq_tol(per_query[0], 1.0, EPS);
+    ck_assert_double_eq_tol(per_query[1], 0.5, EPS);
+}
+END_TEST
+
+START_TEST(test_paired_se)
+{
+    /* differences 1, 2, 3: mean 2, sample deviation 1, s.e. 1 / sqrt(3) */
+    const double a[] = {2, 4, 6}, b[] = {1, 2, 3};
+    ck_assert_double_eq_tol(sq_paired_se(a, b, 3), 1.0 / sqrt(3.0), EPS);
+    /* a constant shift has no spread: s.e. 0 */
+    const double c[] = {1.5, 2.5, 3.5};
+    ck_assert_double_eq_tol(sq_paired_se(c, b, 3), 0.0, EPS);
+    ck_assert(isnan(sq_paired_se(a, b, 1)));
 }
 END_TEST
 
@@ -523,6 +537,7 @@ int main(void)
     tcase_add_test(m, test_ndcg_recall);
     tcase_add_test(m, test_top_indices_ties);
     tcase_add_test(m, test_retrieval_eval);
+    tcase_add_test(m, test_paired_se);
     tcase_add_test(m, test_topk_overlap);
     tcase_add_test(m, test_logreg_separable);
     tcase_add_test(m, test_softmax_train);

