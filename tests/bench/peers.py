@@ -168,8 +168,8 @@ def prepare(work, model_dir, corpus):
                                           quantize_dynamic, quantize_static)
     from onnxruntime.quantization.shape_inference import quant_pre_process
     from tokenizers import Tokenizer
+    work, model_dir, corpus = (os.path.abspath(p) for p in (work, model_dir, corpus))
     os.makedirs(work, exist_ok=True)
-    corpus = os.path.abspath(corpus)
     os.chdir(work)  # the quantizers write their temporary files into the working directory
     fp32 = os.path.join(work, "ort-fp32.onnx")
     if not os.path.isfile(fp32):
