@@ -91,7 +91,7 @@ double sq_recall_at_k(const int64_t *ranked, int64_t n_ranked, const sq_qrels_vi
  * recall@100 over the queries. Query q's judgements are qrel_doc/qrel_grade
  * [qrel_off[q] .. qrel_off[q+1]). per_query_ndcg10 (NULL or nq values)
  * receives each query's nDCG@10, for paired comparisons. Returns 0, or -1
- * when nq < 1 or out of memory. */
+ * when nq < 1, nd < 1 or out of memory (per_query_ndcg10 is then not filled). */
 int sq_retrieval_eval(const float *Q, int64_t nq, const float *D, int64_t nd, int dim,
                       const int64_t *qrel_off, const int64_t *qrel_doc, const double *qrel_grade,
                       double *ndcg10, double *recall100, double *per_query_ndcg10);

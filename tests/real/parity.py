@@ -106,7 +106,7 @@ def hard_lines(repo, sentences, edge_file, count):
             if name.endswith(".c"):
                 with open(os.path.join(d, name), encoding="utf-8", errors="replace") as f:
                     code += [l.rstrip("\n") for l in f if l.strip()]
-    step = max(1, len(code) // (count // 2))
+    step = max(1, len(code) // max(1, count // 2))
     out += code[::step][: count // 2]
     i = 0
     while len(out) < count:

@@ -88,4 +88,10 @@ rc=$?
 [[ $rc == 1 ]] && grep -q "FAIL" "$W/naive.txt" &&
   pass "textbook static int8 fails the gates: $(grep -E '^cosine' "$W/naive.txt" | tr -s ' ')" ||
   { cat "$W/naive.txt"; fail "textbook static int8 passed the gates (exit $rc): they cannot fail"; }
+"$SQ" embed-run "$W/naive.sqm" --input "$data/scifact/beir-format" --limit 1000 --reference "$model" \
+  --gate ndcg10_drop=0.01 --quiet >"$W/naive-sci.txt" 2>&1
+rc=$?
+[[ $rc == 1 ]] && grep -q "FAIL" "$W/naive-sci.txt" &&
+  pass "textbook static int8 fails the SciFact nDCG@10 gate: $(grep -E '^nDCG' "$W/naive-sci.txt" | tr -s ' ')" ||
+  { cat "$W/naive-sci.txt"; fail "textbook static int8 passed the nDCG@10 gate (exit $rc)"; }
 finish
