@@ -50,7 +50,7 @@ export SQUINT_SHARED_DATA=$data HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 mkdir -p "$W"
 # Exports and embeddings are reused only for the same squint, model and scripts
 # (the llama.cpp build and downloads under $W stay).
-stamp=$(cat "$SQ" "$model/model.safetensors" "$root/recipes/bert-generic.yaml" "$here/peers.py" "$0" |
+stamp=$(cat "$SQ" "$model/model.safetensors" "$root/recipes/bert-generic.yaml" "$here/peers.py" "$here/peers_table.sh" |
   sha256sum | cut -d' ' -f1)
 if [[ $(cat "$W/stamp" 2>/dev/null) != "$stamp" ]]; then
   rm -f "$W"/*.sqm "$W"/*.sqc "$W"/*.onnx "$W"/*.gguf "$W"/emb-* "$W"/*.jsonl

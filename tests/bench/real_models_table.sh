@@ -42,7 +42,7 @@ stsb=$data/stsb-glue/original/sts-test.tsv sci=$data/scifact/beir-format sst=$da
 mkdir -p "$W"
 cd "$W"
 # Results are reused between runs only for the same binary, model and recipes.
-stamp=$(cat "$SQ" "$model/model.safetensors" "$root"/recipes/*.yaml "$0" | sha256sum | cut -d' ' -f1)
+stamp=$(cat "$SQ" "$model/model.safetensors" "$root"/recipes/*.yaml "$here/real_models_table.sh" | sha256sum | cut -d' ' -f1)
 if [[ $(cat stamp 2>/dev/null) != "$stamp" ]]; then
   find . -mindepth 1 -delete
   echo "$stamp" >stamp
