@@ -37,6 +37,7 @@ if [[ -z $model ]]; then
   model=$(/usr/bin/python3 "$root/scripts/fetch_model.py" all-MiniLM-L6-v2) ||
     die "could not fetch all-MiniLM-L6-v2 (pass --model DIR)"
 fi
+SQ=$(realpath "$SQ") model=$(realpath "$model") data=$(realpath "$data")  # the script changes directory
 stsb=$data/stsb-glue/original/sts-test.tsv sci=$data/scifact/beir-format sst=$data/sst2-glue
 [[ -f $stsb && -d $sci && -f $sst/dev.tsv && -f $sst/train.tsv ]] || die "needs STS-B, SciFact and SST-2 in $data"
 mkdir -p "$W"
