@@ -132,10 +132,11 @@ rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1], encoding="utf-8")]
 rows = [r for r in rows if len(r) >= 7]
 open(sys.argv[2], "w", encoding="utf-8").write("".join(r[5] + "\n" for r in rows) + "".join(r[6] + "\n" for r in rows))
 PY
+# 256-token batches: llama.cpp takes at most 64 sequences per batch.
 for e in "${lengines[@]}"; do
   [[ -f $W/emb-$e.npy ]] && continue
   "$llama/build/bin/llama-embedding" -m "$W/$e.gguf" -f "$W/stsb-texts.txt" --pooling mean \
-    --embd-normalize 2 --embd-output-format json -t 2 -c 512 -b 8192 -ub 8192 2>>"$W/peers.log" >"$W/emb-$e.json"
+    --embd-normalize 2 --embd-output-format json -t 2 -c 512 -b 256 -ub 256 2>>"$W/peers.log" >"$W/emb-$e.json"
   "$py" -c 'import json, sys, numpy as np; d = json.load(open(sys.argv[1]))["data"]; np.save(sys.argv[2], np.array([x["embedding"] for x in d], np.float32))' \
     "$W/emb-$e.json" "$W/emb-$e.npy"
 done
