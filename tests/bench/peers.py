@@ -210,8 +210,14 @@ def prepare(work, model_dir, corpus):
 
             def get_next(self):
                 return next(self.it, None)
+        # The linears (MatMul) only, as squint's int8 (attention stays float):
+        # quantizing every op also takes the additive attention mask (-3.4e38)
+        # into a MinMax range and measured cos mean 0.18 against fp32.
+        # Activations uint8 with a zero point, weights int8 per channel.
         quantize_static(pre, sta, Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
-                        activation_type=QuantType.QInt8, weight_type=QuantType.QInt8)
+                        op_types_to_quantize=["MatMul"], activation_type=QuantType.QUInt8,
+                        weight_type=QuantType.QInt8,
+                        extra_options={"ActivationSymmetric": False, "WeightSymmetric": True})
     made = ["ort-fp32", "ort-dyn-int8", "ort-static-int8"]
     # Intel Neural Compressor's static PTQ (its ONNX Runtime path: QDQ, its own
     # tuning), calibrated on the same 256 texts; left out where it is not installed.

@@ -4,7 +4,8 @@
 #   squint fp32 and int8 (recipes/bert-generic.yaml, calibrated on the
 #   bundled QASPER corpus), through squint's Python binding;
 #   sentence-transformers fp32 (PyTorch, Debian's 1.13);
-#   ONNX Runtime fp32, dynamic int8, static int8 (QDQ, per channel, MinMax,
+#   ONNX Runtime fp32, dynamic int8, static int8 (QDQ, the MatMuls, per-channel
+#   int8 weights, uint8 activations with zero points, MinMax,
 #   calibrated on 256 texts of the same QASPER corpus); Intel Neural
 #   Compressor's static PTQ of the same export (same 256 texts);
 #   llama.cpp f32 and Q8_0 (built from its source outside the repository:
