@@ -16,16 +16,17 @@ static const sq_command commands[] = {
     {"inspect", "what is inside a .sqc or .sqm file", cmd_inspect},
     {"verify", "check a squint file's checksums and model consistency", cmd_verify},
     {"diff", "what changed between two squint files (exit 1 if they differ)", cmd_diff},
-    {"embed-run", "run a .sqm and measure it against fp32", cmd_embed_run},
+    {"embed-run", "run a .sqm and measure it against fp32, with gates", cmd_embed_run},
     {"train-head", "train a classification head (logistic regression) on embeddings", cmd_train_head},
     {"classify", "label texts with a model and a head from train-head (JSONL)", cmd_classify},
     {"tokenize", "the token ids a checkpoint or .sqm produces for each text", cmd_tokenize},
     {"bench", "throughput and latency of the encoder", cmd_bench},
     {"tune", "search instances x threads x batch for throughput or latency (tune file)", cmd_tune},
-    {"rerank", "order documents for a query by embedding cosine (bi-encoder)", cmd_rerank},
-    {"generate", "continue a prompt with a causal LM (llama2.c checkpoint), streamed", cmd_generate},
+    {"rerank", "order documents for a query (bi-encoder cosine or cross-encoder score)", cmd_rerank},
+    {"generate", "continue a prompt with a causal LM (llama2.c, HF Llama folder, .sqm), streamed",
+     cmd_generate},
     {"perplexity", "token-level perplexity of a causal LM over a text file", cmd_perplexity},
-    {"serve", "HTTP embedding server (OpenAI /v1/embeddings, /embed, /metrics)", cmd_serve},
+    {"serve", "HTTP server: /v1/embeddings, /embed, /rerank, /v1/completions, /metrics", cmd_serve},
 };
 static const int n_commands = sizeof commands / sizeof commands[0];
 

@@ -1,7 +1,7 @@
 /* The tune file (`squint tune -o FILE`, read by `serve` / `bench --tune`):
  * small JSON naming the model (path, size, xxh64), the CPU (model name,
  * usable cores), the objective and the chosen instances / threads / batch
- * with their measured figures. README "squint tune" documents the fields.
+ * with their measured figures. docs/commands.md "squint tune" documents the fields.
  * The reader treats the file as hostile: bounded size, every field typed
  * and range-checked, strings bounded and without NUL. */
 #ifndef SQ_TUNE_FILE_H

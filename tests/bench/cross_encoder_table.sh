@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The cross-encoder tables of README "Cross-encoders": a generated
+# The cross-encoder tables of docs/evidence.md "Cross-encoders": a generated
 # cross-encoder at the shape of cross-encoder/ms-marco-MiniLM-L-6-v2 (6
 # layers, hidden 384, 12 heads, FFN 1536; real bge vocabulary) with the
 # outlier mechanisms of the worst-case fixtures (--outliers 2: outlier dims

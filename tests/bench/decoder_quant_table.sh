@@ -1,5 +1,5 @@
 #!/bin/sh
-# The decoder quantization table (README "Decoders"): stories260K fp32 vs
+# The decoder quantization table (docs/decoders.md): stories260K fp32 vs
 # int8 SmoothQuant vs int4-g128, perplexity on held-out TinyStories text,
 # greedy agreement with fp32 over 256 tokens from 10 prompts, TTFT / TPOT at
 # 1 thread (runs alternate between the models; medians) and peak RSS.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The decoder speed table (README "Decoders"): TTFT and TPOT (ms) and peak
+# The decoder speed table (docs/decoders.md): TTFT and TPOT (ms) and peak
 # RSS of fp32, int8 SmoothQuant, int4-g128 (per-token int8 activations) and
 # assisted generation (generate --draft, K = 4), at 1 thread, and int8 with
 # its classifier left f32 (what the int8 lm head buys); the runs

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What int4-g128 weight rounding could reach on stories260K (README
+"""What int4-g128 weight rounding could reach on stories260K (docs/decoders.md
 "Quantized decoders"): a PyTorch study, not squint code and not a test.
 
 Every linear of the model is fake-quantized (weights only; fp32 activations

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The accuracy table of README "Accuracy on a real model": Universal Sentence
+# The accuracy table of docs/evidence.md "Accuracy on a real model": Universal Sentence
 # Encoder Lite, fp32 vs int8 (recipes/use-lite.yaml: MSE clip, activation
 # zero points, SmoothQuant alpha auto), the same with SmoothQuant alpha 0.5
 # and without SmoothQuant, int4-g128, and the clip / zero-point ablation

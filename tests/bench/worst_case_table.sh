@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The worst-case accuracy table of README "Worst-case accuracy": fixtures
+# The worst-case accuracy table of docs/evidence.md "Worst-case accuracy": fixtures
 # that behave like trained encoders (squint-gen-fixture --outliers 2 at the
 # bge-small and bge-base shapes, the real bge vocabulary), calibrated on the
 # bundled QASPER corpus, evaluated out of domain on the 3,000 STS-B dev

@@ -2,7 +2,7 @@
 LocalCluster of 2 worker processes through the Python binding
 (python/squint), sharded, gives the same bytes as one process embedding it
 whole. Each worker opens the model once and keeps it (a real cluster does
-the same with Client("scheduler:8786"): README "Indexing on a cluster").
+the same with Client("scheduler:8786"): docs/cluster.md).
 
 usage: test_dask.py MODEL.sqm CORPUS.jsonl     (exit 77: no dask.distributed)
 """

@@ -62,7 +62,7 @@ within() { awk -v a="$1" -v b="$2" -v r="$3" 'BEGIN {exit !(a > 0 && a <= b * r)
 p32=$(ppl "$M") p8=$(ppl "$W/int8.sqm") p4=$(ppl "$W/int4.sqm")
 echo "# perplexity on the held-out slice: fp32 $p32, int8 $p8, int4-g128 $p4"
 within "$p8" "$p32" 1.01 && pass "int8 perplexity within 1% of fp32" || fail "int8 perplexity $p8 vs fp32 $p32"
-# int4-g128 misses the issue's 5% on this 64-wide model (README "Decoders");
+# int4-g128 misses the issue's 5% on this 64-wide model (docs/decoders.md);
 # regression bars above the measured figures on this slice.
 p4r=$(ppl "$W/int4rtn.sqm")
 echo "# int4-g128 rounded to nearest: $p4r"
