@@ -43,7 +43,8 @@ stsb=$data/stsb-glue/original/sts-test.tsv sci=$data/scifact/beir-format sst=$da
 mkdir -p "$W"
 cd "$W"
 # Results are reused between runs only for the same binary, model and recipes.
-stamp=$(cat "$SQ" "$model/model.safetensors" "$root"/recipes/*.yaml "$here/real_models_table.sh" | sha256sum | cut -d' ' -f1)
+stamp=$(cat "$SQ" "$model/model.safetensors" "$root"/recipes/*.yaml \
+  "$root/tests/real/textbook-int8.yaml" "$here/real_models_table.sh" | sha256sum | cut -d' ' -f1)
 if [[ $(cat stamp 2>/dev/null) != "$stamp" ]]; then
   find . -mindepth 1 -delete
   echo "$stamp" >stamp
@@ -70,16 +71,7 @@ EOF
     sed 's/^overrides: \[\]$/overrides:\n  - {match: "layer.*.ffn_*", type: int4-g128}/' \
       "$root/recipes/bert-generic.yaml" >mixed.yaml
     echo "$W/mixed.yaml" ;;
-  naive)
-    cat >naive.yaml <<'EOF'
-version: 1
-model: {architecture: bert}
-observer: {method: percentile, percentile: 99.99, guard: clip}
-smoothquant: {enabled: false}
-outliers: {enabled: false}
-weights: {type: int8}
-EOF
-    echo "$W/naive.yaml" ;;
+  naive) echo "$root/tests/real/textbook-int8.yaml" ;;
   *) die "unknown build $1" ;;
   esac
 }

@@ -72,15 +72,7 @@ else
 fi
 
 # 4. The same gates fail textbook static int8 (the control): the check can fail.
-cat >"$W/naive.yaml" <<'EOF'
-version: 1
-model: {architecture: bert}
-observer: {method: percentile, percentile: 99.99, guard: clip}
-smoothquant: {enabled: false}
-outliers: {enabled: false}
-weights: {type: int8}
-EOF
-"$SQ" quantize "$model" --calib "$W/m.sqc" --recipe "$W/naive.yaml" -o "$W/naive.sqm" >/dev/null 2>&1 ||
+"$SQ" quantize "$model" --calib "$W/m.sqc" --recipe "$here/textbook-int8.yaml" -o "$W/naive.sqm" >/dev/null 2>&1 ||
   fail "quantize (the control)"
 "$SQ" embed-run "$W/naive.sqm" --input "$data/stsb-glue/original/sts-test.tsv" --reference "$model" \
   --gate "$gates" --quiet >"$W/naive.txt" 2>&1
