@@ -60,15 +60,9 @@ if [[ $(cat "$W/stamp" 2>/dev/null) != "$stamp" ]]; then
   echo "$stamp" >"$W/stamp"
 fi
 
-# The peers' Python stack: the reference venv's packages plus ONNX Runtime.
-venv=$root/out/cache/venv-peers
-if [[ ! -x $venv/bin/python ]]; then
-  /usr/bin/python3 -m venv --system-site-packages "$venv.tmp"
-  "$venv.tmp/bin/pip" install --quiet -r "$root/scripts/ref_requirements.txt" \
-    -r "$here/peers_requirements.txt" || die "pip install of the peers failed"
-  rm -rf "$venv" && mv "$venv.tmp" "$venv"
-fi
-py=$venv/bin/python
+# The peers' Python stack: the reference venv's packages plus ONNX Runtime and INC.
+py=$(bash "$root/scripts/ref_venv.sh" "$root/out/cache/venv-peers" "$here/peers_requirements.txt") ||
+  die "could not build the peers' venv (scripts/ref_venv.sh)"
 
 # squint int8, ONNX exports and ORT quantizations.
 if [[ ! -f $W/squint-int8.sqm ]]; then
