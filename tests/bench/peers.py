@@ -25,22 +25,15 @@ import time
 
 import numpy as np
 
-LONG_SRC = "scifact/beir-format/corpus.jsonl"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "real"))
+from parity import scifact_docs  # noqa: E402  (a SciFact document's text, as parity.py reads it)
+
 QUERY = "what is the effect of vitamin d on bone density?"
 
 
 def long_texts(data, n=32):
-    """n SciFact documents of at least 300 tokens (so 256 and 128 truncate)."""
-    out = []
-    with open(os.path.join(data, LONG_SRC), encoding="utf-8") as f:
-        for line in f:
-            d = json.loads(line)
-            t = (d.get("title", "") + " " + d.get("text", "")).strip()
-            if len(t.split()) >= 300:
-                out.append(t)
-            if len(out) == n:
-                break
-    return out
+    """n SciFact documents of at least 300 words (so 256 and 128 tokens truncate)."""
+    return [t for t in scifact_docs(data) if len(t.split()) >= 300][:n]
 
 
 def stsb_texts(path):
