@@ -86,7 +86,7 @@ if [[ -f $S/stories260K.bin && -f $T ]]; then
   for m in "$S/stories260K.bin" st-int8.sqm st-int4.sqm; do
     b=$(basename "${m%.*}")
     run "gen-$b" -- sh -c "'$SQ' generate '$m' --prompt 'Once upon a time' --max-tokens 96 --threads 2 --quiet >gen-$b.txt"
-    run "ppl-$b" -- sh -c "'$SQ' perplexity '$m' --input held-stories.txt --docs lines --threads 2 --json >ppl-$b.json"
+    run "ppl-$b" -- sh -c "'$SQ' perplexity '$m' --input held-stories.txt --docs lines --threads 2 --json | sed 's/, \"seconds\": [0-9.e+-]*//' >ppl-$b.json"
   done
 else echo "absent: stories260K ($S)"; fi
 
