@@ -26,7 +26,7 @@ typedef struct sq_act_capture {
      * input's minimum: act_range clamps it to <= 0 anyway). */
     const uint8_t **skip;
     sq_act_stats *stats;
-    /* GPTQ (libquant/gptq.h): when gram[i] is non-NULL (cols x cols doubles,
+    /* GPTQ (quantize/gptq.h): when gram[i] is non-NULL (cols x cols doubles,
      * sq_act_capture_want_gram), it accumulates the upper triangle of
      * sum x x^T of the input as the integer GEMM sees it: divided by
      * smooth[i] and with the skip[i] channels 0 when those are set. */

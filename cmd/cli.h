@@ -8,8 +8,8 @@
 
 #include "sq_error.h"
 
-/* Exit codes shared by every command. */
-enum { SQ_EXIT_OK = 0, SQ_EXIT_FAIL = 1, SQ_EXIT_BADINPUT = 2 };
+/* Exit codes shared by every command (SQ_EXIT_OK, SQ_EXIT_FAIL,
+ * SQ_EXIT_BADINPUT) are in sq_error.h. */
 
 typedef struct sq_command {
     const char *name;

@@ -83,7 +83,7 @@ static int run_merge(char **files, int n, const char *out)
     return SQ_EXIT_OK;
 }
 
-/* A causal LM (a llama2.c checkpoint): decoder/dec_calibrate.h. */
+/* A causal LM (a llama2.c checkpoint): calib/dec_calibrate.h. */
 static int calibrate_decoder(const char *model_arg, sq_calibrate_opts *o, int quiet,
                              const char *out)
 {

@@ -93,7 +93,7 @@ static void print_json(const sq_quantize_report *rep, const char *out, bool dry)
     json_decref(root);
 }
 
-/* A causal LM (a llama2.c checkpoint): decoder/dec_quantize.h. */
+/* A causal LM (a llama2.c checkpoint): quantize/dec_quantize.h. */
 static int quantize_decoder(const char *model_arg, const char *calib, const sq_quantize_opts *qo,
                             int dynamic, const char *out)
 {

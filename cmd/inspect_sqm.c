@@ -2,6 +2,7 @@
  * is, the per-linear quantization choices, and whether it is intact. The
  * report is built as one JSON document and printed as is (--json) or as text. */
 #include "inspect_sqm.h"
+#include "sqm_verify.h"
 
 #include <inttypes.h>
 #include <jansson.h>

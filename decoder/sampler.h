@@ -2,7 +2,7 @@
  * id among equal maxima), else softmax(logits / T) with an optional top-p
  * nucleus (the most probable tokens, ties by lower id, whose cumulative
  * probability first exceeds p) and one draw from the project's seeded
- * generator (calib/seeded_rng.h): the same seed gives the same tokens on
+ * generator (base/seeded_rng.h): the same seed gives the same tokens on
  * every run and thread count. Probabilities are computed in double. */
 #ifndef SQ_SAMPLER_H
 #define SQ_SAMPLER_H

@@ -1,6 +1,6 @@
 /* The accuracy gates of an evaluation: each gate the recipe (or --gate)
  * sets, measured on a run and compared with its threshold. The gate table
- * itself (names, min or max) is libquant/recipe.h's. */
+ * itself (names, min or max) is quantize/recipe.h's. */
 #ifndef SQ_EVAL_GATES_H
 #define SQ_EVAL_GATES_H
 

@@ -7,27 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-double sq_cosine(const float *a, const float *b, int dim)
-{
-    double ab = 0, aa = 0, bb = 0;
-    for (int i = 0; i < dim; i++) {
-        ab += (double)a[i] * b[i];
-        aa += (double)a[i] * a[i];
-        bb += (double)b[i] * b[i];
-    }
-    if (aa == 0 || bb == 0)
-        return NAN;
-    return ab / (sqrt(aa) * sqrt(bb));
-}
-
-int sq_rank_by_cosine(const float *q, const float *D, int64_t n, int dim, double *scores,
-                      int64_t *order)
-{
-    for (int64_t i = 0; i < n; i++)
-        scores[i] = sq_cosine(q, D + (size_t)i * dim, dim);
-    return sq_rank_scores(scores, n, order);
-}
-
 static int cmp_double(const void *pa, const void *pb)
 {
     double a = *(const double *)pa, b = *(const double *)pb;
@@ -959,34 +938,6 @@ done:
     free(theta);
     free(yc);
     return it;
-}
-
-void sq_softmax_probs(const double *W, const double *b, int classes, int dim, const float *x,
-                      double *p)
-{
-    double mx = -INFINITY;
-    for (int c = 0; c < classes; c++) {
-        const double *w = W + (size_t)c * dim;
-        double t = b[c];
-        for (int j = 0; j < dim; j++)
-            t += w[j] * x[j];
-        p[c] = t;
-        mx = fmax(mx, t);
-    }
-    double se = 0;
-    for (int c = 0; c < classes; c++)
-        se += (p[c] = exp(p[c] - mx));
-    for (int c = 0; c < classes; c++)
-        p[c] /= se;
-}
-
-int sq_argmax(const double *p, int n)
-{
-    int best = 0;
-    for (int i = 1; i < n; i++)
-        if (p[i] > p[best])
-            best = i;
-    return best;
 }
 
 double sq_logreg_cv_accuracy(const float *X, const int *y, int64_t n, int dim, int folds,

@@ -9,17 +9,7 @@
 
 #include <stdint.h>
 
-/* Cosine similarity of two dim-vectors (not assumed normalized). A zero
- * vector gives NaN. */
-double sq_cosine(const float *a, const float *b, int dim);
-
-/* Rank n documents D [n][dim] by cosine with the query q (bi-encoder
- * reranking: squint rerank, serve's /rerank): scores[i] = sq_cosine(q, D_i);
- * order[0 .. n) the document indices, highest score first, ties by lower
- * index, NaN (a zero vector) last. Returns 0, or -1 when out of memory. */
-int sq_rank_by_cosine(const float *q, const float *D, int64_t n, int dim, double *scores,
-                      int64_t *order);
-/* sq_rank_scores (calib/rank_order.h) orders any scores the same way. */
+/* sq_cosine, sq_rank_scores and sq_rank_by_cosine: base/rank_order.h. */
 #include "rank_order.h"
 
 /* Statistics of cos(a[i], b[i]) over the rows of two [n][dim] matrices,
@@ -143,10 +133,7 @@ int sq_logreg_train(const float *X, const int *y, int64_t n, int dim, const unsi
 int sq_softmax_train(const float *X, const int *y, int64_t n, int dim, int classes,
                      const unsigned char *use, const sq_logreg_opts *opts, double *W, double *b);
 
-/* softmax(W x + b) of one row into p [classes], in double (max subtracted). */
-void sq_softmax_probs(const double *W, const double *b, int classes, int dim, const float *x,
-                      double *p);
-/* Index of the largest of p[0..n) (ties: the lower index). */
-int sq_argmax(const double *p, int n);
+/* sq_softmax_probs and sq_argmax (a head's prediction): heads/softmax.h. */
+#include "softmax.h"
 
 #endif

@@ -695,3 +695,14 @@ char *yt_quote_alloc(const char *s)
         yt_quote(s, buf, need + 1);
     return buf;
 }
+
+void sq_sb_yaml_str(sq_strbuf *sb, const char *s)
+{
+    char *q = yt_quote_alloc(s);
+    if (!q) {
+        sq_sb_printf(sb, "\"(invalid UTF-8)\"");
+        return;
+    }
+    sq_sb_printf(sb, "%s", q);
+    free(q);
+}

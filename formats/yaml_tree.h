@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "sq_error.h"
+#include "strbuf.h"
 
 #define YT_MAX_DEPTH 64
 #define YT_MAX_NODES 4000000
@@ -93,5 +94,8 @@ int yt_check_keys(const yt_node *map, const char *const *allowed, sq_err *err);
 size_t yt_quote(const char *s, char *buf, size_t n);
 /* Same into a malloc'd string; NULL when s is not valid UTF-8 or on OOM. */
 char *yt_quote_alloc(const char *s);
+
+/* Append s as a double-quoted YAML scalar (yt_quote). */
+void sq_sb_yaml_str(sq_strbuf *sb, const char *s);
 
 #endif

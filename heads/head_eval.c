@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "head.h"
-#include "eval_metrics.h"
+#include "softmax.h"
 
 int sq_head_accuracy(const sq_head *h, const char *head_name, const float *emb, int64_t n,
                      const int *gold, double *acc, sq_err *err)

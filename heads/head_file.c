@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "eval_metrics.h"
+#include "softmax.h"
 #include "fileio.h"
 #include "head_io.h"
 #include "sqm_class_head.h"

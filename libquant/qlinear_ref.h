@@ -94,13 +94,4 @@ void sq_fp32_linear(const float *x, int rows, int k, const float *w, int n, cons
  * When ||ref|| is 0 the absolute error ||y - ref|| is returned. */
 double sq_rel_error(const float *y, const float *ref, size_t n);
 
-/* Fake-quant error of one linear: the relative error of the int8 linear
- * (weights w * diag(s) quantized per channel, activations quantized with
- * m_j = 1 / (s_j * act_scale)) against the fp32 linear x w^T + bias.
- * s == NULL: no smoothing. ref (optional, [rows][n]) is the fp32 output if
- * the caller already has it. Returns 0 and *rel_err, or -1 with err set. */
-int sq_ref_linear_error(const float *x, int rows, int k, const float *w, int n,
-                        const float *bias, const float *s, float act_scale, const float *ref,
-                        double *rel_err, sq_err *err);
-
 #endif

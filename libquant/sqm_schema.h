@@ -2,7 +2,7 @@
  * tensor name pattern and one row per metadata key the loader reads. The
  * tables in sqm_schema.c are the machine-readable form of SQM.md's tensor
  * tables; the loader (sqm_model.c), `squint verify`, `squint inspect`, the
- * writer's self-check (calib/quantizer.c) and the tests read them, so the
+ * writer's self-check (quantize/quantizer.c) and the tests read them, so the
  * structure of a model file is written down once.
  *
  * The schema says which tensors a model has, their dtypes and shapes; the

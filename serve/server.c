@@ -22,7 +22,7 @@
 #include "batcher.h"
 #include "seq_classify.h"
 #include "embed_model.h"
-#include "eval_metrics.h"
+#include "rank_order.h"
 #include "head.h"
 #include "sqm_class_head.h"
 #include "http_api.h"

@@ -1,6 +1,6 @@
 /* Generated text as JSON: the decoder's pieces are bytes (a byte-fallback
  * token may be one byte of a multi-byte character), so text is checked as
- * UTF-8 here (formats/utf8.h: sq_utf8_seq, and sq_utf8_whole for a stream
+ * UTF-8 here (base/utf8.h: sq_utf8_seq, and sq_utf8_whole for a stream
  * that waits for the rest of a cut character). Invalid bytes become U+FFFD,
  * one per maximal subpart (the Unicode "substitution of maximal subparts"
  * practice). */

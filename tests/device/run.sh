@@ -23,10 +23,10 @@ log=${OUT:+$OUT/isa_check.txt}
   echo "compiler: $($cc --version | head -1)"
 } | tee ${log:+"$log"}
 src=$root/libquant
-$cc -O2 -std=gnu11 -fopenmp -I"$src" -I"$root/formats" "$root/tests/device/isa_check.c" \
+$cc -O2 -std=gnu11 -fopenmp -I"$src" -I"$root/formats" -I"$root/base" "$root/tests/device/isa_check.c" \
   "$src"/gemm_s8_*.c "$src/gemm_tiles.c" "$src/par_threads.c" "$src/gemm_quantize.c" "$src/cpu_features.c" "$src/pack.c" \
   "$src/qweight.c" "$src/qround.c" "$src/outlier_side.c" "$src/ops.c" \
-  "$src/qtype.c" "$root/formats/sq_error.c" -lm -o "$tmp/isa_check"
+  "$src/qtype.c" "$root/base/sq_error.c" -lm -o "$tmp/isa_check"
 if [ -n "$log" ]; then
   "$tmp/isa_check" "$@" | tee -a "$log"
   exit "$(tail -1 "$log" | grep -q FAILED && echo 1 || echo 0)"

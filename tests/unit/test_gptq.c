@@ -1,4 +1,4 @@
-/* GPTQ rounding (libquant/gptq.h): the factor is the upper Cholesky factor
+/* GPTQ rounding (quantize/gptq.h): the factor is the upper Cholesky factor
  * of H^-1, dead inputs are handled, GPTQ lowers the output error over the
  * inputs H came from (where RTN only looks at the weights), and the packed
  * bytes do not depend on the thread count. */

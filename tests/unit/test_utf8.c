@@ -1,4 +1,4 @@
-/* formats/utf8.h against a naive reference written from the definition
+/* base/utf8.h against a naive reference written from the definition
  * (decode the code point, refuse overlong forms, surrogates and values past
  * U+10FFFF): named cases, then every string of up to 3 bytes drawn from a
  * set of interesting bytes and random strings, for sq_utf8_valid_prefix,

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "yaml_tree.h"
 
 static bool reserve(sq_strbuf *sb, size_t extra)
 {
@@ -50,17 +49,6 @@ void sq_sb_append(sq_strbuf *sb, const char *p, size_t n)
         memcpy(sb->s + sb->len, p, n);
     sb->len += n;
     sb->s[sb->len] = '\0';
-}
-
-void sq_sb_yaml_str(sq_strbuf *sb, const char *s)
-{
-    char *q = yt_quote_alloc(s);
-    if (!q) {
-        sq_sb_printf(sb, "\"(invalid UTF-8)\"");
-        return;
-    }
-    sq_sb_printf(sb, "%s", q);
-    free(q);
 }
 
 void sq_sb_free(sq_strbuf *sb)

@@ -28,4 +28,13 @@ int sq_qlinear_error_fp32(const float *x, int rows, int k, const float *w, int n
                           const float *bias, const float *s, float act_scale, sq_qtype qt,
                           const float *ref, double *rel_err, sq_err *err);
 
+/* Fake-quant error of one linear: the relative error of the int8 linear
+ * (weights w * diag(s) quantized per channel, activations quantized with
+ * m_j = 1 / (s_j * act_scale)) against the fp32 linear x w^T + bias.
+ * s == NULL: no smoothing. ref (optional, [rows][n]) is the fp32 output if
+ * the caller already has it. Returns 0 and *rel_err, or -1 with err set. */
+int sq_ref_linear_error(const float *x, int rows, int k, const float *w, int n,
+                        const float *bias, const float *s, float act_scale, const float *ref,
+                        double *rel_err, sq_err *err);
+
 #endif

@@ -1,6 +1,6 @@
 /* Quantization of a causal LM (llama2.c checkpoint + decoder .sqc + recipe)
  * into a .sqm (formats/SQM.md section 10), with the encoder's per-linear
- * machinery (calib/quant_plan.h): outlier channels, SmoothQuant factors
+ * machinery (quantize/quant_plan.h): outlier channels, SmoothQuant factors
  * (alpha fixed or searched on replayed calibration rows), the activation
  * clip from the (smoothed) histogram, int8 per-channel or int4-g128 RTN
  * weights in panels. Every decoder linear keeps 1/s as a runtime multiplier

@@ -17,8 +17,6 @@ typedef struct sq_strbuf {
 void sq_sb_printf(sq_strbuf *sb, const char *fmt, ...) SQ_PRINTF(2, 3);
 /* Append n bytes (NULs included; the buffer stays NUL-terminated). */
 void sq_sb_append(sq_strbuf *sb, const char *p, size_t n);
-/* Append s as a double-quoted YAML scalar (see yaml_tree.h yt_quote). */
-void sq_sb_yaml_str(sq_strbuf *sb, const char *s);
 void sq_sb_free(sq_strbuf *sb);
 
 #endif

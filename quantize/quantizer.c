@@ -18,6 +18,7 @@
 #include "pack.h"
 #include "qlinear_eval.h"
 #include "qlinear_ref.h"
+#include "embed_quant.h"
 #include "quant_embed.h"
 #include "quant_weights.h"
 #include "scale_select.h"
@@ -26,6 +27,7 @@
 #include "sqm_schema.h"
 #include "squint_version.h"
 #include "strbuf.h"
+#include "yaml_tree.h"
 
 void sq_quantize_report_free(sq_quantize_report *r)
 {

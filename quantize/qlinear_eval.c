@@ -62,3 +62,43 @@ int sq_qlinear_error_fp32(const float *x, int rows, int k, const float *w, int n
     sq_qweight_free(&qw);
     return rc;
 }
+
+int sq_ref_linear_error(const float *x, int rows, int k, const float *w, int n,
+                        const float *bias, const float *s, float act_scale, const float *ref,
+                        double *rel_err, sq_err *err)
+{
+    size_t ny = (size_t)rows * n;
+    float *ws = malloc((size_t)n * k * sizeof *ws);
+    float *m = malloc((size_t)k * sizeof *m);
+    float *wsc = malloc((size_t)n * sizeof *wsc);
+    int8_t *qw = malloc((size_t)n * k);
+    float *y = malloc(ny * sizeof *y);
+    float *own_ref = ref ? NULL : malloc(ny * sizeof *own_ref);
+    int rc = -1;
+    if (!ws || !m || !wsc || !qw || !y || (!ref && !own_ref)) {
+        sq_err_set(err, "int8 linear error: out of memory for %d x %d", n, k);
+        goto out;
+    }
+    if (!ref) {
+        sq_fp32_linear(x, rows, k, w, n, bias, own_ref);
+        ref = own_ref;
+    }
+    /* W' = W diag(s): the weight side of smoothing, then per-channel s8. */
+    for (int c = 0; c < n; c++)
+        for (int j = 0; j < k; j++)
+            ws[(size_t)c * k + j] = w[(size_t)c * k + j] * (s ? s[j] : 1.0f);
+    sq_ref_quantize_weights(ws, n, k, qw, wsc);
+    sq_ref_act_multipliers(s, k, act_scale, m);
+    if (sq_ref_linear(x, rows, k, m, act_scale, qw, wsc, n, bias, y, err) != 0)
+        goto out;
+    *rel_err = sq_rel_error(y, ref, ny);
+    rc = 0;
+out:
+    free(ws);
+    free(m);
+    free(wsc);
+    free(qw);
+    free(y);
+    free(own_ref);
+    return rc;
+}

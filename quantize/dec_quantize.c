@@ -8,7 +8,7 @@
 
 #include "act_capture.h"
 #include "dec_calibrate.h"
-#include "dec_sqm.h"
+#include "dec_sqm_write.h"
 #include "file_hash.h"
 #include "quant_plan.h"
 #include "smoothquant.h"

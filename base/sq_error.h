@@ -6,6 +6,11 @@
 
 #include <stddef.h>
 
+/* Exit status of a command or of a check: 0 success, 1 the thing checked
+ * failed (damaged, a gate not met), 2 bad input (unreadable, not the kind of
+ * file asked for, bad arguments). */
+enum { SQ_EXIT_OK = 0, SQ_EXIT_FAIL = 1, SQ_EXIT_BADINPUT = 2 };
+
 typedef struct sq_err {
     char msg[1024];
     /* What the problem is in, when a check can name it (a tensor of a .sqm

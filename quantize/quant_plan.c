@@ -17,6 +17,7 @@
 #include "sqm_model.h"
 #include "sqm_schema.h"
 #include "strbuf.h"
+#include "yaml_tree.h"
 
 sq_scale_params sq_plan_recipe_scale(const sq_recipe *r)
 {

@@ -34,3 +34,24 @@ int sq_rank_scores(const double *scores, int64_t n, int64_t *order)
     free(r);
     return 0;
 }
+
+double sq_cosine(const float *a, const float *b, int dim)
+{
+    double ab = 0, aa = 0, bb = 0;
+    for (int i = 0; i < dim; i++) {
+        ab += (double)a[i] * b[i];
+        aa += (double)a[i] * a[i];
+        bb += (double)b[i] * b[i];
+    }
+    if (aa == 0 || bb == 0)
+        return NAN;
+    return ab / (sqrt(aa) * sqrt(bb));
+}
+
+int sq_rank_by_cosine(const float *q, const float *D, int64_t n, int dim, double *scores,
+                      int64_t *order)
+{
+    for (int64_t i = 0; i < n; i++)
+        scores[i] = sq_cosine(q, D + (size_t)i * dim, dim);
+    return sq_rank_scores(scores, n, order);
+}

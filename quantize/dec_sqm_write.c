@@ -1,0 +1,177 @@
+/* A causal LM's .sqm writer (formats/SQM.md section 10), from the quantizer's
+ * plans; the loader is decoder/dec_sqm.c. */
+#include "dec_sqm_write.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "container.h"
+#include "sqm_model.h"
+#include "sqm_schema.h"
+#include "squint_version.h"
+#include "strbuf.h"
+#include "yaml_tree.h"
+
+#define NK SQ_DEC_LIN_KINDS
+
+static char *build_metadata(const sq_dec_sqm_src *s)
+{
+    const sq_decoder_config *c = &s->m->dec.cfg;
+    const sq_calib_stats *st = s->st;
+    sq_strbuf sb = {0};
+    sq_sb_printf(&sb, "format: squint-model\nformat_version: 1\ntool: \"squint %s\"\n"
+                      "architecture: llama\nconfig:\n", SQUINT_VERSION);
+    sq_decoder_config_to_yaml(&sb, c, "  ");
+    sq_sb_printf(&sb, "embeddings_type: fp32\nactivation_guard: %s\nactivations: %s\n",
+                 s->recipe->guard_rows ? "row" : "clip", s->dynamic_acts ? "dynamic" : "static");
+    if (s->cls_plan) /* written only when int8: fp32 files stay as they were */
+        sq_sb_printf(&sb, "classifier_type: int8\n");
+    const sq_bpe *tok = s->m->tok;
+    if (sq_bpe_is_hf(tok)) {
+        sq_bpe_hf h;
+        sq_bpe_hf_settings(tok, &h);
+        sq_sb_printf(&sb, "tokenizer:\n  type: hf-bpe\n  vocab_size: %d\n  add_prefix: %s\n"
+                          "  split: %s\n  byte_fallback: %s\n  fuse_unk: %s\n  unk_id: %d\n"
+                          "  special_ids: [",
+                     (int)h.n_pieces, h.add_prefix ? "true" : "false", h.split ? "true" : "false",
+                     h.byte_fallback ? "true" : "false", h.fuse_unk ? "true" : "false",
+                     (int)h.unk);
+        for (int32_t i = 0, k = 0; i < h.n_pieces; i++)
+            if (sq_bpe_is_special(tok, i))
+                sq_sb_printf(&sb, "%s%d", k++ ? ", " : "", (int)i);
+        sq_sb_printf(&sb, "]\n");
+    } else {
+        sq_sb_printf(&sb, "tokenizer:\n  type: llama2c-bpe\n  vocab_size: %d\n",
+                     (int)sq_bpe_vocab_size(tok));
+    }
+    sq_sb_printf(&sb, "source:\n  path: ");
+    sq_sb_yaml_str(&sb, s->model_arg);
+    sq_sb_printf(&sb, "\n  digest: \"%016" PRIx64 "\"\n", s->model_digest);
+    sq_plan_yaml_provenance(&sb, st, s->st_hash, s->scale, s->recipe);
+    sq_sb_printf(&sb, "linears:\n");
+    for (int i = 0; i < s->rep->n_linears; i++) {
+        const sq_linear_report *lr = &s->rep->linears[i];
+        sq_sb_printf(&sb, "  - {name: %s, type: %s, shape: [%d, %d], smooth: %s", lr->name,
+                     sq_qtype_get(lr->qtype)->name, lr->n, lr->k, lr->smooth ? "true" : "false");
+        if (lr->smooth)
+            sq_sb_printf(&sb, ", alpha: %.3g", (double)lr->alpha);
+        /* the classifier's activations are always dynamic (no static range) */
+        const bool dyn = s->dynamic_acts || strcmp(lr->name, SQ_SQM_CLASSIFIER_PREFIX) == 0;
+        if (lr->qtype != SQ_QT_F32 && !dyn)
+            sq_sb_printf(&sb, ", act_amax: %.9g, act_zero: %d, err: %.6g", (double)lr->act_amax,
+                         lr->act_zero, lr->err);
+        if (lr->n_outliers > 0)
+            sq_sb_printf(&sb, ", outliers: %d", lr->n_outliers);
+        sq_sb_printf(&sb, "}\n");
+    }
+    if (sb.failed) {
+        sq_sb_free(&sb);
+        return NULL;
+    }
+    return sb.s;
+}
+
+#define ADD_REF(name, dt, nd, dims, ptr, size)                                                     \
+    do {                                                                                           \
+        if (sq_container_writer_add_tensor_ref(w, name, dt, nd, dims, ptr, size, err) != 0)        \
+            goto fail;                                                                             \
+    } while (0)
+
+int sq_dec_sqm_write(const sq_dec_sqm_src *s, int zstd_level, const char *path, sq_err *err)
+{
+    const sq_decoder *d = &s->m->dec;
+    const sq_decoder_config *c = &d->cfg;
+    sq_container_writer *w = sq_container_writer_new(SQ_KIND_SQM);
+    char *meta = build_metadata(s);
+    sq_keep kp = {0};
+    int rc = -1;
+    const int32_t V = sq_bpe_vocab_size(s->m->tok);
+    uint64_t vbytes = 0;
+    for (int32_t i = 0; i < V; i++) {
+        size_t n;
+        sq_bpe_token(s->m->tok, i, &n);
+        vbytes += n + 1;
+    }
+    const bool hf = sq_bpe_is_hf(s->m->tok);
+    sq_bpe_hf hs;
+    sq_bpe_hf_settings(s->m->tok, &hs);
+    char *vocab = sq_keep_add(&kp, malloc(vbytes));
+    double *scores = sq_keep_add(&kp, malloc((size_t)V * sizeof *scores));
+    int32_t *merges = sq_keep_add(&kp, malloc(((size_t)hs.n_merges * 2 + 1) * sizeof *merges));
+    if (!w || !meta || !vocab || !scores || !merges) {
+        sq_err_set(err, "%s: out of memory", path);
+        goto out;
+    }
+    if (sq_container_writer_set_metadata(w, meta, strlen(meta), err) != 0)
+        goto fail;
+    /* tokenizer.vocab: pieces in id order, NUL after each; scores as f64 */
+    for (int32_t i = 0, o = 0; i < V; i++) {
+        size_t n;
+        const char *t = sq_bpe_token(s->m->tok, i, &n);
+        memcpy(vocab + o, t, n + 1);
+        o += (int)n + 1;
+        scores[i] = (double)sq_bpe_score(s->m->tok, i);
+    }
+    uint64_t nv = (uint64_t)V, D = (uint64_t)c->dim, dve[2] = {(uint64_t)c->vocab, D};
+    ADD_REF("tokenizer.vocab", SQ_CDT_U8, 1, &vbytes, vocab, vbytes);
+    if (hf) {
+        /* the merges, rank order (SQM.md 10.5) */
+        if (hs.n_merges < 1) {
+            sq_err_set(err, "%s: the tokenizer has no merges (the format stores at least one)",
+                       path);
+            goto out;
+        }
+        for (int32_t r = 0; r < hs.n_merges; r++)
+            sq_bpe_merge_pair(s->m->tok, r, &merges[2 * r], &merges[2 * r + 1]);
+        uint64_t dm[2] = {(uint64_t)hs.n_merges, 2};
+        ADD_REF("tokenizer.merges", SQ_CDT_I32, 2, dm, merges, dm[0] * 8);
+    } else {
+        ADD_REF("tokenizer.scores", SQ_CDT_F64, 1, &nv, scores, nv * 8);
+    }
+    ADD_REF("embeddings.word", SQ_CDT_F32, 2, dve, d->tok_emb, dve[0] * D * 4);
+    char name[96];
+#define NAME(...) (snprintf(name, sizeof name, __VA_ARGS__), name)
+    for (int l = 0; l < c->n_layers; l++) {
+        const sq_decoder_layer *Ly = &d->layers[l];
+        ADD_REF(NAME("layer.%d.rms_att.weight", l), SQ_CDT_F32, 1, &D, Ly->rms_att, D * 4);
+        ADD_REF(NAME("layer.%d.rms_ffn.weight", l), SQ_CDT_F32, 1, &D, Ly->rms_ffn, D * 4);
+        for (int k = 0; k < NK; k++) {
+            const sq_plan_linear *p = &s->plans[l * NK + k];
+            const sq_linear *lin = &Ly->lin[k];
+            const char *kn = sq_linear_kind_name((sq_linear_kind)k);
+            uint64_t N = (uint64_t)lin->out, K = (uint64_t)lin->in, dw[2] = {N, K};
+            if (p->res.qtype == SQ_QT_F32) {
+                ADD_REF(NAME("layer.%d.%s.weight", l, kn), SQ_CDT_F32, 2, dw, lin->w, N * K * 4);
+                ADD_REF(NAME("layer.%d.%s.bias", l, kn), SQ_CDT_F32, 1, &N, lin->b, N * 4);
+            } else if (sq_plan_add_packed(w, &kp, NAME("layer.%d.%s", l, kn), lin, p, err) != 0) {
+                goto fail;
+            }
+        }
+    }
+    ADD_REF("final_norm.weight", SQ_CDT_F32, 1, &D, d->rms_final, D * 4);
+    if (s->cls_plan) { /* packed; a tied model keeps embeddings.word for the lookup */
+        if (sq_plan_add_packed(w, &kp, SQ_SQM_CLASSIFIER_PREFIX, &d->classifier, s->cls_plan,
+                               err) != 0)
+            goto fail;
+    } else if (!c->tied_classifier) {
+        ADD_REF("classifier.weight", SQ_CDT_F32, 2, dve, d->classifier.w, dve[0] * D * 4);
+    }
+#undef NAME
+    sq_container_writer_set_zstd(w, zstd_level);
+    if (sq_container_writer_write(w, path, err) != 0 || sq_sqm_check_written(path, err) != 0)
+        goto out;
+    rc = 0;
+    goto out;
+fail:
+    sq_err_prefix(err, "%s", path);
+out:
+    sq_container_writer_free(w);
+    sq_keep_free(&kp);
+    free(meta);
+    return rc;
+}
+#undef ADD_REF
+
