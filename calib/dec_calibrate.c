@@ -35,7 +35,7 @@ static int run_samples(const sq_llama_model *m, const sq_corpus_samples *smp, in
     *n_seq = *n_tok = 0;
     for (size_t i = 0; rc == 0 && i < smp->count; i++) {
         int32_t *ids = NULL;
-        int64_t n = sq_bpe_encode(m->tok, smp->text[i], smp->len[i], true, false, &ids);
+        int64_t n = sq_tokenizer_encode_all(m->tok, smp->text[i], smp->len[i], true, false, &ids);
         if (n < 0) {
             rc = sq_err_set(err, "out of memory encoding sample %zu", i);
             break;

@@ -142,7 +142,7 @@ int cmd_generate(int argc, char **argv)
         }
     }
     int32_t *pids = NULL;
-    int64_t np = sq_bpe_encode(m.tok, prompt, strlen(prompt), true, false, &pids);
+    int64_t np = sq_tokenizer_encode_all(m.tok, prompt, strlen(prompt), true, false, &pids);
     if (np < 0) {
         sq_llama_model_close(&m);
         sq_err_set(&err, "out of memory encoding the prompt");

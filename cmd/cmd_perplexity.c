@@ -48,7 +48,7 @@ static int one_doc(void *vctx, const char *doc, size_t n)
 {
     ppl_run *r = vctx;
     int32_t *ids;
-    int64_t k = sq_bpe_encode(r->m->tok, doc, n, true, false, &ids);
+    int64_t k = sq_tokenizer_encode_all(r->m->tok, doc, n, true, false, &ids);
     if (k < 0)
         return sq_err_set(r->err, "out of memory encoding a document");
     int rc = sq_ppl_doc(&r->m->dec, &r->st, ids, k, r->ctx, r->logits, &r->acc, r->err);

@@ -50,7 +50,7 @@ static void put_json_bytes(const char *s, size_t n)
     putchar('"');
 }
 
-/* A causal LM's view: BOS + the BPE ids (decoder/tokenizer_bpe.h), cut at max_seq. */
+/* A causal LM's view: BOS + the BPE ids (tokenizers/tokenizer_bpe.h), cut at max_seq. */
 static int tokenize_decoder(const char *model, const sq_texts *texts, const char *input,
                             long max_seq, int ids_only)
 {
@@ -61,7 +61,7 @@ static int tokenize_decoder(const char *model, const sq_texts *texts, const char
     int rc = SQ_EXIT_OK;
     for (int64_t i = 0; i < texts->n; i++) {
         int32_t *ids = NULL;
-        int64_t n = sq_bpe_encode(m.tok, texts->text[i], texts->len[i], true, false, &ids);
+        int64_t n = sq_tokenizer_encode_all(m.tok, texts->text[i], texts->len[i], true, false, &ids);
         if (n < 0) {
             sq_err_set(&err, "%s: text %lld could not be tokenized", input, (long long)i);
             rc = cli_fail("tokenize", &err);
@@ -76,8 +76,8 @@ static int tokenize_decoder(const char *model, const sq_texts *texts, const char
         if (!ids_only) {
             fputs(",\"tokens\":[", stdout);
             for (int64_t k = 0; k < n; k++) {
-                size_t len = 0;
-                const char *t = sq_bpe_token(m.tok, ids[k], &len);
+                const char *t = sq_tokenizer_token(m.tok, ids[k]);
+                size_t len = t ? strlen(t) : 0;
                 if (k)
                     putchar(',');
                 put_json_bytes(t ? t : "", t ? len : 0);

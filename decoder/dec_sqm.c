@@ -9,6 +9,7 @@
 #include "container.h"
 #include "sqm_model.h"
 #include "sqm_schema.h"
+#include "sqm_tokenizer.h"
 #include "squint_version.h"
 #include "strbuf.h"
 #include "yaml_tree.h"
@@ -40,93 +41,6 @@ static const float *f32_of(const sq_container *c, const char *name, sq_err *err)
             return NULL;
         }
     return v;
-}
-
-/* The hf-bpe tokenizer (SQM.md 10.5): the metadata keys, the pieces and
- * the merges into the HF kind's constructor (which checks them). */
-static int load_hf_tokenizer(const sq_container *c, const sq_sqm_schema_ctx *ctx, int vocab,
-                             const char *p, sq_bpe **tok, sq_err *err)
-{
-    /* sq_sqm_read_meta proved the keys and the special ids' range */
-    yt_doc *doc = yt_parse_buffer(c->metadata, c->metadata_len, c->path, err);
-    if (!doc)
-        return -1;
-    const yt_node *sp = yt_get(yt_get(yt_root(doc), "tokenizer"), "special_ids");
-    const size_t nsp = yt_len(sp);
-    const char **pieces = malloc((size_t)vocab * sizeof *pieces);
-    int32_t *special = malloc((nsp + 1) * sizeof *special);
-    int rc = -1;
-    if (!pieces || !special) {
-        sq_err_set(err, "out of memory");
-        goto out;
-    }
-    for (size_t i = 0; i < nsp; i++)
-        special[i] = (int32_t)strtol(yt_scalar(yt_at(sp, i)), NULL, 10);
-    for (int i = 0; i < vocab; i++, p += strlen(p) + 1)
-        pieces[i] = p;
-    const sq_container_tensor *tm = sq_container_find(c, "tokenizer.merges");
-    if (tm->dims[0] > SQ_BPE_MAX_MERGES) {
-        sq_err_set_at(err, "tokenizer.merges", "%s: tensor \"tokenizer.merges\" has more than %d "
-                      "rows", c->path, SQ_BPE_MAX_MERGES);
-        goto out;
-    }
-    sq_bpe_hf h = {pieces, vocab, tm->data, (int32_t)tm->dims[0], ctx->hf_add_prefix,
-                   ctx->hf_split, ctx->hf_byte_fallback, ctx->hf_fuse_unk, ctx->hf_unk,
-                   ctx->dec.bos, ctx->dec.eos, special, (int32_t)nsp};
-    char what[600];
-    snprintf(what, sizeof what, "%s (tokenizer.vocab, tokenizer.merges)", c->path);
-    rc = (*tok = sq_bpe_from_hf(&h, what, err)) ? 0 : -1;
-out:
-    free(pieces);
-    free(special);
-    yt_free(doc);
-    return rc;
-}
-
-/* The llama2.c tokenizer file's bytes from tokenizer.vocab and
- * tokenizer.scores, for the tokenizer's own reader (which checks them); or
- * the hf-bpe tokenizer. */
-static int load_tokenizer(const sq_container *c, const sq_sqm_schema_ctx *ctx, int vocab,
-                          sq_bpe **tok, sq_err *err)
-{
-    const sq_container_tensor *tv = sq_container_find(c, "tokenizer.vocab");
-    const char *p = tv->data, *end = p + tv->size;
-    if (tv->size == 0 || end[-1] != '\0')
-        return sq_err_set_at(err, "tokenizer.vocab", "%s: tensor \"tokenizer.vocab\" does not end "
-                             "with a NUL byte", c->path);
-    size_t bytes = 4, maxlen = 1;
-    int n = 0;
-    for (const char *q = p; q < end; q += strlen(q) + 1, n++) {
-        size_t len = strlen(q);
-        bytes += 8 + len;
-        if (len > maxlen)
-            maxlen = len;
-    }
-    if (n != vocab)
-        return sq_err_set_at(err, "tokenizer.vocab", "%s: tensor \"tokenizer.vocab\" holds %d "
-                             "pieces, config.vocab_size is %d", c->path, n, vocab);
-    if (ctx->hf_bpe)
-        return load_hf_tokenizer(c, ctx, vocab, p, tok, err);
-    const double *sc = sq_container_find(c, "tokenizer.scores")->data;
-    uint8_t *buf = malloc(bytes), *o = buf;
-    if (!buf)
-        return sq_err_set(err, "out of memory");
-    int32_t ml = (int32_t)maxlen;
-    memcpy(o, &ml, 4), o += 4;
-    const char *q = p;
-    for (int i = 0; i < n; i++) {
-        float s = (float)sc[i];
-        int32_t len = (int32_t)strlen(q);
-        memcpy(o, &s, 4), o += 4;
-        memcpy(o, &len, 4), o += 4;
-        memcpy(o, q, (size_t)len), o += len;
-        q += len + 1;
-    }
-    char what[600];
-    snprintf(what, sizeof what, "%s (tokenizer.vocab)", c->path);
-    *tok = sq_bpe_from_memory(buf, bytes, what, err);
-    free(buf);
-    return *tok ? 0 : -1;
 }
 
 int sq_dec_sqm_open(const char *path, sq_llama_model *m, sq_err *err)
@@ -207,7 +121,7 @@ int sq_dec_sqm_open(const char *path, sq_llama_model *m, sq_err *err)
         sq_err_set(err, "out of memory");
         goto fail;
     }
-    if (load_tokenizer(c, &ctx, k->vocab, &m->tok, err) != 0 ||
+    if (!(m->tok = sq_sqm_tokenizer_load_bpe(c, &ctx, k->vocab, err)) ||
         !(m->tokenizer_path = strdup(path)))
         goto fail;
     return 0;

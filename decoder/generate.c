@@ -32,7 +32,7 @@ int sq_gen_emit_token(sq_gen_emit *e, int32_t id)
         return 1;
     }
     size_t len;
-    const char *piece = sq_bpe_decode_piece(e->m->tok, e->prev, id, &len);
+    const char *piece = sq_tokenizer_decode_piece(e->m->tok, e->prev, id, &len);
     e->stats->generated++;
     e->prev = id;
     if (e->cb && e->cb(e->ctx, id, piece, len) != 0) {
@@ -55,20 +55,20 @@ int sq_gen_check_draft(const sq_llama_model *target, const sq_llama_model *draft
     if (t->bos != d->bos || t->eos != d->eos)
         return sq_err_set(err, "the draft's BOS / EOS ids (%d / %d) are not the model's (%d / %d)",
                           (int)d->bos, (int)d->eos, (int)t->bos, (int)t->eos);
-    const int32_t n = sq_bpe_vocab_size(target->tok);
-    if (sq_bpe_vocab_size(draft->tok) != n)
+    const int32_t n = sq_tokenizer_vocab_size(target->tok);
+    if (sq_tokenizer_vocab_size(draft->tok) != n)
         return sq_err_set(err, "the draft's tokenizer has %d pieces, the model's %d",
-                          (int)sq_bpe_vocab_size(draft->tok), (int)n);
+                          (int)sq_tokenizer_vocab_size(draft->tok), (int)n);
     /* Compared as the text each id decodes to: llama2.c's tokenizer.bin keeps
      * ' ' where tokenizer.json keeps U+2581, and BOS / EOS pieces differ
      * ("\n<s>\n" vs "<s>"); control ids (special in either: <unk>, BOS,
      * EOS) are skipped, only the ids matter to the draft. */
     for (int32_t i = 0; i < n; i++) {
-        if (sq_bpe_is_special(target->tok, i) || sq_bpe_is_special(draft->tok, i))
+        if (sq_tokenizer_is_special(target->tok, i) || sq_tokenizer_is_special(draft->tok, i))
             continue;
         size_t la, lb;
-        const char *a = sq_bpe_decode_piece(target->tok, -1, i, &la);
-        const char *b = sq_bpe_decode_piece(draft->tok, -1, i, &lb);
+        const char *a = sq_tokenizer_decode_piece(target->tok, -1, i, &la);
+        const char *b = sq_tokenizer_decode_piece(draft->tok, -1, i, &lb);
         if (la != lb || (la && memcmp(a, b, la) != 0))
             return sq_err_set(err, "the draft's tokenizer differs from the model's at id %d",
                               (int)i);

@@ -56,7 +56,7 @@ typedef struct sq_gen_stats {
 /* Called with each token and its text (decoded after the token before it). */
 typedef int (*sq_gen_token_fn)(void *ctx, int32_t id, const char *piece, size_t len);
 
-/* prompt: n_prompt >= 1 ids (BOS first, as sq_bpe_encode gives them). */
+/* prompt: n_prompt >= 1 ids (BOS first, as sq_tokenizer_encode_all gives them). */
 int sq_generate(const sq_llama_model *m, const int32_t *prompt, int n_prompt,
                 const sq_gen_opts *o, sq_gen_token_fn cb, void *ctx, sq_gen_stats *stats,
                 sq_err *err);

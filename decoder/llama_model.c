@@ -22,30 +22,17 @@ static char *dir_of(const char *path)
     return d;
 }
 
-static bool ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && strcmp(s + n - k, suffix) == 0;
-}
-
-/* An explicit tokenizer: a tokenizer.json (bos / eos: the model's ids), else
- * a llama2.c tokenizer file. */
-static sq_bpe *load_any(const char *tokenizer, const sq_decoder_config *c, sq_err *err)
-{
-    return ends_with(tokenizer, ".json") ? sq_bpe_load_hf_json(tokenizer, c->bos, c->eos, err)
-                                         : sq_bpe_load(tokenizer, err);
-}
-
 static int open_tokenizer(const char *path, const char *tokenizer, const sq_decoder_config *c,
                           sq_llama_model *m, sq_err *err)
 {
     const int vocab = c->vocab;
     if (tokenizer) {
-        if (!(m->tok = load_any(tokenizer, c, err)))
+        /* a tokenizer.json (bos / eos: the model's ids), else a llama2.c file */
+        if (!(m->tok = sq_tokenizer_load_bpe_file(tokenizer, c->bos, c->eos, err)))
             return -1;
-        if (sq_bpe_vocab_size(m->tok) != vocab)
+        if (sq_tokenizer_vocab_size(m->tok) != vocab)
             return sq_err_set(err, "%s: %d tokens, but the model %s has a vocabulary of %d",
-                              tokenizer, (int)sq_bpe_vocab_size(m->tok), path, vocab);
+                              tokenizer, (int)sq_tokenizer_vocab_size(m->tok), path, vocab);
         return (m->tokenizer_path = strdup(tokenizer)) ? 0 : sq_err_set(err, "out of memory");
     }
     static const char *const names[] = {"tokenizer.bin", "tok512.bin"};
@@ -61,21 +48,21 @@ static int open_tokenizer(const char *path, const char *tokenizer, const sq_deco
             free(cand);
             continue;
         }
-        sq_bpe *t = sq_bpe_load(cand, err);
+        sq_tokenizer *t = sq_tokenizer_load_bpe_file(cand, -1, -1, err);
         if (!t) {
             free(cand);
             free(dir);
             return -1;
         }
-        if (sq_bpe_vocab_size(t) == vocab) {
+        if (sq_tokenizer_vocab_size(t) == vocab) {
             m->tok = t;
             m->tokenizer_path = cand;
             free(dir);
             return 0;
         }
         snprintf(found + strlen(found), sizeof found - strlen(found), "%s%s has %d tokens",
-                 found[0] ? "; " : " (", cand, (int)sq_bpe_vocab_size(t));
-        sq_bpe_free(t);
+                 found[0] ? "; " : " (", cand, (int)sq_tokenizer_vocab_size(t));
+        sq_tokenizer_free(t);
         free(cand);
     }
     free(dir);
@@ -157,7 +144,7 @@ int sq_llama_model_open(const char *path, const char *tokenizer, sq_llama_model 
 void sq_llama_model_close(sq_llama_model *m)
 {
     sq_decoder_free(&m->dec);
-    sq_bpe_free(m->tok);
+    sq_tokenizer_free(m->tok);
     free(m->tokenizer_path);
     if (m->sqm) {
         sq_container_close(m->sqm);

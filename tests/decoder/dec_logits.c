@@ -23,7 +23,7 @@ int main(int argc, char **argv)
         return 2;
     }
     int32_t *ids;
-    int64_t n = sq_bpe_encode(m.tok, argv[3], strlen(argv[3]), true, false, &ids);
+    int64_t n = sq_tokenizer_encode_all(m.tok, argv[3], strlen(argv[3]), true, false, &ids);
     if (n < 1 || n > m.dec.cfg.max_pos)
         return 2;
     sq_decoder_state st;

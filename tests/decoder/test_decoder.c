@@ -15,6 +15,7 @@
 #include "perplexity.h"
 #include "sampler.h"
 #include "test_util.h"
+#include "tokenizer.h"
 #include "tokenizer_bpe.h"
 
 static uint64_t g_lcg = 42;
@@ -111,6 +112,77 @@ START_TEST(bpe_merges)
      * both become byte tokens */
     expect_ids(t, "\x80" "a", false, false, (int32_t[]){3 + 0x20, 3 + 0x80, A}, 3);
     sq_bpe_free(t);
+}
+END_TEST
+
+/* The BPE kind through the one interface (tokenizer.h) gives what the kind
+ * gives by itself: ids with and without BOS/EOS, the encoder template's
+ * truncation, pieces, specials, lookups and the bytes-per-token bound. */
+START_TEST(bpe_through_tokenizer_h)
+{
+    sq_bpe *raw = small_vocab();
+    sq_err err;
+    sq_tokenizer *t = sq_tokenizer_from_bpe(small_vocab(), &err);
+    ck_assert_msg(t != NULL, "%s", err.msg);
+    ck_assert_int_eq(sq_tokenizer_kind_of(t), SQ_TOKENIZER_BPE);
+    ck_assert_ptr_nonnull(sq_tokenizer_bpe(t));
+    ck_assert_int_eq(sq_tokenizer_vocab_size(t), 266);
+    ck_assert_int_eq(sq_tokenizer_bos_id(t), SQ_BPE_BOS);
+    ck_assert_int_eq(sq_tokenizer_eos_id(t), SQ_BPE_EOS);
+    ck_assert_int_eq(sq_tokenizer_unk_id(t), SQ_BPE_UNK);
+    ck_assert_int_eq(sq_tokenizer_cls_id(t), -1);
+    const char *texts[] = {"", "a", "ab", "aaa", "ab ab aa b", "\xe2\x82\xac", "\x80" "a"};
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        const char *x = texts[i];
+        for (int be = 0; be < 4; be++) {
+            int32_t *a, *b;
+            int64_t na = sq_bpe_encode(raw, x, strlen(x), be & 1, be & 2, &a);
+            int64_t nb = sq_tokenizer_encode_all(t, x, strlen(x), be & 1, be & 2, &b);
+            ck_assert_int_eq(na, nb);
+            ck_assert_msg(memcmp(a, b, (size_t)na * sizeof *a) == 0, "'%s' %d", x, be);
+            free(a);
+            free(b);
+        }
+        int32_t *all;
+        int64_t n = sq_bpe_encode(raw, x, strlen(x), false, false, &all);
+        int32_t got[64];
+        ck_assert_int_eq(sq_tokenizer_tokenize(t, x, strlen(x), got, 64), n);
+        ck_assert(n == 0 || memcmp(all, got, (size_t)n * sizeof *got) == 0);
+        /* cap smaller than the count: the total is still returned */
+        ck_assert_int_eq(sq_tokenizer_tokenize(t, x, strlen(x), got, 1), n);
+        free(all);
+        /* the encoder template: BOS and the first pieces, at most max_len */
+        int32_t enc[2];
+        int w = sq_tokenizer_encode(t, x, strlen(x), 2, enc);
+        ck_assert_int_eq(w, n + 1 < 2 ? n + 1 : 2);
+        ck_assert_int_eq(enc[0], SQ_BPE_BOS);
+    }
+    for (int32_t id = -1; id <= 266; id++) {
+        size_t la, lb;
+        const char *pa = sq_bpe_decode_piece(raw, 1, id, &la);
+        const char *pb = sq_tokenizer_decode_piece(t, 1, id, &lb);
+        ck_assert_uint_eq(la, lb);
+        ck_assert(la == 0 || memcmp(pa, pb, la) == 0);
+        ck_assert_int_eq(sq_tokenizer_is_special(t, id), sq_bpe_is_special(raw, id));
+        size_t l;
+        const char *ta = sq_bpe_token(raw, id, &l), *tb = sq_tokenizer_token(t, id);
+        ck_assert(ta == tb || (ta && tb && strcmp(ta, tb) == 0));
+    }
+    ck_assert_int_eq(sq_tokenizer_lookup(t, "ab", 2), AB);
+    ck_assert_int_eq(sq_tokenizer_lookup(t, "abc", 3), -1);
+    /* the bound: the longest raw piece of the llama2.c vocabulary */
+    size_t longest = 0;
+    for (int32_t id = 0; id < 266; id++) {
+        size_t l;
+        if (sq_bpe_token(raw, id, &l) && l > longest)
+            longest = l;
+    }
+    ck_assert_uint_eq(sq_tokenizer_max_piece_bytes(t), longest);
+    sq_tokenizer_free(t);
+    sq_bpe_free(raw);
+    /* NULL is refused with a message, not a crash */
+    ck_assert_ptr_null(sq_tokenizer_from_bpe(NULL, &err));
+    ck_assert(strstr(err.msg, "BPE") != NULL);
 }
 END_TEST
 
@@ -711,6 +783,7 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, bpe_merges);
     tcase_add_test(tc, bpe_decode);
+    tcase_add_test(tc, bpe_through_tokenizer_h);
     tcase_add_test(tc, bpe_heap_vs_naive_small);
     tcase_add_test(tc, bpe_hostile);
     tcase_add_test(tc, bpe_llama2_golden);

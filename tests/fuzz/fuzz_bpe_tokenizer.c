@@ -1,4 +1,4 @@
-/* Fuzz the llama2.c tokenizer reader and encoder (decoder/tokenizer_bpe.c).
+/* Fuzz the llama2.c tokenizer reader and encoder (tokenizers/tokenizer_bpe.c).
  * Input: a little-endian uint16 text length L, L bytes of text (fewer if the
  * input ends), then the tokenizer file. A tokenizer it accepts encodes the
  * text and a fixed string: ids in range, BOS first, the same ids as the

@@ -1,5 +1,5 @@
 /* Fuzz the tokenizer.json reader and the HF kind of the BPE encoder
- * (decoder/tokenizer_hf_json.c, tokenizer_bpe.c). Input: a little-endian
+ * (tokenizers/tokenizer_hf_json.c, tokenizer_bpe.c). Input: a little-endian
  * uint16 text length L, L bytes of text (fewer if the input ends), then the
  * tokenizer.json bytes. A tokenizer it accepts encodes the text and a fixed
  * string: ids in range, BOS first and EOS last, the same ids as the naive

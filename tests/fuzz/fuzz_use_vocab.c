@@ -1,8 +1,8 @@
 /* Fuzz the Universal Sentence Encoder Lite vocabulary reader
- * (formats/use_vocab.h: vocab.json, a JSON array of [piece, score] pairs) and
+ * (tokenizers/use_vocab.h: vocab.json, a JSON array of [piece, score] pairs) and
  * the SentencePiece unigram tokenizer built from it, both directly
- * (libquant/tokenizer_unigram.h) and through the generic interface
- * (sq_unigram_spec_load_use_vocab -> sq_tokenizer_new, libquant/tokenizer.h).
+ * (tokenizers/tokenizer_unigram.h) and through the generic interface
+ * (sq_unigram_spec_load_use_vocab -> sq_tokenizer_new, tokenizers/tokenizer.h).
  * Input: vocab.json \0 text. A fixed string (spaces, U+2581, NFKC expansions,
  * astral and unknown characters, invalid UTF-8) and the fuzzed text (cut to
  * WORK_BUDGET / longest piece bytes) are tokenized; abort() unless:

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The rooms stay apart (docs/design.md "Layout"):
-#  1. no runtime source (base, formats, libquant, decoder, heads, serve,
-#     libsquint) includes a header of the toolchain (calib, quantize, eval)
+#  1. no runtime source (base, formats, tokenizers, libquant, decoder,
+#     heads, serve, libsquint) includes a header of the toolchain (calib, quantize, eval)
 #     or of cmd/, and each room includes only rooms below it;
 #  2. no command file serves another as a library: cmd/cmd_NAME.c defines
 #     no external function but cmd_NAME (commands share code through cmd/
 #     helpers that are not commands, or through the rooms);
-#  3. libsquint.so defines no recipe, SmoothQuant, GPTQ, calibration or
+#  3. text becomes ids through the one tokenizer interface (tokenizer.h):
+#     a kind's own header only in tokenizers/ and the .sqm tokenizer code;
+#  4. libsquint.so defines no recipe, SmoothQuant, GPTQ, calibration or
 #     quantizer symbol (all of its symbols, not only the exported ones).
 # usage: check_layers.sh SOURCE_ROOT LIBSQUINT_SO
 set -u
@@ -19,14 +21,15 @@ fail() { echo "FAIL - $1"; fails=$((fails + 1)); }
 declare -A below=(
   [base]=""
   [formats]="base"
-  [libquant]="base formats"
-  [decoder]="base formats libquant"
-  [heads]="base formats libquant"
-  [serve]="base formats libquant decoder heads"
-  [libsquint]="base formats libquant include"
-  [calib]="base formats libquant decoder"
-  [quantize]="base formats libquant decoder calib"
-  [eval]="base formats libquant decoder heads calib quantize"
+  [tokenizers]="base formats"
+  [libquant]="base formats tokenizers"
+  [decoder]="base formats tokenizers libquant"
+  [heads]="base formats tokenizers libquant"
+  [serve]="base formats tokenizers libquant decoder heads"
+  [libsquint]="base formats tokenizers libquant include"
+  [calib]="base formats tokenizers libquant decoder"
+  [quantize]="base formats tokenizers libquant decoder calib"
+  [eval]="base formats tokenizers libquant decoder heads calib quantize"
 )
 # header name -> room (headers are included by name; names are unique)
 declare -A room_of=()
@@ -38,7 +41,7 @@ while IFS= read -r h; do
     fail "header name $name is in two rooms (${room_of[$name]}, $room)"
   fi
   room_of[$name]=$room
-done < <(find "$root"/{base,formats,libquant,decoder,heads,serve,libsquint,calib,quantize,eval,cmd,include} \
+done < <(find "$root"/{base,formats,tokenizers,libquant,decoder,heads,serve,libsquint,calib,quantize,eval,cmd,include} \
            -name '*.h' -o -name '*.inc' | sort)
 
 bad=0
@@ -56,6 +59,18 @@ for room in "${!below[@]}"; do
   done < <(find "$root/$room" -name '*.c' -o -name '*.h' -o -name '*.inc')
 done
 [[ $bad -eq 0 ]] && pass "every room includes only itself and the rooms below it"
+
+# One tokenizer interface: outside tokenizers/ only tokenizer.h is used; a
+# kind's own header only where its .sqm form is read or written.
+kinds=""
+while IFS= read -r f; do
+  rel=${f#"$root"/}
+  case $rel in tokenizers/*|libquant/sqm_tokenizer.c|quantize/dec_sqm_write.c) continue ;; esac
+  grep -qE '#[[:space:]]*include[[:space:]]*"tokenizer_(bpe|unigram|wordpiece)\.h"' "$f" && kinds+="$rel "
+done < <(find "$root"/{base,formats,tokenizers,libquant,decoder,heads,serve,libsquint,calib,quantize,eval,cmd} \
+           -name '*.c' -o -name '*.h')
+[[ -z $kinds ]] && pass "outside tokenizers/, text becomes ids only through tokenizer.h" ||
+  fail "a tokenizer kind's header used directly in: $kinds"
 
 # a command file defines one external function, its entry point cmd_NAME
 lib=""

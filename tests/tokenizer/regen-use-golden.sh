@@ -4,7 +4,7 @@
 # there with npm, scripts disabled, into use_js/node_modules, which git
 # ignores) tokenizes every test sentence with the shared vocab.json; nothing
 # is fetched at run time. The ids depend on node's ICU (NFKC): the header
-# records node's Unicode version, which should match libquant/unicode_nfkc_data.h.
+# records node's Unicode version, which should match tokenizers/unicode_nfkc_data.h.
 # Usage: tests/tokenizer/regen-use-golden.sh [shared-data-dir]
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)

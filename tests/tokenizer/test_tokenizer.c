@@ -256,6 +256,32 @@ START_TEST(accessors)
     ck_assert_str_eq(sq_tokenizer_token(t, 5), "hello");
     ck_assert_ptr_null(sq_tokenizer_token(t, NV));
     ck_assert_ptr_null(sq_tokenizer_token(t, -1));
+    /* the one interface's sequence ends: [CLS] / [SEP] are WordPiece's
+     * begin / end, special, and decode to nothing */
+    ck_assert_int_eq(sq_tokenizer_kind_of(t), SQ_TOKENIZER_WORDPIECE);
+    ck_assert_ptr_null(sq_tokenizer_bpe(t));
+    ck_assert_int_eq(sq_tokenizer_bos_id(t), 2);
+    ck_assert_int_eq(sq_tokenizer_eos_id(t), 3);
+    ck_assert(sq_tokenizer_is_special(t, 2) && sq_tokenizer_is_special(t, 3));
+    ck_assert(!sq_tokenizer_is_special(t, 5) && !sq_tokenizer_is_special(t, 1));
+    ck_assert_uint_eq(sq_tokenizer_max_piece_bytes(t), 0);
+    size_t len;
+    ck_assert_str_eq(sq_tokenizer_decode_piece(t, -1, 5, &len), "hello");
+    ck_assert_uint_eq(len, 5);
+    sq_tokenizer_decode_piece(t, -1, 2, &len);
+    ck_assert_uint_eq(len, 0);
+    const char *s = "hello world hello";
+    int32_t enc[8], *all;
+    int n = sq_tokenizer_encode(t, s, strlen(s), 8, enc);
+    ck_assert_int_eq(sq_tokenizer_encode_all(t, s, strlen(s), true, true, &all), n);
+    ck_assert(memcmp(all, enc, (size_t)n * sizeof *enc) == 0);
+    free(all);
+    ck_assert_int_eq(sq_tokenizer_encode_all(t, s, strlen(s), false, false, &all), n - 2);
+    ck_assert(memcmp(all, enc + 1, (size_t)(n - 2) * sizeof *enc) == 0);
+    free(all);
+    ck_assert_int_eq(sq_tokenizer_encode_all(t, "", 0, true, false, &all), 1);
+    ck_assert_int_eq(all[0], 2);
+    free(all);
     sq_tokenizer_free(t);
 }
 END_TEST

@@ -1,6 +1,6 @@
-/* Unit tests of the SentencePiece-unigram tokenizer (libquant/tokenizer_unigram.c),
- * its NFKC (libquant/unicode_nfkc.c) and the USE vocab.json reader
- * (formats/use_vocab.c), on small hand-made vocabularies. Every expected id
+/* Unit tests of the SentencePiece-unigram tokenizer (tokenizers/tokenizer_unigram.c),
+ * its NFKC (tokenizers/unicode_nfkc.c) and the USE vocab.json reader
+ * (tokenizers/use_vocab.c), on small hand-made vocabularies. Every expected id
  * list below was produced by the real JS tokenizer (@energetic-ai/embeddings
  * 0.2.0, Tokenizer.encode) on the same vocabulary. */
 #include <check.h>

@@ -4,7 +4,7 @@
  * published file has seven null scores (pieces containing ':'); the JS
  * tokenizer adds null as 0, so a null score reads as 0.0 here. Anything else
  * that is not a number, or not such a pair, is refused with a message naming
- * the file and the entry. Tokenizer: libquant/tokenizer_unigram.h. */
+ * the file and the entry. Tokenizer: tokenizers/tokenizer_unigram.h. */
 #ifndef SQ_USE_VOCAB_H
 #define SQ_USE_VOCAB_H
 

@@ -1,8 +1,6 @@
 /* WordPiece tokenizer: HF BertNormalizer + BertPreTokenizer + WordPiece.
- * See tokenizer.h for the exact pipeline. */
-#include "tokenizer.h"
-
-#include "tokenizer_unigram.h"
+ * See tokenizer_wordpiece.h for the exact pipeline. */
+#include "tokenizer_wordpiece.h"
 
 #include <stdbool.h>
 #include <stdlib.h>
@@ -19,7 +17,7 @@ typedef struct added_entry {
     int32_t id;
 } added_entry;
 
-struct sq_tokenizer {
+struct sq_wordpiece {
     int32_t n;
     const char **tok; /* tok[id] in arena, NUL-terminated */
     uint32_t *tok_len;
@@ -43,10 +41,6 @@ struct sq_tokenizer {
     added_entry *added;
     int32_t n_added;
     bool added_first[256]; /* first bytes of added tokens: quick reject */
-
-    /* A SentencePiece unigram tokenizer behind the same interface: when set,
-     * every call goes to it and the WordPiece fields above are unused. */
-    sq_unigram *uni;
 };
 
 /* ---- hash table ---------------------------------------------------------- */
@@ -61,7 +55,7 @@ static inline uint64_t fnv_feed(uint64_t h, const uint8_t *p, size_t n)
 }
 
 /* The slot's tag is the high half of the hash, the index the low bits. */
-static int32_t table_find(const sq_tokenizer *t, uint64_t h, bool prefixed, const uint8_t *s,
+static int32_t table_find(const sq_wordpiece *t, uint64_t h, bool prefixed, const uint8_t *s,
                           uint32_t len)
 {
     uint32_t plen = prefixed ? t->prefix_len : 0;
@@ -76,7 +70,7 @@ static int32_t table_find(const sq_tokenizer *t, uint64_t h, bool prefixed, cons
     }
 }
 
-static int32_t vocab_find(const sq_tokenizer *t, bool prefixed, const uint8_t *s, uint32_t len)
+static int32_t vocab_find(const sq_wordpiece *t, bool prefixed, const uint8_t *s, uint32_t len)
 {
     if (len > (prefixed ? t->max_cont_bytes : t->max_word_bytes))
         return -1;
@@ -84,7 +78,7 @@ static int32_t vocab_find(const sq_tokenizer *t, bool prefixed, const uint8_t *s
     return table_find(t, h, prefixed, s, len);
 }
 
-static int table_build(sq_tokenizer *t, sq_err *err)
+static int table_build(sq_wordpiece *t, sq_err *err)
 {
     uint64_t cap = 16;
     while (cap < (uint64_t)t->n * 2)
@@ -118,7 +112,7 @@ static int check_id(int32_t id, int32_t n, bool required, const char *what, sq_e
     return 0;
 }
 
-static int copy_vocab(sq_tokenizer *t, const sq_wordpiece_spec *spec, sq_err *err)
+static int copy_vocab(sq_wordpiece *t, const sq_wordpiece_spec *spec, sq_err *err)
 {
     size_t total = 0;
     for (int32_t i = 0; i < spec->vocab_size; i++) {
@@ -153,7 +147,7 @@ static int copy_vocab(sq_tokenizer *t, const sq_wordpiece_spec *spec, sq_err *er
     return 0;
 }
 
-static int add_added(sq_tokenizer *t, int32_t id)
+static int add_added(sq_wordpiece *t, int32_t id)
 {
     for (int32_t i = 0; i < t->n_added; i++)
         if (t->added[i].id == id)
@@ -163,7 +157,7 @@ static int add_added(sq_tokenizer *t, int32_t id)
     return 0;
 }
 
-static int setup_added(sq_tokenizer *t, const sq_wordpiece_spec *spec, sq_err *err)
+static int setup_added(sq_wordpiece *t, const sq_wordpiece_spec *spec, sq_err *err)
 {
     if (spec->n_added < 0 || spec->n_added > spec->vocab_size || (spec->n_added > 0 && !spec->added))
         return sq_err_set(err, "tokenizer: invalid added-token count %d", spec->n_added);
@@ -188,34 +182,8 @@ static int setup_added(sq_tokenizer *t, const sq_wordpiece_spec *spec, sq_err *e
     return 0;
 }
 
-static sq_tokenizer *new_unigram(const sq_wordpiece_spec *spec, sq_err *err)
+sq_wordpiece *sq_wordpiece_new(const sq_wordpiece_spec *spec, sq_err *err)
 {
-    if (!spec->scores) {
-        sq_err_set(err, "tokenizer: a unigram vocabulary needs its piece scores");
-        return NULL;
-    }
-    sq_tokenizer *t = calloc(1, sizeof *t);
-    if (!t) {
-        sq_err_set(err, "out of memory");
-        return NULL;
-    }
-    t->uni = sq_unigram_new_f64((const char *const *)spec->vocab, spec->scores, spec->vocab_size,
-                                err);
-    if (!t->uni) {
-        free(t);
-        return NULL;
-    }
-    t->n = sq_unigram_vocab_size(t->uni);
-    t->unk_id = 0;
-    t->cls_id = t->sep_id = t->pad_id = t->mask_id = -1;
-    t->model_max_length = spec->model_max_length;
-    return t;
-}
-
-sq_tokenizer *sq_tokenizer_new(const sq_wordpiece_spec *spec, sq_err *err)
-{
-    if (spec && spec->type == SQ_TOK_UNIGRAM)
-        return new_unigram(spec, err);
     if (!spec || !spec->vocab || spec->vocab_size <= 0 || spec->vocab_size > SQ_WORDPIECE_MAX_VOCAB) {
         sq_err_set(err, "tokenizer: vocabulary size %d is not in 1..%d", spec ? spec->vocab_size : 0,
                    SQ_WORDPIECE_MAX_VOCAB);
@@ -234,7 +202,7 @@ sq_tokenizer *sq_tokenizer_new(const sq_wordpiece_spec *spec, sq_err *err)
                    spec->max_input_chars_per_word, SQ_WORDPIECE_MAX_WORD_CHARS);
         return NULL;
     }
-    sq_tokenizer *t = calloc(1, sizeof *t);
+    sq_wordpiece *t = calloc(1, sizeof *t);
     if (!t) {
         sq_err_set(err, "tokenizer: out of memory");
         return NULL;
@@ -260,29 +228,16 @@ sq_tokenizer *sq_tokenizer_new(const sq_wordpiece_spec *spec, sq_err *err)
         check_id(t->pad_id, n, false, "pad", err) != 0 ||
         check_id(t->mask_id, n, false, "mask", err) != 0 || table_build(t, err) != 0 ||
         setup_added(t, spec, err) != 0) {
-        sq_tokenizer_free(t);
+        sq_wordpiece_free(t);
         return NULL;
     }
     return t;
 }
 
-sq_tokenizer *sq_tokenizer_load_dir(const char *dir, sq_err *err)
-{
-    sq_wordpiece_spec spec;
-    if (sq_wordpiece_spec_load_dir(dir, &spec, err) != 0)
-        return NULL;
-    sq_tokenizer *t = sq_tokenizer_new(&spec, err);
-    sq_wordpiece_spec_free(&spec);
-    if (!t)
-        sq_err_prefix(err, "%s", dir);
-    return t;
-}
-
-void sq_tokenizer_free(sq_tokenizer *t)
+void sq_wordpiece_free(sq_wordpiece *t)
 {
     if (!t)
         return;
-    sq_unigram_free(t->uni);
     free(t->slot_id);
     free(t->slot_tag);
     free(t->tok);
@@ -389,7 +344,7 @@ static bool strip_accents(scratch *s)
 }
 
 /* Decode and normalize text into s->a. */
-static bool normalize(const sq_tokenizer *t, const uint8_t *text, size_t len, scratch *s)
+static bool normalize(const sq_wordpiece *t, const uint8_t *text, size_t len, scratch *s)
 {
     s->a.n = 0;
     bool needs_nfd = false; /* nothing below U+00C0 decomposes */
@@ -446,7 +401,7 @@ static bool word_reserve(scratch *s, size_t ncp)
 }
 
 /* Greedy longest-match-first; an unmatched remainder turns the word into one unk. */
-static bool wordpiece(const sq_tokenizer *t, const uint32_t *w, size_t n, scratch *s, emitter *e)
+static bool wordpiece(const sq_wordpiece *t, const uint32_t *w, size_t n, scratch *s, emitter *e)
 {
     if (n > (size_t)t->max_chars) {
         emit(e, t->unk_id);
@@ -486,7 +441,7 @@ static bool wordpiece(const sq_tokenizer *t, const uint32_t *w, size_t n, scratc
 }
 
 /* BertPreTokenizer: whitespace separates, each punctuation mark is a word. */
-static bool pretokenize_and_encode(const sq_tokenizer *t, scratch *s, emitter *e)
+static bool pretokenize_and_encode(const sq_wordpiece *t, scratch *s, emitter *e)
 {
     const uint32_t *v = s->a.v;
     size_t n = s->a.n, start = 0;
@@ -504,7 +459,7 @@ static bool pretokenize_and_encode(const sq_tokenizer *t, scratch *s, emitter *e
     return true;
 }
 
-static bool encode_piece(const sq_tokenizer *t, const uint8_t *text, size_t len, scratch *s,
+static bool encode_piece(const sq_wordpiece *t, const uint8_t *text, size_t len, scratch *s,
                          emitter *e)
 {
     if (len == 0)
@@ -513,7 +468,7 @@ static bool encode_piece(const sq_tokenizer *t, const uint8_t *text, size_t len,
 }
 
 /* Longest added token starting at text[0], or NULL. */
-static const added_entry *match_added(const sq_tokenizer *t, const uint8_t *text, size_t len)
+static const added_entry *match_added(const sq_wordpiece *t, const uint8_t *text, size_t len)
 {
     const added_entry *best = NULL;
     for (int32_t k = 0; k < t->n_added; k++) {
@@ -524,11 +479,9 @@ static const added_entry *match_added(const sq_tokenizer *t, const uint8_t *text
     return best;
 }
 
-int64_t sq_tokenizer_tokenize(const sq_tokenizer *t, const char *text, size_t len, int32_t *ids,
+int64_t sq_wordpiece_tokenize(const sq_wordpiece *t, const char *text, size_t len, int32_t *ids,
                               int64_t cap)
 {
-    if (t->uni)
-        return sq_unigram_tokenize(t->uni, text, len, ids, cap);
     uint32_t stack_a[STACK_CPS], stack_b[STACK_CPS];
     uint8_t stack_words[256 * 4 + 257 * sizeof(uint32_t)] __attribute__((aligned(4)));
     scratch s = {
@@ -562,53 +515,17 @@ int64_t sq_tokenizer_tokenize(const sq_tokenizer *t, const char *text, size_t le
     return ok ? e.count : -1;
 }
 
-int sq_tokenizer_encode(const sq_tokenizer *t, const char *text, size_t len, int max_len,
-                        int32_t *ids)
-{
-    if (t->uni) { /* no [CLS]/[SEP]: the first max_len pieces */
-        if (max_len < 1)
-            return -1;
-        int64_t n = sq_unigram_tokenize(t->uni, text, len, ids, max_len);
-        return n < 0 ? -1 : (int)(n < max_len ? n : max_len);
-    }
-    if (max_len < 2 || t->cls_id < 0 || t->sep_id < 0)
-        return -1;
-    int64_t n = sq_tokenizer_tokenize(t, text, len, ids + 1, max_len - 2);
-    if (n < 0)
-        return -1;
-    int w = n < max_len - 2 ? (int)n : max_len - 2;
-    ids[0] = t->cls_id;
-    ids[w + 1] = t->sep_id;
-    return w + 2;
-}
-
 /* ---- accessors ------------------------------------------------------------- */
 
-int32_t sq_tokenizer_vocab_size(const sq_tokenizer *t) { return t->n; }
-int32_t sq_tokenizer_pad_id(const sq_tokenizer *t) { return t->pad_id; }
-int32_t sq_tokenizer_unk_id(const sq_tokenizer *t) { return t->unk_id; }
-int32_t sq_tokenizer_cls_id(const sq_tokenizer *t) { return t->cls_id; }
-int32_t sq_tokenizer_sep_id(const sq_tokenizer *t) { return t->sep_id; }
-int32_t sq_tokenizer_mask_id(const sq_tokenizer *t) { return t->mask_id; }
-int32_t sq_tokenizer_model_max_length(const sq_tokenizer *t) { return t->model_max_length; }
+int32_t sq_wordpiece_vocab_size(const sq_wordpiece *t) { return t->n; }
 
-const char *sq_tokenizer_token(const sq_tokenizer *t, int32_t id)
+const char *sq_wordpiece_token(const sq_wordpiece *t, int32_t id)
 {
-    if (t->uni)
-        return sq_unigram_piece(t->uni, id);
     return (id >= 0 && id < t->n) ? t->tok[id] : NULL;
 }
 
-int32_t sq_tokenizer_lookup(const sq_tokenizer *t, const char *token, size_t len)
+int32_t sq_wordpiece_lookup(const sq_wordpiece *t, const char *token, size_t len)
 {
-    if (t->uni) { /* rare (tools only): a scan; the last duplicate wins as in matching */
-        for (int32_t id = t->n - 1; id >= 0; id--) {
-            const char *p = sq_unigram_piece(t->uni, id);
-            if (p && strlen(p) == len && memcmp(p, token, len) == 0)
-                return id;
-        }
-        return -1;
-    }
     if (len > t->max_word_bytes)
         return -1;
     uint64_t h = fnv_feed(FNV_OFFSET, (const uint8_t *)token, len);

@@ -1,7 +1,7 @@
 /* Reading Hugging Face tokenizer files for WordPiece (BERT) tokenizers:
  * tokenizer.json (model.type WordPiece + BertNormalizer / Lowercase /
  * BertPreTokenizer settings), vocab.txt and tokenizer_config.json.
- * Produces a plain description; libquant/tokenizer_wordpiece builds the
+ * Produces a plain description; tokenizers/tokenizer.h builds the
  * runnable tokenizer from it. */
 #ifndef SQ_HF_TOKENIZER_H
 #define SQ_HF_TOKENIZER_H
@@ -82,7 +82,7 @@ int sq_wordpiece_spec_load_vocab_txt(const char *path, sq_wordpiece_spec *spec, 
 int sq_wordpiece_spec_apply_config(const char *path, sq_wordpiece_spec *spec, sq_err *err);
 
 /* A SentencePiece unigram spec from USE Lite's vocab.json
- * (formats/use_vocab.h); model_max_length is left 0 for the caller. */
+ * (tokenizers/use_vocab.h); model_max_length is left 0 for the caller. */
 int sq_unigram_spec_load_use_vocab(const char *path, sq_wordpiece_spec *spec, sq_err *err);
 
 /* Release everything the spec owns and zero it. */

@@ -30,7 +30,7 @@ typedef struct sq_unigram sq_unigram;
 sq_unigram *sq_unigram_new(const char *const *pieces, const float *scores, int32_t n, sq_err *err);
 sq_unigram *sq_unigram_new_f64(const char *const *pieces, const double *scores, int32_t n,
                                sq_err *err);
-/* vocab.json of USE lite (formats/use_vocab.h), scores as doubles. */
+/* vocab.json of USE lite (tokenizers/use_vocab.h), scores as doubles. */
 sq_unigram *sq_unigram_load_use_vocab(const char *path, sq_err *err);
 
 /* text is UTF-8 of len bytes (invalid UTF-8 -> U+FFFD per maximal ill-formed

@@ -37,7 +37,7 @@
  *  Q9 Runs of consecutive id 0 collapse to one id 0.
  *  Q10 No BOS/EOS, no truncation.
  *  Q11 The published vocab.json has null scores (pieces with ':'); JS adds
- *     null as 0. formats/use_vocab.c reads null as 0.0, which adds the same.
+ *     null as 0. tokenizers/use_vocab.c reads null as 0.0, which adds the same.
  * Invalid UTF-8 (which a JS string cannot hold) decodes to U+FFFD per
  * maximal ill-formed subpart, as node's UTF-8 decoder does. */
 #include "tokenizer_unigram.h"
