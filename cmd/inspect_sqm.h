@@ -1,5 +1,5 @@
 /* `squint inspect` on a model file (.sqm); the verify result it reports comes
- * from libquant/sqm_verify.h. */
+ * from libquant/run/sqm_verify.h. */
 #ifndef SQ_INSPECT_SQM_H
 #define SQ_INSPECT_SQM_H
 

@@ -39,7 +39,7 @@ typedef struct sq_gen_opts {
 } sq_gen_opts;
 
 /* A verify pass is draft_tokens + 1 rows: at most SQ_F32_ROWS_MAX, so that
- * f32 linears compute each row alone (libquant/f32_rows.h). */
+ * f32 linears compute each row alone (libquant/kernels/f32_rows.h). */
 #define SQ_GEN_MAX_DRAFT 15
 
 typedef struct sq_gen_stats {

@@ -7,7 +7,7 @@
  * Greedy: each kept token is the target's argmax over a row whose prefix is
  * the accepted text, computed with the same bits as token-by-token decoding
  * (attention per row in a fixed order, integer GEMMs exact, f32 linears of
- * up to 16 rows each row alone: libquant/f32_rows.h), so the output is the
+ * up to 16 rows each row alone: libquant/kernels/f32_rows.h), so the output is the
  * target's alone, token for token. Sampling (T > 0): speculative sampling
  * (Leviathan et al. 2023, Chen et al. 2023): proposal d drawn from the
  * draft's q is kept with probability min(1, p(d) / q(d)), else a token is

@@ -59,7 +59,7 @@ typedef enum sq_cdtype {
     SQ_CDT_BF16 = 0x0a,
     /* 0x40..0x7f: packed quantized weights (SPEC.md 6.1). dims are the
      * logical [N, K] of the weight matrix; the bytes are the padded panels
-     * (libquant/pack.h), size = round_up(N, 16) * round_up(K, 4) for s8 and
+     * (libquant/kernels/pack.h), size = round_up(N, 16) * round_up(K, 4) for s8 and
      * round_up(N, 16) * round_up(K, 128) / 2 for s4g128. */
     SQ_CDT_S8_PANEL = 0x40,     /* int8, [N/16][K/4][16][4] VNNI panels */
     SQ_CDT_S4G128_PANEL = 0x41, /* int4 nibbles unpacking to the same panels */

@@ -15,7 +15,7 @@
 #define SQ_MAX_POSITIONS 65536
 #define SQ_MAX_VOCAB (1 << 22)
 
-/* Architecture variants of the one encoder executor (libquant/encoder.h).
+/* Architecture variants of the one encoder executor (libquant/model/encoder.h).
  * BERT is post-LN, GELU, learned positions, an embedding LayerNorm and no
  * pooling head; tensor2tensor-style encoders such as Universal Sentence
  * Encoder Lite are pre-LN, ReLU, sinusoidal positions, no embedding
@@ -91,7 +91,7 @@ typedef struct sq_pooling_config {
      * where config.json, the weights and the tokenizer are. */
     char transformer_path[257];
     /* A sentence-transformers Dense module after the pooling (its folder;
-     * "" = none): loaded by sq_st_dense_load (libquant/st_dense.h). */
+     * "" = none): loaded by sq_st_dense_load (libquant/model/st_dense.h). */
     char dense_path[257];
 } sq_pooling_config;
 

@@ -1,4 +1,4 @@
-/* Embedding tables to int8 / int4 (the layout is libquant/quant_embed.h). */
+/* Embedding tables to int8 / int4 (the layout is libquant/weights/quant_embed.h). */
 #include "embed_quant.h"
 #include "par_threads.h"
 #include "quant_embed.h"

@@ -1,4 +1,4 @@
-/* Quantizing embedding tables into the layouts of libquant/quant_embed.h:
+/* Quantizing embedding tables into the layouts of libquant/weights/quant_embed.h:
  * int8 with one scale per row, int4 with one scale per 128 values of a row.
  * Symmetric, round half away from zero. */
 #ifndef SQ_EMBED_QUANT_H

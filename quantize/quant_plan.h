@@ -104,7 +104,7 @@ void sq_keep_free(sq_keep *k);
 
 /* The writer's self-check (debug builds, or SQUINT_WRITE_CHECK set: the CLI
  * tests set it): the file just written, read back as the loader reads it,
- * matches the schema (libquant/sqm_schema.c) with every tensor accounted
+ * matches the schema (libquant/sqm/sqm_schema.c) with every tensor accounted
  * for. A failure is a writer bug; the file is removed. */
 int sq_sqm_check_written(const char *path, sq_err *err);
 

@@ -2,7 +2,7 @@
  * address. The parent binds and listens once (so --port 0 gives one port
  * for all) and forks the workers, which inherit the socket and accept on
  * it (the kernel hands each connection to one of them); each worker is
- * pinned to its own cores (libquant/cpu_sets.h) and runs the whole server
+ * pinned to its own cores (libquant/cpu/cpu_sets.h) and runs the whole server
  * (server.h) with its own model mapping (shared through the page cache),
  * batcher and metrics. The parent then only supervises:
  *   - "listening on ..." is printed once every worker is ready; a worker that

@@ -1,5 +1,5 @@
 /* load_bench: what opening a .sqm costs, and the share of it spent proving
- * the packed linears consistent (libquant/qweight_check.h: one pass over
+ * the packed linears consistent (libquant/weights/qweight_check.h: one pass over
  * every panel byte). Runs the whole load (container open with its xxh64
  * checks, the encoder loader, tokenizer) and then the qweight checks alone,
  * each REPS times, and prints medians.

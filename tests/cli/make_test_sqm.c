@@ -318,7 +318,7 @@ int main(int argc, char **argv)
         sq_container_writer_set_zstd(w, 3);
     if (rc == 0)
         rc = sq_container_writer_write(w, out, &err);
-    /* An unforged file is what the schema (libquant/sqm_schema.c) describes,
+    /* An unforged file is what the schema (libquant/sqm/sqm_schema.c) describes,
      * every tensor accounted for. */
     if (rc == 0 && !drop && !(act_zero && qt != SQ_QT_S8))
         rc = check_schema(out, &err);

@@ -13,7 +13,7 @@ trap 'kill $srv 2>/dev/null; rm -rf "$W"' EXIT
 srv=
 . "$(dirname "$0")/lib.sh"
 # --threads 2 runs are compared byte for byte with 1 thread: on these small
-# fixtures every parallel operation takes every thread (libquant/par_threads.h)
+# fixtures every parallel operation takes every thread (libquant/cpu/par_threads.h)
 export SQUINT_THREAD_MIN_NS=0
 PY=/usr/bin/python3
 export SQUINT_WRITE_CHECK=1 OMP_NUM_THREADS=2

@@ -14,7 +14,7 @@ W=$(mktemp -d /tmp/squint-heads-XXXXXX)
 trap 'rm -rf "$W"' EXIT
 source "$(dirname "$0")/lib.sh"
 # --threads 2 runs are compared byte for byte with 1 thread: on these small
-# fixtures every parallel operation takes every thread (libquant/par_threads.h)
+# fixtures every parallel operation takes every thread (libquant/cpu/par_threads.h)
 export SQUINT_THREAD_MIN_NS=0
 PY=/usr/bin/python3
 [[ -x $PY ]] || PY=python3

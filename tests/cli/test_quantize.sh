@@ -10,7 +10,7 @@ W=$(mktemp -d /tmp/squint-quant-XXXXXX)
 trap 'rm -rf "$W"' EXIT
 . "$(dirname "$0")/lib.sh"
 # --threads 2 runs are compared byte for byte with 1 thread: on these small
-# fixtures every parallel operation takes every thread (libquant/par_threads.h)
+# fixtures every parallel operation takes every thread (libquant/cpu/par_threads.h)
 export SQUINT_THREAD_MIN_NS=0
 export SOURCE_DATE_EPOCH=1764633600
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Threads that never hurt (libquant/par_threads.h, cpu_quota.h, threads.h), end to
+# Threads that never hurt (libquant/cpu/par_threads.h, cpu_quota.h, threads.h), end to
 # end:
 # - in a real cgroup limited to one CPU (v1 cpu.cfs_quota_us or v2 cpu.max,
 #   where this machine lets the test make one; SKIPPED and said so where it

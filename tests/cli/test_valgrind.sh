@@ -12,7 +12,7 @@ W=$(mktemp -d /tmp/squint-vg-XXXXXX)
 trap 'rm -rf "$W"' EXIT
 . "$(dirname "$0")/lib.sh"
 # --threads 2 runs are compared byte for byte with 1 thread: on these small
-# fixtures every parallel operation takes every thread (libquant/par_threads.h)
+# fixtures every parallel operation takes every thread (libquant/cpu/par_threads.h)
 export SQUINT_THREAD_MIN_NS=0
 "$GEN" "$W/m" --shape tiny --seed 11 --outliers 1 >/dev/null || exit 1
 printf 'Hello world!\nA second, longer sentence for the encoder.\n' > "$W/in.txt"

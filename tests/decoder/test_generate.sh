@@ -13,7 +13,7 @@ SQ=$1
 here=$(cd "$(dirname "$0")" && pwd)
 source "$here/../cli/lib.sh"
 # --threads 2 runs are compared byte for byte with 1 thread: on these small
-# fixtures every parallel operation takes every thread (libquant/par_threads.h)
+# fixtures every parallel operation takes every thread (libquant/cpu/par_threads.h)
 export SQUINT_THREAD_MIN_NS=0
 D=${SQUINT_SHARED_DATA:-}/stories260K
 S=${SQUINT_SHARED_DATA:-}/tinystories-sample/TinyStories-valid-head.txt

@@ -12,7 +12,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 cc=${CC:-gcc}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-# the checks' small shapes at 2+ threads too (libquant/par_threads.h would
+# the checks' small shapes at 2+ threads too (libquant/cpu/par_threads.h would
 # run most of them on one)
 export SQUINT_THREAD_MIN_NS=0
 log=${OUT:+$OUT/isa_check.txt}
@@ -23,10 +23,12 @@ log=${OUT:+$OUT/isa_check.txt}
   echo "compiler: $($cc --version | head -1)"
 } | tee ${log:+"$log"}
 src=$root/libquant
-$cc -O2 -std=gnu11 -fopenmp -I"$src" -I"$root/formats" -I"$root/base" "$root/tests/device/isa_check.c" \
-  "$src"/gemm_s8_*.c "$src/gemm_tiles.c" "$src/par_threads.c" "$src/gemm_quantize.c" "$src/cpu_features.c" "$src/pack.c" \
-  "$src/qweight.c" "$src/qround.c" "$src/outlier_side.c" "$src/ops.c" \
-  "$src/qtype.c" "$root/base/sq_error.c" -lm -o "$tmp/isa_check"
+$cc -O2 -std=gnu11 -fopenmp -I"$src/cpu" -I"$src/kernels" -I"$root/formats" -I"$root/base" \
+  "$root/tests/device/isa_check.c" "$src"/kernels/gemm_s8_*.c "$src/kernels/gemm_tiles.c" \
+  "$src/cpu/par_threads.c" "$src/kernels/gemm_quantize.c" "$src/cpu/cpu_features.c" \
+  "$src/kernels/pack.c" "$src/kernels/qweight.c" "$src/kernels/qround.c" \
+  "$src/kernels/outlier_side.c" "$src/kernels/ops.c" "$src/kernels/qtype.c" \
+  "$root/base/sq_error.c" -lm -o "$tmp/isa_check"
 if [ -n "$log" ]; then
   "$tmp/isa_check" "$@" | tee -a "$log"
   exit "$(tail -1 "$log" | grep -q FAILED && echo 1 || echo 0)"

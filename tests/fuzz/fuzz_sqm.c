@@ -1,5 +1,5 @@
 /* Fuzz the packed-model loader: a .sqm opened as a runnable model
- * (libquant/embed_model.h -> sqm_model.c and sqm_tokenizer.c: metadata,
+ * (libquant/run/embed_model.h -> sqm_model.c and sqm_tokenizer.c: metadata,
  * tokenizer vocabulary, every tensor's dtype, shape and value rules), then
  * one short text embedded with it, and every packed linear of an accepted
  * file run through the GEMM of every ISA this CPU has (the embedding only

@@ -65,7 +65,7 @@ fi
 
 # ---- build ----
 cflags="-fsanitize=address,undefined,fuzzer-no-link -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
-# clang refuses libquant/ops.c's AVX2 helpers inside OpenMP-outlined loops
+# clang refuses libquant/kernels/ops.c's AVX2 helpers inside OpenMP-outlined loops
 # unless AVX2 is the baseline; gcc accepts them. Harmless where AVX2 exists.
 grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo && cflags+=" -mavx2 -mfma"
 setup=(-Dfuzz=true -Dbuildtype=debugoptimized -Db_lundef=false

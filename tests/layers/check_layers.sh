@@ -18,24 +18,34 @@ pass() { echo "ok   - $1"; }
 fail() { echo "FAIL - $1"; fails=$((fails + 1)); }
 
 # Each room and the rooms it may include from (itself always allowed).
+# libquant's folders are rooms of their own, in this order bottom up.
+LQ="libquant/cpu libquant/kernels libquant/weights libquant/model libquant/sqm libquant/run"
 declare -A below=(
   [base]=""
   [formats]="base"
   [tokenizers]="base formats"
-  [libquant]="base formats tokenizers"
-  [decoder]="base formats tokenizers libquant"
-  [heads]="base formats tokenizers libquant"
-  [serve]="base formats tokenizers libquant decoder heads"
-  [libsquint]="base formats tokenizers libquant include"
-  [calib]="base formats tokenizers libquant decoder"
-  [quantize]="base formats tokenizers libquant decoder calib"
-  [eval]="base formats tokenizers libquant decoder heads calib quantize"
+  [libquant/cpu]="base formats tokenizers"
+  [libquant/kernels]="base formats tokenizers libquant/cpu"
+  [libquant/weights]="base formats tokenizers libquant/cpu libquant/kernels"
+  [libquant/model]="base formats tokenizers libquant/cpu libquant/kernels libquant/weights"
+  [libquant/sqm]="base formats tokenizers libquant/cpu libquant/kernels libquant/weights libquant/model"
+  [libquant/run]="base formats tokenizers $LQ"
+  [decoder]="base formats tokenizers $LQ"
+  [heads]="base formats tokenizers $LQ"
+  [serve]="base formats tokenizers $LQ decoder heads"
+  [libsquint]="base formats tokenizers $LQ include"
+  [calib]="base formats tokenizers $LQ decoder"
+  [quantize]="base formats tokenizers $LQ decoder calib"
+  [eval]="base formats tokenizers $LQ decoder heads calib quantize"
 )
+room_name() { # path relative to root -> its room
+  case $1 in libquant/*/*) local r=${1#libquant/}; echo "libquant/${r%%/*}" ;; *) echo "${1%%/*}" ;; esac
+}
 # header name -> room (headers are included by name; names are unique)
 declare -A room_of=()
 while IFS= read -r h; do
   rel=${h#"$root"/}
-  room=${rel%%/*}
+  room=$(room_name "$rel")
   name=$(basename "$h")
   if [[ -n ${room_of[$name]:-} && ${room_of[$name]} != "$room" ]]; then
     fail "header name $name is in two rooms (${room_of[$name]}, $room)"
@@ -56,7 +66,8 @@ for room in "${!below[@]}"; do
         bad=$((bad + 1))
       fi
     done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$src" | xargs -rn1 basename)
-  done < <(find "$root/$room" -name '*.c' -o -name '*.h' -o -name '*.inc')
+  done < <(find "$root/$room" \( -name '*.c' -o -name '*.h' -o -name '*.inc' \) -print |
+           while IFS= read -r f; do [[ $(room_name "${f#"$root"/}") == "$room" ]] && echo "$f"; done)
 done
 [[ $bad -eq 0 ]] && pass "every room includes only itself and the rooms below it"
 
@@ -65,7 +76,7 @@ done
 kinds=""
 while IFS= read -r f; do
   rel=${f#"$root"/}
-  case $rel in tokenizers/*|libquant/sqm_tokenizer.c|quantize/dec_sqm_write.c) continue ;; esac
+  case $rel in tokenizers/*|libquant/sqm/sqm_tokenizer.c|quantize/dec_sqm_write.c) continue ;; esac
   grep -qE '#[[:space:]]*include[[:space:]]*"tokenizer_(bpe|unigram|wordpiece)\.h"' "$f" && kinds+="$rel "
 done < <(find "$root"/{base,formats,tokenizers,libquant,decoder,heads,serve,libsquint,calib,quantize,eval,cmd} \
            -name '*.c' -o -name '*.h')

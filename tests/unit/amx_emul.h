@@ -1,5 +1,5 @@
 /* Test-only scalar emulation of the AMX tile instructions that the AMX
- * kernel (libquant/gemm_s8_amx.inc) uses, under the names of the
+ * kernel (libquant/kernels/gemm_s8_amx.inc) uses, under the names of the
  * <immintrin.h> intrinsics: include this instead of <immintrin.h>, then the
  * kernel body. Each thread has its own emulated state (tile config and the
  * 8 tile registers of palette 1: 16 rows x 64 bytes), as on hardware.

@@ -1,4 +1,4 @@
-/* bf16 attention matmuls (libquant/attn_bf16.h): the rounding rule, the
+/* bf16 attention matmuls (libquant/kernels/attn_bf16.h): the rounding rule, the
  * scalar definition against an f64 reference (bf16-sized tolerance), and
  * the AVX512-BF16 kernels against the scalar code bit for bit at lengths
  * around every block size (skipped, and said so, without AVX512-BF16). */

@@ -1,4 +1,4 @@
-/* f32 attention matmuls (libquant/attn_f32.h): the scalar definition
+/* f32 attention matmuls (libquant/kernels/attn_f32.h): the scalar definition
  * against an f64 reference, and the AVX2 and AVX-512 kernels against the
  * scalar code bit for bit, at lengths and head widths around every tile
  * size, with Q, K, V inside a wider qkv row as the encoder passes them.

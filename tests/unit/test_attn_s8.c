@@ -1,4 +1,4 @@
-/* int8 attention (libquant/attn_s8.h): the scalar definition against an
+/* int8 attention (libquant/kernels/attn_s8.h): the scalar definition against an
  * f64 attention (an int8-sized tolerance that a broken quantizer fails),
  * the int8 softmax codes at every ops level, and the AVX512-VNNI kernels
  * against the scalar code bit for bit at lengths and head widths around

@@ -1,4 +1,4 @@
-/* Dequantization of container tensors (libquant/dequant.h): plain dtypes,
+/* Dequantization of container tensors (libquant/weights/dequant.h): plain dtypes,
  * int8 rows with their scales, packed int8 / int4 panels with per-channel and
  * per-group scales (padding dropped), and the errors for missing or
  * mismatched companions. Every case writes a real container and reads it

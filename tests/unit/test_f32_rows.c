@@ -1,4 +1,4 @@
-/* The few-rows f32 linear (libquant/f32_rows.h): close to an f64 product,
+/* The few-rows f32 linear (libquant/kernels/f32_rows.h): close to an f64 product,
  * each row's bits independent of the other rows and of the row count (what
  * a decoder's verify pass relies on), every ops level the CPU has giving
  * the scalar definition's bits (levels it lacks: SKIPPED, said so), the

@@ -1,4 +1,4 @@
-/* The AMX kernel body (libquant/gemm_s8_amx.inc, the very code that
+/* The AMX kernel body (libquant/kernels/gemm_s8_amx.inc, the very code that
  * gemm_s8_amx.c compiles for the hardware) run on the emulated tile
  * register file of amx_emul.h, against the scalar reference: byte-identical
  * s32 (int8) and f32 (int4) outputs on ragged M / N / K, extreme and

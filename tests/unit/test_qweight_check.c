@@ -1,5 +1,5 @@
 /* The packed-weight consistency rules the .sqm loader proves
- * (libquant/qweight_check.h), and the int32 bounds they guarantee, shown
+ * (libquant/weights/qweight_check.h), and the int32 bounds they guarantee, shown
  * on every GEMM path this CPU has with the extreme values the rules admit:
  *   - a freshly packed weight passes; each broken rule (a -128 / -8 value,
  *     non-zero padding, a wsum entry off by one, a NaN, 0 or inf scale, an

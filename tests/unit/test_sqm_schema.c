@@ -1,4 +1,4 @@
-/* The .sqm schema (libquant/sqm_schema.c): tiny model files built from the
+/* The .sqm schema (libquant/sqm/sqm_schema.c): tiny model files built from the
  * schema itself pass it and load; for every row, a file with that tensor
  * missing, of the wrong dtype or of the wrong shape fails both the schema
  * check and the loader (sq_sqm_check_runnable, what `verify` reports),

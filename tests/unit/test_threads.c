@@ -1,5 +1,5 @@
-/* The thread rule (libquant/threads.h: sq_par_threads) and the cgroup CPU
- * quota reader (libquant/cpu_quota.h): what a decode step, a short query and
+/* The thread rule (libquant/cpu/threads.h: sq_par_threads) and the cgroup CPU
+ * quota reader (libquant/cpu/cpu_quota.h): what a decode step, a short query and
  * a 32 x 256 batch of a bge-small-size model get; cpu.max and
  * cfs_quota_us texts, good and hostile; whole trees of mountinfo, cgroup
  * membership and control files built in a temporary folder (nested limits,

@@ -94,7 +94,7 @@ static int check_model(const sq_container *c, sq_verify_report *r)
         !format || strcmp(format, "squint-model") != 0)
         rc = damaged(r, "metadata", NULL, "metadata: 'format' is not squint-model");
     /* What `embed` itself checks when it loads the file (one set of checks
-     * for both): the tensors against the schema (libquant/sqm_schema.c:
+     * for both): the tensors against the schema (libquant/sqm/sqm_schema.c:
      * presence, dtypes, shapes), finite values, panels consistent with their
      * wsum and scales, the tokenizer. */
     if (rc == 0 && sq_sqm_check_runnable(c, &err) != 0) {
