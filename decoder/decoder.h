@@ -22,41 +22,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "linear.h"
-#include "decoder_config.h"
+#include "decoder_model.h"
 #include "encoder.h"
 #include "llama_ckpt.h"
-
-/* The linears of a layer are the encoder's kinds (decoder_config.h):
- * SQ_LIN_QKV (wq, wk, wv stacked), SQ_LIN_ATTN_OUT (wo), SQ_LIN_FFN_UP
- * (w1 the gate, then w3), SQ_LIN_FFN_DOWN (w2); lin[SQ_LIN_RES] is empty. */
-#define SQ_DEC_LIN_KINDS SQ_LIN_RES
-
-typedef struct sq_decoder_layer {
-    sq_linear lin[SQ_DEC_LIN_KINDS];
-    float *rms_att, *rms_ffn; /* [dim], owned (borrowed: see sq_decoder.borrowed) */
-} sq_decoder_layer;
-
-typedef struct sq_decoder {
-    sq_decoder_config cfg;
-    float *tok_emb;            /* [vocab][dim], owned */
-    sq_decoder_layer *layers;
-    float *rms_final;          /* [dim], owned */
-    sq_linear classifier;      /* [vocab][dim]; tied: borrows tok_emb and cls_bias */
-    float *cls_bias;           /* [vocab] zeros (the classifier has no bias) */
-    float *rope_cos, *rope_sin; /* [max_pos][head_dim / 2] */
-    /* tok_emb, the RMSNorm weights and the classifier point into a mapped
-     * .sqm (dec_sqm.h): not freed */
-    bool borrowed;
-} sq_decoder;
 
 /* Build from a llama2.c checkpoint; the checkpoint's arrays are moved into
  * the decoder or copied (the fused linears), and ck is freed either way. */
 int sq_decoder_from_llama(sq_llama_ckpt *ck, sq_decoder *d, sq_err *err);
-void sq_decoder_free(sq_decoder *d);
-/* The RoPE tables of d->cfg (the loaders call it). */
-int sq_decoder_rope_tables(sq_decoder *d);
-
 /* The KV cache and the activation buffers of one sequence, planned once:
  * no allocation in the forward pass. */
 typedef struct sq_decoder_state {

@@ -79,6 +79,11 @@ int sq_hf_llama_load(const char *dir, sq_llama_ckpt *ck, sq_err *err)
     sq_hf_weights w;
     if (sq_hf_weights_open(dir, &w, err) != 0)
         return -1;
+    if (sq_hf_weights_check_layers(&w, "model.layers.", c->n_layers,
+                                   "config.json num_hidden_layers", err) != 0) {
+        sq_hf_weights_close(&w);
+        return -1;
+    }
     const size_t L = (size_t)c->n_layers, D = (size_t)c->dim, H = (size_t)c->hidden;
     const int hd = c->dim / c->n_heads, KV = hd * c->n_kv_heads;
     float *tmp = NULL;

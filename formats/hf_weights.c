@@ -177,3 +177,25 @@ void sq_hf_weights_close(sq_hf_weights *w)
     free(w->shards);
     memset(w, 0, sizeof *w);
 }
+
+int sq_hf_weights_check_layers(const sq_hf_weights *w, const char *layers, int n_layers,
+                               const char *what, sq_err *err)
+{
+    const size_t np = strlen(w->prefix), nl = strlen(layers);
+    for (int s = 0; s < w->n_shards; s++)
+        for (int i = 0; i < w->shards[s].n_tensors; i++) {
+            const char *name = w->shards[s].tensors[i].name;
+            if (strncmp(name, w->prefix, np) != 0 || strncmp(name + np, layers, nl) != 0)
+                continue;
+            const char *d = name + np + nl;
+            if (*d < '0' || *d > '9')
+                continue;
+            char *end;
+            long l = strtol(d, &end, 10);
+            if (*end == '.' && l >= n_layers)
+                return sq_err_set(err, "%s: tensor \"%s\" belongs to layer %ld, but %s is %d: the "
+                                  "config describes fewer layers than the weights hold",
+                                  w->shards[s].mf.path, name, l, what, n_layers);
+        }
+    return 0;
+}

@@ -35,4 +35,11 @@ const sq_st_tensor *sq_hf_weights_find(const sq_hf_weights *w, const char *name,
 float *sq_hf_weights_load(const sq_hf_weights *w, const char *name, int64_t d0, int64_t d1,
                           sq_err *err);
 
+/* Refuse weights of a layer the config does not have: a tensor named
+ * prefix + layers + "N." (layers e.g. "encoder.layer." or "model.layers.")
+ * with N >= n_layers means the config lost layers, and running it would
+ * silently drop them. what names the config key in the message. */
+int sq_hf_weights_check_layers(const sq_hf_weights *w, const char *layers, int n_layers,
+                               const char *what, sq_err *err);
+
 #endif

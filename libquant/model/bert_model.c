@@ -124,6 +124,9 @@ int sq_bert_load_dir(const char *dir, sq_encoder *enc, sq_err *err)
     const sq_bert_config *c = &enc->cfg;
     const int H = c->hidden;
     rc = -1;
+    if (sq_hf_weights_check_layers(&w, "encoder.layer.", c->layers,
+                                   "config.json num_hidden_layers", err) != 0)
+        goto out;
     if (!(enc->word_emb = load(&w, "embeddings.word_embeddings.weight", c->vocab_size, H, err)) ||
         !(enc->pos_emb = load(&w, "embeddings.position_embeddings.weight", c->max_pos, H, err)) ||
         !(enc->type_emb = load(&w, "embeddings.token_type_embeddings.weight", c->type_vocab, H, err)) ||

@@ -10,6 +10,7 @@
 #include "fileio.h"
 #include "linear.h"
 #include "sqm_class_head.h"
+#include "sqm_decoder.h"
 #include "sqm_model.h"
 #include "sqm_tokenizer.h"
 #include "tfjs_encoder.h"
@@ -60,8 +61,16 @@ int sq_sqm_check_runnable(const sq_container *c, sq_err *err)
 {
     sq_sqm_schema_ctx ctx;
     sq_sqm_info info;
-    if (sq_sqm_read_meta(c, &ctx, &info, err) == 0 && ctx.decoder)
-        return sq_sqm_check_decoder(c, err) == 0 ? 0 : named(c->path, err);
+    if (sq_sqm_read_meta(c, &ctx, &info, err) == 0 && ctx.decoder) {
+        /* the one decoder loader, as generate and serve run it */
+        sq_decoder d;
+        sq_tokenizer *tok;
+        if (sq_sqm_load_decoder(c, &d, &tok, err) != 0)
+            return named(c->path, err);
+        sq_decoder_free(&d);
+        sq_tokenizer_free(tok);
+        return 0;
+    }
     sq_embed_model m;
     memset(&m, 0, sizeof m);
     m.sqm = *c; /* borrowed: never closed here */

@@ -51,6 +51,29 @@ static const float *need_finite(const sq_container *c, const char *name, bool po
 
 /* A causal LM's metadata (SQM.md section 10): its config, the tokenizer's
  * vocabulary size, embeddings_type fp32 and the guard. */
+/* A key an hf-bpe tokenizer section must have (SQM.md 10.5): absent or of
+ * the wrong kind, the message names the file and the key. */
+static const yt_node *hf_key(const sq_container *c, const yt_node *tok, const char *key,
+                             sq_err *err)
+{
+    const yt_node *n = yt_get(tok, key);
+    if (!n)
+        sq_err_set(err, "%s: metadata tokenizer.%s is missing (an hf-bpe tokenizer needs it: "
+                        "SQM.md 10.5)", c->path, key);
+    return n;
+}
+
+static int hf_bool(const sq_container *c, const yt_node *tok, const char *key, bool *out,
+                   sq_err *err)
+{
+    const yt_node *n = hf_key(c, tok, key, err);
+    if (!n)
+        return -1;
+    if (yt_as_bool(n, key, out, err) != 0)
+        return sq_err_prefix(err, "%s: metadata tokenizer", c->path);
+    return 0;
+}
+
 static int read_decoder_meta(const sq_container *c, const yt_node *r, const yt_node *conf,
                              sq_sqm_schema_ctx *ctx, sq_sqm_info *info, sq_err *err)
 {
@@ -102,18 +125,20 @@ static int read_decoder_meta(const sq_container *c, const yt_node *r, const yt_n
     if (ctx->hf_bpe) { /* SQM.md 10.5: every key required */
         const yt_node *sp;
         int64_t unk;
-        if (yt_get_bool(tok, "add_prefix", &ctx->hf_add_prefix, err) ||
-            yt_get_bool(tok, "split", &ctx->hf_split, err) ||
-            yt_get_bool(tok, "byte_fallback", &ctx->hf_byte_fallback, err) ||
-            yt_get_bool(tok, "fuse_unk", &ctx->hf_fuse_unk, err) ||
-            yt_get_int64(tok, "unk_id", -1, v - 1, &unk, err) ||
-            !(sp = yt_require(tok, "special_ids", err)) ||
-            yt_expect(sp, YT_SEQUENCE, "tokenizer.special_ids", err))
+        const yt_node *un;
+        if (hf_bool(c, tok, "add_prefix", &ctx->hf_add_prefix, err) ||
+            hf_bool(c, tok, "split", &ctx->hf_split, err) ||
+            hf_bool(c, tok, "byte_fallback", &ctx->hf_byte_fallback, err) ||
+            hf_bool(c, tok, "fuse_unk", &ctx->hf_fuse_unk, err) ||
+            !(un = hf_key(c, tok, "unk_id", err)) || !(sp = hf_key(c, tok, "special_ids", err)))
             return -1;
+        if (yt_as_int64(un, "tokenizer.unk_id", -1, v - 1, &unk, err) != 0 ||
+            yt_expect(sp, YT_SEQUENCE, "tokenizer.special_ids", err) != 0)
+            return sq_err_prefix(err, "%s: metadata", c->path);
         ctx->hf_unk = (int32_t)unk;
         for (size_t i = 0; i < yt_len(sp); i++)
             if (yt_as_int64(yt_at(sp, i), "tokenizer.special_ids", 0, v - 1, &unk, err) != 0)
-                return -1;
+                return sq_err_prefix(err, "%s: metadata", c->path);
     }
     info->max_seq = ctx->dec.max_pos;
     return 0;
@@ -481,66 +506,4 @@ out:
     sq_labels_free(l, n);
     yt_free(doc);
     return rc;
-}
-
-/* Every f32 value of tensor name finite (f64 for the scores). */
-static int all_finite(const sq_container *c, const char *name, sq_err *err)
-{
-    const sq_container_tensor *t = sq_container_find(c, name);
-    if (!t)
-        return 0;
-    bool ok = true;
-    if (t->dtype == SQ_CDT_F64)
-        for (uint64_t i = 0; ok && i < t->size / 8; i++)
-            ok = isfinite(((const double *)t->data)[i]);
-    else
-        for (uint64_t i = 0; ok && i < t->size / 4; i++)
-            ok = isfinite(((const float *)t->data)[i]);
-    return ok ? 0
-              : sq_err_set_at(err, name, "%s: tensor \"%s\" holds a non-finite value", c->path,
-                              name);
-}
-
-int sq_sqm_check_decoder(const sq_container *c, sq_err *err)
-{
-    sq_sqm_schema_ctx ctx;
-    sq_sqm_info info;
-    if (sq_sqm_read_meta(c, &ctx, &info, err) != 0 || sq_sqm_check_schema(c, &ctx, 0, err) != 0)
-        return -1;
-    if (!ctx.decoder)
-        return sq_err_set(err, "%s: not a causal LM", c->path);
-    char name[96];
-    if (all_finite(c, "tokenizer.scores", err) || all_finite(c, "embeddings.word", err) ||
-        all_finite(c, "final_norm.weight", err) ||
-        (ctx.cls_qt == SQ_QT_F32 && all_finite(c, "classifier.weight", err)))
-        return -1;
-    for (int l = 0; l < ctx.dec.n_layers; l++) {
-        snprintf(name, sizeof name, "layer.%d.rms_att.weight", l);
-        if (all_finite(c, name, err))
-            return -1;
-        snprintf(name, sizeof name, "layer.%d.rms_ffn.weight", l);
-        if (all_finite(c, name, err))
-            return -1;
-        for (int k = 0; k < SQ_LIN_RES; k++) {
-            int N, K;
-            sq_linear lin;
-            memset(&lin, 0, sizeof lin);
-            sq_decoder_linear_shape(&ctx.dec, (sq_linear_kind)k, &N, &K);
-            char pre[64];
-            sq_sqm_linear_prefix(pre, sizeof pre, l, (sq_linear_kind)k);
-            int rc = sq_sqm_load_linear(c, pre, N, K, true, &lin, err);
-            sq_linear_free(&lin);
-            if (rc != 0)
-                return -1;
-        }
-    }
-    if (ctx.cls_qt != SQ_QT_F32) { /* the packed classifier (SQM.md 10.6) */
-        sq_linear lin;
-        memset(&lin, 0, sizeof lin);
-        int rc = sq_sqm_load_linear(c, SQ_SQM_CLASSIFIER_PREFIX, ctx.dec.vocab, ctx.dec.dim, true, &lin, err);
-        sq_linear_free(&lin);
-        if (rc != 0)
-            return -1;
-    }
-    return 0;
 }

@@ -45,11 +45,6 @@ int sq_sqm_load_encoder(const sq_container *c, sq_encoder *enc, sq_sqm_info *inf
 int sq_sqm_load_linear(const sq_container *c, const char *prefix, int N, int K,
                        bool allow_dynamic, sq_linear *lin, sq_err *err);
 
-/* What the decoder loader (decoder/dec_sqm.c) proves of a causal LM's
- * file, without building it: metadata, schema, finite values, every linear
- * (for verify; the tokenizer's own reader also checks the pieces). */
-int sq_sqm_check_decoder(const sq_container *c, sq_err *err);
-
 /* A sequence classifier's class names: metadata `labels`, n of them (n =
  * config.num_labels), unique, 1..256 bytes; labels[n] malloc'd, freed with
  * sq_labels_free (hf_config.h). */

@@ -578,6 +578,21 @@ int sq_sqm_check_schema(const sq_container *c, const sq_sqm_schema_ctx *ctx, uns
     }
     if (rc == 0 && ctx->decoder)
         rc = check_classifier(c, ctx, seen, err);
+    /* A tensor of a layer the config does not have is not an extension to
+     * ignore (SQM.md 2.6) but a config that lost layers: running it would
+     * silently drop them. */
+    for (size_t i = 0; rc == 0 && i < c->n_tensors; i++) {
+        const char *name = c->tensors[i].name;
+        char *end;
+        if (strncmp(name, "layer.", 6) != 0 || name[6] < '0' || name[6] > '9')
+            continue;
+        long l = strtol(name + 6, &end, 10);
+        if (*end == '.' && l >= ctx->cfg.layers)
+            rc = sq_err_set_at(err, name,
+                               "%s: tensor \"%s\" belongs to layer %ld, but config.layers is %d: "
+                               "the config describes fewer layers than the file holds",
+                               c->path, name, l, ctx->cfg.layers);
+    }
     for (size_t i = 0; rc == 0 && seen && i < c->n_tensors; i++)
         if (!seen[i])
             rc = sq_err_set_at(err, c->tensors[i].name,

@@ -173,7 +173,7 @@ typedef struct sq_sqm_schema_ctx {
     sq_qtype emb_qt;        /* embeddings_type */
     bool unigram;           /* tokenizer.type */
     bool hf_bpe;            /* tokenizer.type hf-bpe (a causal LM's) */
-    /* hf-bpe settings (SQM.md 10.5; special_ids checked, read by decoder/dec_sqm.c) */
+    /* hf-bpe settings (SQM.md 10.5; special_ids checked, read by sqm_tokenizer.c) */
     bool hf_add_prefix, hf_split, hf_byte_fallback, hf_fuse_unk;
     int32_t hf_unk;
     int64_t tok_vocab_size; /* tokenizer.vocab_size; < 1: unknown (the tokenizer's own

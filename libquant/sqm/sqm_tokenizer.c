@@ -248,6 +248,12 @@ static int load_bpe(const sq_container *c, const sq_sqm_schema_ctx *ctx, int voc
     if (ctx->hf_bpe)
         return load_hf_tokenizer(c, ctx, vocab, p, tok, err);
     const double *sc = sq_container_find(c, "tokenizer.scores")->data;
+    /* the llama2.c tokenizer holds f32 scores: a finite f64 beyond f32's
+     * range would become infinite */
+    for (int i = 0; i < n; i++)
+        if (!isfinite((float)sc[i]))
+            return sq_err_set_at(err, "tokenizer.scores", "%s: tensor \"tokenizer.scores\": "
+                                 "token %d's score %g is not a finite f32", c->path, i, sc[i]);
     uint8_t *buf = malloc(bytes), *o = buf;
     if (!buf)
         return sq_err_set(err, "out of memory");

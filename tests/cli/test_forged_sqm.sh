@@ -86,4 +86,16 @@ forge "word scale NaN"             int8 embeddings.word.scale 200 --set-f32 nan 
 forge "int4 group wsum"            int4 layer.1.ffn_down.wsum 3 --add -1 layer.1.ffn_down.wsum
 forge "int4 nibble -8"             int4 layer.0.qkv.weight 17 --set-i8 -128 layer.0.qkv.weight "-8"
 forge "int4 group scale inf"       int4 layer.0.ffn_up.scale 1 --set-f32 inf layer.0.ffn_up.scale
+# A config with fewer layers than the file holds is refused, never run
+# truncated: the .sqm (embed and verify) and the checkpoint folder.
+"$POKE" "$W/int8.sqm" "$W/fewer.sqm" --replace "layers: 2" "layers: 1" || fail "sqm_poke layers"
+expect_error ".sqm config with fewer layers: embed" "config describes fewer layers than the file holds" \
+  "$W/out.npy" -- "$SQ" embed "$W/fewer.sqm" --input "$W/t.txt" --output "$W/out.npy"
+msg=$("$SQ" verify "$W/fewer.sqm" 2>&1); rc=$?
+[[ $rc -eq 1 && $msg == *'DAMAGED tensor "layer.1.'* ]] && pass ".sqm config with fewer layers: verify names a layer 1 tensor" ||
+  fail ".sqm config with fewer layers: verify exit $rc ($msg)"
+cp -r "$W/m" "$W/m1"
+/usr/bin/python3 -c "import json,sys; p=sys.argv[1]; d=json.load(open(p)); d['num_hidden_layers']=1; json.dump(d,open(p,'w'))" "$W/m1/config.json"
+expect_error "checkpoint config with fewer layers: embed" "belongs to layer 1, but config.json num_hidden_layers is 1" \
+  "$W/out.npy" -- "$SQ" embed "$W/m1" --input "$W/t.txt" --output "$W/out.npy"
 finish

@@ -83,16 +83,38 @@ q --recipe "$W/bad.yaml" -o "$W/bad.sqm"
 pb=$(ppl "$W/bad.sqm")
 ! within "$pb" "$p32" 1.01 && pass "a bad quantization fails the bar (ppl $pb)" || fail "bad quantization passed: $pb"
 
-# forged files (checksums recomputed): each refused by generate, naming the file
-forge() { # NAME NEEDLE TENSOR INDEX OP VALUE
-  "$POKE" "$W/int8.sqm" "$W/f.sqm" "$3" "$4" "$5" "$6" 2>/dev/null || { fail "$1: sqm_poke"; return; }
+# forged files (checksums recomputed): each refused by generate, naming the
+# file, and by verify (exit 1): verify runs the one decoder loader
+# (libquant/sqm/sqm_decoder.h), so it agrees with generate on every file
+verify_agrees() { # NAME NEEDLE
+  local msg rc
+  msg=$("$SQ" verify "$W/f.sqm" 2>&1); rc=$?
+  [[ $rc -eq 1 && $msg == *DAMAGED*"$2"* ]] && pass "$1: verify refuses it too" ||
+    fail "$1: verify exit $rc, want 1 with '$2' ($msg)"
+}
+forge() { # NAME NEEDLE TENSOR INDEX OP VALUE [BASE]
+  "$POKE" "$W/${7:-int8}.sqm" "$W/f.sqm" "$3" "$4" "$5" "$6" 2>/dev/null || { fail "$1: sqm_poke"; return; }
   expect_error "$1" "$2" "" -- "$SQ" generate "$W/f.sqm" --max-tokens 4 --threads 1
+  verify_agrees "$1" "${2#f.sqm}"
+}
+mforge() { # NAME NEEDLE OLD NEW: a metadata value changed (same length)
+  "$POKE" "$W/int8.sqm" "$W/f.sqm" --replace "$3" "$4" 2>/dev/null || { fail "$1: sqm_poke"; return; }
+  expect_error "$1" "$2" "" -- "$SQ" generate "$W/f.sqm" --max-tokens 4 --threads 1
+  verify_agrees "$1" "$2"
 }
 forge "NaN RMSNorm weight" "f.sqm" layer.1.rms_att.weight 3 --set-f32 nan
 forge "inf embedding" "f.sqm" embeddings.word 100 --set-f32 inf
 forge "negative act_scale" "act_scale" layer.0.qkv.act_scale 0 --set-f32 -1
 forge "wsum off by one" "f.sqm" layer.2.ffn_up.wsum 5 --add 1
 forge "NaN tokenizer score" "f.sqm" tokenizer.scores 1 --set-i32 2146959360
+# the forgeries verify used to accept (f64 element 0's high word: 1e300)
+forge "a score beyond f32" "is not a finite f32" tokenizer.scores 1 --set-i32 2117592124
+forge "a vocabulary without its final NUL" "does not end with a NUL byte" tokenizer.vocab 2638 --set-i8 65
+forge "513 pieces for vocab_size 512" "holds 513 pieces" tokenizer.vocab 1 --set-i8 0
+forge "a dynamic act_scale in a static file" "layer.0.qkv.act_scale" layer.0.qkv.act_scale 0 --set-f32 0
+forge "a static act_scale in a dynamic file" "metadata activations is dynamic" layer.1.ffn_up.act_scale 0 --set-f32 0.5 int4
+mforge "hf-bpe without its keys" "tokenizer.add_prefix is missing" "type: llama2c-bpe" "type: hf-bpe     "
+mforge "a config with fewer layers than the file" "config describes fewer layers" "layers: 5" "layers: 4"
 head -c 5000 "$W/int8.sqm" >"$W/trunc.sqm"
 expect_error "truncated decoder .sqm" "trunc.sqm" "" -- "$SQ" generate "$W/trunc.sqm" --threads 1
 expect_error "a decoder .sqm is not an embedding model" "int8.sqm" "" -- "$SQ" embed "$W/int8.sqm" --input "$W/held.txt"

@@ -104,6 +104,8 @@ mk() { rm -rf "$W/bad"; cp -r "$W/hf-meta" "$W/bad"; }
 edit() { $PY -c "import json,sys; p=sys.argv[1]; d=json.load(open(p)); exec(sys.argv[2]); json.dump(d, open(p,'w'))" "$@"; }
 mk; edit "$W/bad/config.json" 'd["rope_scaling"]={"type":"linear","factor":2.0}'
 expect_error "rope_scaling refused" "$W/bad/config.json: rope_scaling is set" "" -- "$SQ" generate "$W/bad"
+mk; edit "$W/bad/config.json" 'd["num_hidden_layers"]-=1'
+expect_error "a config with fewer layers than the weights" "the config describes fewer layers than the weights hold" "" -- "$SQ" generate "$W/bad"
 mk; edit "$W/bad/config.json" 'd["attention_bias"]=True'
 expect_error "attention_bias refused" "attention_bias is true" "" -- "$SQ" generate "$W/bad"
 mk; edit "$W/bad/config.json" 'd["hidden_act"]="gelu"'

@@ -1,0 +1,41 @@
+/* A causal LM's weights (Llama family; decoder_config.h): the token
+ * embedding, per layer the RMSNorm weights and the four linears, the final
+ * norm and the classifier, and the RoPE tables. Built by the checkpoint
+ * readers (decoder/) and by the .sqm loader (sqm_decoder.h); run by the
+ * decoder executor (decoder/decoder.h). */
+#ifndef SQ_DECODER_MODEL_H
+#define SQ_DECODER_MODEL_H
+
+#include <stdbool.h>
+
+#include "decoder_config.h"
+#include "linear.h"
+
+/* The linears of a layer are the encoder's kinds (decoder_config.h):
+ * SQ_LIN_QKV (wq, wk, wv stacked), SQ_LIN_ATTN_OUT (wo), SQ_LIN_FFN_UP
+ * (w1 the gate, then w3), SQ_LIN_FFN_DOWN (w2); lin[SQ_LIN_RES] is empty. */
+#define SQ_DEC_LIN_KINDS SQ_LIN_RES
+
+typedef struct sq_decoder_layer {
+    sq_linear lin[SQ_DEC_LIN_KINDS];
+    float *rms_att, *rms_ffn; /* [dim], owned (borrowed: see sq_decoder.borrowed) */
+} sq_decoder_layer;
+
+typedef struct sq_decoder {
+    sq_decoder_config cfg;
+    float *tok_emb;            /* [vocab][dim], owned */
+    sq_decoder_layer *layers;
+    float *rms_final;          /* [dim], owned */
+    sq_linear classifier;      /* [vocab][dim]; tied: borrows tok_emb and cls_bias */
+    float *cls_bias;           /* [vocab] zeros (the classifier has no bias) */
+    float *rope_cos, *rope_sin; /* [max_pos][head_dim / 2] */
+    /* tok_emb, the RMSNorm weights and the classifier point into a mapped
+     * .sqm (dec_sqm.h): not freed */
+    bool borrowed;
+} sq_decoder;
+
+void sq_decoder_free(sq_decoder *d);
+/* The RoPE tables of d->cfg (the loaders call it). 0, or -1 out of memory. */
+int sq_decoder_rope_tables(sq_decoder *d);
+
+#endif
