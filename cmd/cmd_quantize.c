@@ -8,7 +8,6 @@
 
 #include "calibrate.h"
 #include "cli.h"
-#include "dec_quantize.h"
 #include "embedder.h"
 #include "data_dir.h"
 #include "file_hash.h"

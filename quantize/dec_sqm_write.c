@@ -1,6 +1,7 @@
 /* A causal LM's .sqm writer (formats/SQM.md section 10), from the quantizer's
  * plans; the loader is decoder/dec_sqm.c. */
 #include "dec_sqm_write.h"
+#include "quant_plan.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -18,19 +19,27 @@
 
 #define NK SQ_DEC_LIN_KINDS
 
-static char *build_metadata(const sq_dec_sqm_src *s)
+/* The packed classifier's plan (SQM.md 10.6), after the layers', or NULL. */
+static const sq_plan_linear *classifier_plan(const sq_llama_model *m, const sq_quant_result *res)
 {
-    const sq_decoder_config *c = &s->m->dec.cfg;
-    const sq_calib_stats *st = s->st;
+    const int NL = m->dec.cfg.n_layers * SQ_LIN_KINDS;
+    return res->rep->n_linears > NL ? &res->plans[NL] : NULL;
+}
+
+static char *build_metadata(const sq_llama_model *m, bool dynamic_acts, const sq_quant_result *res)
+{
+    const sq_plan_linear *cls_plan = classifier_plan(m, res);
+    const sq_decoder_config *c = &m->dec.cfg;
+    const sq_calib_stats *st = res->st;
     sq_strbuf sb = {0};
     sq_sb_printf(&sb, "format: squint-model\nformat_version: 1\ntool: \"squint %s\"\n"
                       "architecture: llama\nconfig:\n", SQUINT_VERSION);
     sq_decoder_config_to_yaml(&sb, c, "  ");
     sq_sb_printf(&sb, "embeddings_type: fp32\nactivation_guard: %s\nactivations: %s\n",
-                 s->recipe->guard_rows ? "row" : "clip", s->dynamic_acts ? "dynamic" : "static");
-    if (s->cls_plan) /* written only when int8: fp32 files stay as they were */
+                 res->recipe->guard_rows ? "row" : "clip", dynamic_acts ? "dynamic" : "static");
+    if (cls_plan) /* written only when int8: fp32 files stay as they were */
         sq_sb_printf(&sb, "classifier_type: int8\n");
-    const sq_bpe *tok = sq_tokenizer_bpe(s->m->tok);
+    const sq_bpe *tok = sq_tokenizer_bpe(m->tok);
     if (sq_bpe_is_hf(tok)) {
         sq_bpe_hf h;
         sq_bpe_hf_settings(tok, &h);
@@ -49,18 +58,20 @@ static char *build_metadata(const sq_dec_sqm_src *s)
                      (int)sq_bpe_vocab_size(tok));
     }
     sq_sb_printf(&sb, "source:\n  path: ");
-    sq_sb_yaml_str(&sb, s->model_arg);
-    sq_sb_printf(&sb, "\n  digest: \"%016" PRIx64 "\"\n", s->model_digest);
-    sq_plan_yaml_provenance(&sb, st, s->st_hash, s->scale, s->recipe);
+    sq_sb_yaml_str(&sb, res->model_arg);
+    sq_sb_printf(&sb, "\n  digest: \"%016" PRIx64 "\"\n", res->model_digest);
+    sq_plan_yaml_provenance(&sb, st, res->st_hash, res->scale, res->recipe);
     sq_sb_printf(&sb, "linears:\n");
-    for (int i = 0; i < s->rep->n_linears; i++) {
-        const sq_linear_report *lr = &s->rep->linears[i];
+    for (int i = 0; i < res->rep->n_linears; i++) {
+        const sq_linear_report *lr = &res->rep->linears[i];
+        if (lr->n == 0)
+            continue; /* the layer has no such linear (res) */
         sq_sb_printf(&sb, "  - {name: %s, type: %s, shape: [%d, %d], smooth: %s", lr->name,
                      sq_qtype_get(lr->qtype)->name, lr->n, lr->k, lr->smooth ? "true" : "false");
         if (lr->smooth)
             sq_sb_printf(&sb, ", alpha: %.3g", (double)lr->alpha);
         /* the classifier's activations are always dynamic (no static range) */
-        const bool dyn = s->dynamic_acts || strcmp(lr->name, SQ_SQM_CLASSIFIER_PREFIX) == 0;
+        const bool dyn = dynamic_acts || strcmp(lr->name, SQ_SQM_CLASSIFIER_PREFIX) == 0;
         if (lr->qtype != SQ_QT_F32 && !dyn)
             sq_sb_printf(&sb, ", act_amax: %.9g, act_zero: %d, err: %.6g", (double)lr->act_amax,
                          lr->act_zero, lr->err);
@@ -81,24 +92,26 @@ static char *build_metadata(const sq_dec_sqm_src *s)
             goto fail;                                                                             \
     } while (0)
 
-int sq_dec_sqm_write(const sq_dec_sqm_src *s, int zstd_level, const char *path, sq_err *err)
+int sq_dec_sqm_write(const sq_llama_model *m, bool dynamic_acts, const sq_quant_result *res,
+                     int zstd_level, const char *path, sq_err *err)
 {
-    const sq_decoder *d = &s->m->dec;
+    const sq_plan_linear *cls_plan = classifier_plan(m, res);
+    const sq_decoder *d = &m->dec;
     const sq_decoder_config *c = &d->cfg;
     sq_container_writer *w = sq_container_writer_new(SQ_KIND_SQM);
-    char *meta = build_metadata(s);
+    char *meta = build_metadata(m, dynamic_acts, res);
     sq_keep kp = {0};
     int rc = -1;
-    const int32_t V = sq_bpe_vocab_size(sq_tokenizer_bpe(s->m->tok));
+    const int32_t V = sq_bpe_vocab_size(sq_tokenizer_bpe(m->tok));
     uint64_t vbytes = 0;
     for (int32_t i = 0; i < V; i++) {
         size_t n;
-        sq_bpe_token(sq_tokenizer_bpe(s->m->tok), i, &n);
+        sq_bpe_token(sq_tokenizer_bpe(m->tok), i, &n);
         vbytes += n + 1;
     }
-    const bool hf = sq_bpe_is_hf(sq_tokenizer_bpe(s->m->tok));
+    const bool hf = sq_bpe_is_hf(sq_tokenizer_bpe(m->tok));
     sq_bpe_hf hs;
-    sq_bpe_hf_settings(sq_tokenizer_bpe(s->m->tok), &hs);
+    sq_bpe_hf_settings(sq_tokenizer_bpe(m->tok), &hs);
     char *vocab = sq_keep_add(&kp, malloc(vbytes));
     double *scores = sq_keep_add(&kp, malloc((size_t)V * sizeof *scores));
     int32_t *merges = sq_keep_add(&kp, malloc(((size_t)hs.n_merges * 2 + 1) * sizeof *merges));
@@ -111,10 +124,10 @@ int sq_dec_sqm_write(const sq_dec_sqm_src *s, int zstd_level, const char *path, 
     /* tokenizer.vocab: pieces in id order, NUL after each; scores as f64 */
     for (int32_t i = 0, o = 0; i < V; i++) {
         size_t n;
-        const char *t = sq_bpe_token(sq_tokenizer_bpe(s->m->tok), i, &n);
+        const char *t = sq_bpe_token(sq_tokenizer_bpe(m->tok), i, &n);
         memcpy(vocab + o, t, n + 1);
         o += (int)n + 1;
-        scores[i] = (double)sq_bpe_score(sq_tokenizer_bpe(s->m->tok), i);
+        scores[i] = (double)sq_bpe_score(sq_tokenizer_bpe(m->tok), i);
     }
     uint64_t nv = (uint64_t)V, D = (uint64_t)c->dim, dve[2] = {(uint64_t)c->vocab, D};
     ADD_REF("tokenizer.vocab", SQ_CDT_U8, 1, &vbytes, vocab, vbytes);
@@ -126,7 +139,7 @@ int sq_dec_sqm_write(const sq_dec_sqm_src *s, int zstd_level, const char *path, 
             goto out;
         }
         for (int32_t r = 0; r < hs.n_merges; r++)
-            sq_bpe_merge_pair(sq_tokenizer_bpe(s->m->tok), r, &merges[2 * r], &merges[2 * r + 1]);
+            sq_bpe_merge_pair(sq_tokenizer_bpe(m->tok), r, &merges[2 * r], &merges[2 * r + 1]);
         uint64_t dm[2] = {(uint64_t)hs.n_merges, 2};
         ADD_REF("tokenizer.merges", SQ_CDT_I32, 2, dm, merges, dm[0] * 8);
     } else {
@@ -140,7 +153,7 @@ int sq_dec_sqm_write(const sq_dec_sqm_src *s, int zstd_level, const char *path, 
         ADD_REF(NAME("layer.%d.rms_att.weight", l), SQ_CDT_F32, 1, &D, Ly->rms_att, D * 4);
         ADD_REF(NAME("layer.%d.rms_ffn.weight", l), SQ_CDT_F32, 1, &D, Ly->rms_ffn, D * 4);
         for (int k = 0; k < NK; k++) {
-            const sq_plan_linear *p = &s->plans[l * NK + k];
+            const sq_plan_linear *p = &res->plans[l * SQ_LIN_KINDS + k];
             const sq_linear *lin = &Ly->lin[k];
             const char *kn = sq_linear_kind_name((sq_linear_kind)k);
             uint64_t N = (uint64_t)lin->out, K = (uint64_t)lin->in, dw[2] = {N, K};
@@ -153,8 +166,8 @@ int sq_dec_sqm_write(const sq_dec_sqm_src *s, int zstd_level, const char *path, 
         }
     }
     ADD_REF("final_norm.weight", SQ_CDT_F32, 1, &D, d->rms_final, D * 4);
-    if (s->cls_plan) { /* packed; a tied model keeps embeddings.word for the lookup */
-        if (sq_plan_add_packed(w, &kp, SQ_SQM_CLASSIFIER_PREFIX, &d->classifier, s->cls_plan,
+    if (cls_plan) { /* packed; a tied model keeps embeddings.word for the lookup */
+        if (sq_plan_add_packed(w, &kp, SQ_SQM_CLASSIFIER_PREFIX, &d->classifier, cls_plan,
                                err) != 0)
             goto fail;
     } else if (!c->tied_classifier) {

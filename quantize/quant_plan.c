@@ -143,32 +143,26 @@ int sq_plan_search_alpha(const float *x, int rows, const sq_linear *lin, const s
     return rc;
 }
 
-static int capture_index(int i, int kinds)
-{
-    return (i / kinds) * SQ_LIN_KINDS + i % kinds;
-}
-
 int sq_plan_capture_smoothed(sq_act_capture *cap, const sq_calib_stats *st,
-                             const sq_plan_linear *pl, int n, int kinds, const float *ones,
+                             const sq_plan_linear *pl, int n, const float *ones,
                              const sq_recipe *r, sq_err *err)
 {
     if (sq_act_capture_init(cap, st, 0, err) != 0)
         return -1;
     for (int i = 0; i < n; i++) {
         const sq_plan_linear *p = &pl[i];
-        const int ci = capture_index(i, kinds);
-        cap->smooth[ci] = p->s ? (p->folded ? ones : p->s) : p->n_outl > 0 ? ones : NULL;
-        cap->skip[ci] = p->skip;
-        if (sq_plan_wants_gptq(p, r) && sq_act_capture_want_gram(cap, ci, err) != 0)
+        cap->smooth[i] = p->s ? (p->folded ? ones : p->s) : p->n_outl > 0 ? ones : NULL;
+        cap->skip[i] = p->skip;
+        if (sq_plan_wants_gptq(p, r) && sq_act_capture_want_gram(cap, i, err) != 0)
             return -1;
     }
     return 0;
 }
 
-void sq_plan_take_grams(sq_plan_linear *pl, int n, int kinds, const sq_act_capture *cap)
+void sq_plan_take_grams(sq_plan_linear *pl, int n, const sq_act_capture *cap)
 {
     for (int i = 0; i < n; i++)
-        pl[i].gram = cap->gram[capture_index(i, kinds)];
+        pl[i].gram = cap->gram[i];
 }
 
 bool sq_plan_wants_gptq(const sq_plan_linear *p, const sq_recipe *r)

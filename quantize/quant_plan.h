@@ -55,13 +55,13 @@ bool sq_plan_wants_gptq(const sq_plan_linear *p, const sq_recipe *r);
 /* Step 4's capture (act_capture.h) for the replay that sees each linear's
  * input as the integer GEMM does: divided by s (unless s is folded into
  * the producer: then by ones), outlier channels skipped, and a Gram matrix
- * for every GPTQ linear. pl has n linears, `kinds` per layer (the capture
- * holds SQ_LIN_KINDS per layer). */
+ * for every GPTQ linear. pl has n linears, SQ_LIN_KINDS per layer, as the
+ * capture and the statistics. */
 int sq_plan_capture_smoothed(sq_act_capture *cap, const sq_calib_stats *st,
-                             const sq_plan_linear *pl, int n, int kinds, const float *ones,
+                             const sq_plan_linear *pl, int n, const float *ones,
                              const sq_recipe *r, sq_err *err);
 /* After that replay: each plan linear borrows its Gram matrix (NULL if none). */
-void sq_plan_take_grams(sq_plan_linear *pl, int n, int kinds, const sq_act_capture *cap);
+void sq_plan_take_grams(sq_plan_linear *pl, int n, const sq_act_capture *cap);
 
 /* Storage that must live until the writer has written. */
 typedef struct sq_keep {

@@ -1,14 +1,18 @@
 /* squint's quantizer: an fp32 checkpoint + calibration statistics + a recipe
- * -> a packed .sqm model (formats/SQM.md). It lives in calib/ because it
- * needs the statistics and replays the calibration samples through the fp32
- * executor; the numerics (SmoothQuant, RTN, packing) are libquant's.
+ * -> a packed .sqm model (formats/SQM.md). One driver for every model
+ * family (sq_quantize_linears); a family gives what is its own through an
+ * sq_quant_target: its linears, how its calibration samples are replayed,
+ * which SmoothQuant factors fold exactly into the model, and its writer
+ * (quantize_encoder.c, quantize_decoder.c).
  *
- * Per layer: SmoothQuant factors for the inputs the recipe smooths (alpha
- * fixed, or searched against the int8 output error on real calibration
- * rows); the attention-output factors folded exactly into V; the activation
- * scale from the observer method on the (smoothed) activation histogram;
- * weights scaled by s and quantized (int8 per channel / int4-g128) into
- * VNNI-4 panels. */
+ * Per linear: the recipe's type and options; outlier channels; SmoothQuant
+ * factors for the inputs the recipe smooths (alpha fixed, or searched
+ * against the quantized output error on real calibration rows), folded
+ * where the family can do so exactly, else kept as runtime multipliers; the
+ * activation scale from the observer method on the (smoothed) activation
+ * histogram, or per-row steps at run time (dynamic activations); weights
+ * scaled by s and quantized (int8 per channel / int4-g128, RTN or GPTQ)
+ * into VNNI-4 panels. */
 #ifndef SQ_QUANTIZER_H
 #define SQ_QUANTIZER_H
 
@@ -17,6 +21,9 @@
 
 #include "calib_stats.h"
 #include "embed_model.h"
+#include "file_hash.h"
+#include "scale_select.h"
+#include "llama_model.h"
 #include "qtype.h"
 #include "recipe.h"
 #include "sqm_class_head.h"
@@ -62,9 +69,80 @@ typedef struct sq_quantize_report {
 
 void sq_quantize_report_free(sq_quantize_report *r);
 
-/* st_path is recorded (its xxh64) as the calibration's identity. */
+/* What the one driver needs of a model family. Plan and report index
+ * i = layer * SQ_LIN_KINDS + kind (the statistics' index too); a kind the
+ * layer lacks is absent. */
+typedef struct sq_quant_target sq_quant_target;
+typedef struct sq_plan_linear sq_plan_linear; /* quant_plan.h */
+
+/* What the writer gets: the plans and the provenance. */
+typedef struct sq_quant_result {
+    const sq_plan_linear *plans; /* [n_layers * SQ_LIN_KINDS (+ 1: the classifier)] */
+    const sq_quantize_report *rep;
+    const sq_calib_stats *st;
+    uint64_t st_hash;            /* xxh64 of the .sqc file (0: none) */
+    uint64_t model_digest;       /* of the checkpoint's files */
+    const char *model_arg;
+    const sq_recipe *recipe;
+    const sq_scale_params *scale;
+} sq_quant_result;
+
+struct sq_quant_target {
+    void *model;
+    int n_layers;
+    int kmax;           /* the widest linear input */
+    bool dynamic_acts;  /* per-row activation steps at run time: no static range,
+                           no smoothing, no outlier channels, act_scale 0 */
+    /* the checkpoint's files (its identity, which the statistics record) */
+    int (*digest)(const sq_quant_target *t, const char *model_arg, sq_model_digest *md,
+                  sq_err *err);
+    /* the statistics are of this model's family and shape */
+    bool (*stats_match)(const sq_quant_target *t, const sq_calib_stats *st);
+    /* the recipe against the model (architecture, shape, sections it cannot use) */
+    int (*check_recipe)(const sq_quant_target *t, const sq_recipe *r, sq_err *err);
+    /* linear (l, k) of the fp32 model, NULL when the layer has none */
+    sq_linear *(*linear)(const sq_quant_target *t, int l, sq_linear_kind k);
+    /* run the calibration samples through the fp32 model, obs seeing every
+     * linear's input (max_sequences 0: all) */
+    int (*replay)(const sq_quant_target *t, const sq_calib_stats *st, const sq_quantize_opts *o,
+                  const sq_observer *obs, int64_t max_sequences, sq_err *err);
+    /* SmoothQuant's s of linear (l, k) folded exactly into the model (its
+     * producer); NULL or false from can_fold: kept as a runtime multiplier */
+    bool (*can_fold)(const sq_quant_target *t, int l, sq_linear_kind k);
+    int (*fold)(const sq_quant_target *t, int l, sq_linear_kind k, const float *s, sq_err *err);
+    /* a classifier to pack (per-channel weights, per-row activations, no
+     * statistics): plan and report index n_layers * SQ_LIN_KINDS */
+    const sq_linear *classifier;
+    sq_qtype classifier_qtype;
+    const char *classifier_name;
+    /* the .sqm, from the (folded) model and the plans */
+    int (*write)(const sq_quant_target *t, const sq_quant_result *res, int zstd_level,
+                 const char *path, sq_err *err);
+};
+
+/* The one driver: the statistics proven to be of this model, the recipe
+ * checked, then per linear the recipe, outlier channels, SmoothQuant,
+ * activation ranges, quantized and packed weights with their errors, and
+ * the file written (not for a dry run, which stops after the recipe). st_path
+ * is recorded (its xxh64) as the calibration's identity. */
+int sq_quantize(const sq_quant_target *t, const char *model_arg, const sq_calib_stats *st,
+                const char *st_path, const sq_quantize_opts *o, const char *out_path,
+                sq_quantize_report *rep, sq_err *err);
+
+/* The recipe's per-override warnings, through o->log. */
+void sq_quantize_warn(void *o, const char *msg);
+
+/* The families' targets, run by sq_quantize. */
 int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_stats *st,
                       const char *st_path, const sq_quantize_opts *o, const char *out_path,
                       sq_quantize_report *rep, sq_err *err);
+/* A causal LM (formats/SQM.md section 10): every decoder linear keeps 1/s as
+ * a runtime multiplier (nothing is folded); embeddings and RMSNorm weights
+ * stay fp32, the classifier too unless the recipe's classifier.type is int8
+ * (SQM.md 10.6). dynamic_acts: act_scale 0 in the file, each input row
+ * quantized with its own int8 step at run time (per token). */
+int sq_dec_quantize(sq_llama_model *m, const char *model_arg, const sq_calib_stats *st,
+                    const char *st_path, const sq_quantize_opts *o, bool dynamic_acts,
+                    const char *out_path, sq_quantize_report *rep, sq_err *err);
 
 #endif

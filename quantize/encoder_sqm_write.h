@@ -1,0 +1,16 @@
+/* An encoder's .sqm writer (formats/SQM.md sections 2-9): the fp32 model,
+ * the quantizer's per-linear plans and the provenance -> one verified file.
+ * The decoder's is dec_sqm_write.h. */
+#ifndef SQ_ENCODER_SQM_WRITE_H
+#define SQ_ENCODER_SQM_WRITE_H
+
+#include "embed_model.h"
+#include "quantizer.h"
+#include "sqm_class_head.h"
+
+/* m: the fp32 model with the SmoothQuant folds applied; ch: a
+ * classification head to store (NULL: none). */
+int sq_enc_sqm_write(const sq_embed_model *m, const sq_sqm_class_head *ch,
+                     const sq_quant_result *res, int zstd_level, const char *path, sq_err *err);
+
+#endif

@@ -1,0 +1,84 @@
+/* Causal LMs (Llama family) through the one quantize driver: what is theirs
+ * is the model's identity, the recipe checks, the replay through the
+ * decoder, the optional packed classifier and the writer. Nothing is
+ * folded: every decoder linear keeps 1/s as a runtime multiplier. */
+#include <string.h>
+
+#include "dec_calibrate.h"
+#include "dec_sqm_write.h"
+#include "file_hash.h"
+#include "quantizer.h"
+#include "sqm_schema.h"
+
+/* The model and its file's activation setting. */
+typedef struct dec_target {
+    sq_llama_model *m;
+    bool dynamic_acts;
+} dec_target;
+
+static sq_llama_model *model_of(const sq_quant_target *t)
+{
+    return ((dec_target *)t->model)->m;
+}
+
+static sq_linear *dec_linear(const sq_quant_target *t, int l, sq_linear_kind k)
+{
+    return k < SQ_DEC_LIN_KINDS ? &model_of(t)->dec.layers[l].lin[k] : NULL;
+}
+
+static int dec_replay(const sq_quant_target *t, const sq_calib_stats *st,
+                      const sq_quantize_opts *o, const sq_observer *obs, int64_t max_sequences,
+                      sq_err *err)
+{
+    return sq_dec_calib_replay(model_of(t), st, o->corpus, o->n_corpus, obs, max_sequences, err);
+}
+
+static int dec_digest(const sq_quant_target *t, const char *model_arg, sq_model_digest *md,
+                      sq_err *err)
+{
+    return sq_dec_model_digest(model_of(t), model_arg, md, err);
+}
+
+static bool dec_stats_match(const sq_quant_target *t, const sq_calib_stats *st)
+{
+    const sq_decoder_config *c = &model_of(t)->dec.cfg;
+    return st->decoder && memcmp(&st->dec, c, sizeof *c) == 0;
+}
+
+static int dec_check_recipe(const sq_quant_target *t, const sq_recipe *r, sq_err *err)
+{
+    if (r->architecture[0] && strcmp(r->architecture, "llama") != 0)
+        return sq_err_set(err, "%s: the recipe is for architecture %s, the model is a causal LM "
+                               "(llama)", r->source ? r->source : "recipe", r->architecture);
+    if (r->attn_matmul != SQ_ATTN_F32)
+        return sq_err_set(err, "%s: attention.matmul %s is for encoders; the decoder's attention "
+                               "runs in f32", r->source ? r->source : "recipe",
+                          sq_attn_matmul_name(r->attn_matmul));
+    return 0;
+}
+
+static int dec_write(const sq_quant_target *t, const sq_quant_result *res, int zstd_level,
+                     const char *path, sq_err *err)
+{
+    const dec_target *d = t->model;
+    return sq_dec_sqm_write(d->m, d->dynamic_acts, res, zstd_level, path, err);
+}
+
+int sq_dec_quantize(sq_llama_model *m, const char *model_arg, const sq_calib_stats *st,
+                    const char *st_path, const sq_quantize_opts *o, bool dynamic_acts,
+                    const char *out_path, sq_quantize_report *rep, sq_err *err)
+{
+    const sq_decoder_config *c = &m->dec.cfg;
+    const sq_recipe *r = o->recipe;
+    dec_target d = {m, dynamic_acts};
+    const sq_quant_target t = {.model = &d, .n_layers = c->n_layers,
+                               .kmax = c->hidden > c->dim ? c->hidden : c->dim,
+                               .dynamic_acts = dynamic_acts, .digest = dec_digest,
+                               .stats_match = dec_stats_match, .check_recipe = dec_check_recipe,
+                               .linear = dec_linear, .replay = dec_replay,
+                               .classifier = r->classifier_type != SQ_QT_F32 ? &m->dec.classifier
+                                                                             : NULL,
+                               .classifier_qtype = r->classifier_type,
+                               .classifier_name = SQ_SQM_CLASSIFIER_PREFIX, .write = dec_write};
+    return sq_quantize(&t, model_arg, st, st_path, o, out_path, rep, err);
+}
