@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "calibrate.h"
-#include "dec_calibrate.h"
 #include "cli.h"
 #include "embedder.h"
 #include "data_dir.h"
@@ -83,20 +82,16 @@ static int run_merge(char **files, int n, const char *out)
     return SQ_EXIT_OK;
 }
 
-/* A causal LM (a llama2.c checkpoint): calib/dec_calibrate.h. */
-static int calibrate_decoder(const char *model_arg, sq_calibrate_opts *o, int quiet,
-                             const char *out)
+/* Calibrate any family through its target (calibrate.h), with progress,
+ * and save the statistics. max_pos: the model's positions (--max-seq is
+ * checked against it). */
+static int run_calibration(const sq_calib_target *t, const char *model_arg, sq_calibrate_opts *o,
+                           int quiet, const char *out)
 {
     sq_err err = {0};
-    sq_llama_model m;
-    if (sq_llama_model_open(model_arg, NULL, &m, &err) != 0)
-        return cli_fail("calibrate", &err);
-    if (o->max_seq > m.dec.cfg.max_pos) {
-        int mp = m.dec.cfg.max_pos;
-        sq_llama_model_close(&m);
+    if (o->max_seq > t->max_pos)
         return cli_usage_error("calibrate", "--max-seq %d exceeds the model's %d positions",
-                               o->max_seq, mp);
-    }
+                               o->max_seq, t->max_pos);
     cli_progress prog;
     cli_progress_init(&prog, "calibrate");
     prog.enabled = prog.enabled && !quiet;
@@ -104,21 +99,23 @@ static int calibrate_decoder(const char *model_arg, sq_calibrate_opts *o, int qu
     o->progress_ctx = &prog;
     sq_calib_stats st;
     double t0 = cli_now();
-    int rc = sq_dec_calibrate(&m, model_arg, o, &st, &err);
+    int rc = sq_calibrate(t, model_arg, o, &st, &err);
     cli_progress_finish(&prog);
-    sq_llama_model_close(&m);
     if (rc != 0)
         return cli_fail("calibrate", &err);
     double el = cli_now() - t0;
     if (sq_calib_stats_save(&st, out, &err) != 0) {
-        sq_calib_stats_free(&st);
-        return cli_fail("calibrate", &err);
+        rc = cli_fail("calibrate", &err);
+    } else {
+        fprintf(stderr,
+                "squint calibrate: %llu texts -> %llu sequences, %llu tokens in %.1fs (%.1f "
+                "sequences/s); wrote %s\n",
+                (unsigned long long)st.n_texts, (unsigned long long)st.n_sequences,
+                (unsigned long long)st.n_tokens, el, el > 0 ? st.n_sequences / el : 0.0, out);
+        rc = SQ_EXIT_OK;
     }
-    fprintf(stderr, "squint calibrate: %llu texts -> %llu sequences, %llu tokens in %.1fs; wrote %s\n",
-            (unsigned long long)st.n_texts, (unsigned long long)st.n_sequences,
-            (unsigned long long)st.n_tokens, el, out);
     sq_calib_stats_free(&st);
-    return SQ_EXIT_OK;
+    return rc;
 }
 
 int cmd_calibrate(int argc, char **argv)
@@ -234,8 +231,15 @@ int cmd_calibrate(int argc, char **argv)
     char bundled_buf[4096];
     o.corpus = corpus;
     o.n_corpus = n_corpus;
-    if (sq_llama_is_checkpoint(model_arg)) {
-        rc = calibrate_decoder(model_arg, &o, quiet, out);
+    if (sq_llama_is_checkpoint(model_arg)) { /* a causal LM */
+        sq_llama_model lm;
+        if (sq_llama_model_open(model_arg, NULL, &lm, &err) != 0) {
+            rc = cli_fail("calibrate", &err);
+            goto done;
+        }
+        const sq_calib_target t = sq_calib_target_decoder(&lm);
+        rc = run_calibration(&t, model_arg, &o, quiet, out);
+        sq_llama_model_close(&lm);
         goto done;
     }
     sq_embed_model m;
@@ -253,38 +257,8 @@ int cmd_calibrate(int argc, char **argv)
                                           sizeof bundled_buf);
     if (o.max_seq == 0)
         o.max_seq = m.max_seq;
-    if (o.max_seq > m.enc.cfg.max_pos) {
-        sq_embed_model_close(&m);
-        rc = cli_usage_error("calibrate", "--max-seq %d exceeds the model's %d positions",
-                             o.max_seq, m.enc.cfg.max_pos);
-        goto done;
-    }
-    cli_progress prog;
-    cli_progress_init(&prog, "calibrate");
-    prog.enabled = prog.enabled && !quiet;
-    o.progress = cli_progress_update;
-    o.progress_ctx = &prog;
-    sq_calib_stats st;
-    double t0 = cli_now();
-    if (sq_calibrate(&m, model_arg, &o, &st, &err) != 0) {
-        cli_progress_finish(&prog);
-        sq_embed_model_close(&m);
-        rc = cli_fail("calibrate", &err);
-        goto done;
-    }
-    cli_progress_finish(&prog);
-    double el = cli_now() - t0;
-    if (sq_calib_stats_save(&st, out, &err) != 0) {
-        rc = cli_fail("calibrate", &err);
-    } else {
-        fprintf(stderr,
-                "squint calibrate: %llu texts -> %llu sequences, %llu tokens in %.1fs (%.1f "
-                "sequences/s); wrote %s\n",
-                (unsigned long long)st.n_texts, (unsigned long long)st.n_sequences,
-                (unsigned long long)st.n_tokens, el, el > 0 ? st.n_sequences / el : 0.0, out);
-        rc = SQ_EXIT_OK;
-    }
-    sq_calib_stats_free(&st);
+    const sq_calib_target t = sq_calib_target_encoder(&m);
+    rc = run_calibration(&t, model_arg, &o, quiet, out);
     sq_embed_model_close(&m);
 done:
     free(corpus);

@@ -255,7 +255,8 @@ int cmd_quantize(int argc, char **argv)
                         "(256 samples)\n",
                 co.corpus_opts.pair_field ? " of query/document pairs" : "");
         sq_scale_params_default(&co.scale, SQ_CALIB_PERCENTILE);
-        if (sq_calibrate(&m, model_arg, &co, &st, &err) != 0)
+        const sq_calib_target ct = sq_calib_target_encoder(&m);
+        if (sq_calibrate(&ct, model_arg, &co, &st, &err) != 0)
             goto fail;
         have_st = 1;
     } else {

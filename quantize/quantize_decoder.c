@@ -1,12 +1,10 @@
 /* Causal LMs (Llama family) through the one quantize driver: what is theirs
- * is the model's identity, the recipe checks, the replay through the
- * decoder, the optional packed classifier and the writer. Nothing is
- * folded: every decoder linear keeps 1/s as a runtime multiplier. */
+ * is the recipe checks, the optional packed classifier and the writer.
+ * Nothing is folded: every decoder linear keeps 1/s as a runtime
+ * multiplier. */
 #include <string.h>
 
-#include "dec_calibrate.h"
 #include "dec_sqm_write.h"
-#include "file_hash.h"
 #include "quantizer.h"
 #include "sqm_schema.h"
 
@@ -24,19 +22,6 @@ static sq_llama_model *model_of(const sq_quant_target *t)
 static sq_linear *dec_linear(const sq_quant_target *t, int l, sq_linear_kind k)
 {
     return k < SQ_DEC_LIN_KINDS ? &model_of(t)->dec.layers[l].lin[k] : NULL;
-}
-
-static int dec_replay(const sq_quant_target *t, const sq_calib_stats *st,
-                      const sq_quantize_opts *o, const sq_observer *obs, int64_t max_sequences,
-                      sq_err *err)
-{
-    return sq_dec_calib_replay(model_of(t), st, o->corpus, o->n_corpus, obs, max_sequences, err);
-}
-
-static int dec_digest(const sq_quant_target *t, const char *model_arg, sq_model_digest *md,
-                      sq_err *err)
-{
-    return sq_dec_model_digest(model_of(t), model_arg, md, err);
 }
 
 static bool dec_stats_match(const sq_quant_target *t, const sq_calib_stats *st)
@@ -71,11 +56,13 @@ int sq_dec_quantize(sq_llama_model *m, const char *model_arg, const sq_calib_sta
     const sq_decoder_config *c = &m->dec.cfg;
     const sq_recipe *r = o->recipe;
     dec_target d = {m, dynamic_acts};
+    const sq_calib_target ct = sq_calib_target_decoder(m);
+    /* replays run 64 rows per prefill step, as the statistics' runs did */
     const sq_quant_target t = {.model = &d, .n_layers = c->n_layers,
                                .kmax = c->hidden > c->dim ? c->hidden : c->dim,
-                               .dynamic_acts = dynamic_acts, .digest = dec_digest,
+                               .dynamic_acts = dynamic_acts, .calib = &ct, .replay_batch = 64,
                                .stats_match = dec_stats_match, .check_recipe = dec_check_recipe,
-                               .linear = dec_linear, .replay = dec_replay,
+                               .linear = dec_linear,
                                .classifier = r->classifier_type != SQ_QT_F32 ? &m->dec.classifier
                                                                              : NULL,
                                .classifier_qtype = r->classifier_type,

@@ -1,12 +1,9 @@
 /* Encoders (BERT family, USE Lite, cross-encoders) through the one quantize
- * driver: what is theirs is the model's identity, the recipe checks, the
- * replay through the encoder, the exact SmoothQuant folds (attn_out into V,
+ * driver: what is theirs is the recipe checks, the exact SmoothQuant folds (attn_out into V,
  * pre-LN qkv / ffn_up into their LayerNorm) and the writer. */
 #include <string.h>
 
-#include "calibrate.h"
 #include "encoder_sqm_write.h"
-#include "file_hash.h"
 #include "quantizer.h"
 #include "smoothquant.h"
 
@@ -24,14 +21,6 @@ static sq_embed_model *model_of(const sq_quant_target *t)
 static sq_linear *enc_linear(const sq_quant_target *t, int l, sq_linear_kind k)
 {
     return &model_of(t)->enc.layers[l].lin[k];
-}
-
-static int enc_replay(const sq_quant_target *t, const sq_calib_stats *st,
-                      const sq_quantize_opts *o, const sq_observer *obs, int64_t max_sequences,
-                      sq_err *err)
-{
-    return sq_calib_replay(model_of(t), st, o->bundled_corpus, o->corpus, o->n_corpus, o->batch, obs,
-                           max_sequences, err);
 }
 
 static bool enc_can_fold(const sq_quant_target *t, int l, sq_linear_kind k)
@@ -53,12 +42,6 @@ static int enc_fold(const sq_quant_target *t, int l, sq_linear_kind k, const flo
     else
         sq_smooth_fold_layernorm(Ly->ln_ffn_g, Ly->ln_ffn_b, &Ly->lin[k], s);
     return 0;
-}
-
-static int enc_digest(const sq_quant_target *t, const char *model_arg, sq_model_digest *md,
-                      sq_err *err)
-{
-    return sq_model_digest_dir(model_of(t)->model_dir, md, err);
 }
 
 static bool enc_stats_match(const sq_quant_target *t, const sq_calib_stats *st)
@@ -108,11 +91,11 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
                           o->class_head->source ? o->class_head->source : "the head",
                           o->class_head->dim, model_arg, c->hidden);
     enc_target e = {m, o->class_head};
+    const sq_calib_target ct = sq_calib_target_encoder(m);
     const sq_quant_target t = {.model = &e, .n_layers = c->layers,
-                               .kmax = c->ffn > c->hidden ? c->ffn : c->hidden,
-                               .digest = enc_digest, .stats_match = enc_stats_match,
-                               .check_recipe = enc_check_recipe, .linear = enc_linear,
-                               .replay = enc_replay, .can_fold = enc_can_fold, .fold = enc_fold,
+                               .kmax = c->ffn > c->hidden ? c->ffn : c->hidden, .calib = &ct,
+                               .stats_match = enc_stats_match, .check_recipe = enc_check_recipe,
+                               .linear = enc_linear, .can_fold = enc_can_fold, .fold = enc_fold,
                                .write = enc_write};
     return sq_quantize(&t, model_arg, st, st_path, o, out_path, rep, err);
 }

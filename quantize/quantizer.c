@@ -24,6 +24,15 @@ void sq_quantize_warn(void *o, const char *msg)
     sq_quantize_log(o, "warning: %s", msg);
 }
 
+/* The calibration samples through the fp32 model again, obs seeing every
+ * linear's input (max_sequences 0: all). */
+static int replay(const sq_quant_target *t, const sq_calib_stats *st, const sq_quantize_opts *o,
+                  const sq_observer *obs, int64_t max_sequences, sq_err *err)
+{
+    return sq_calib_replay(t->calib, st, o->bundled_corpus, o->corpus, o->n_corpus,
+                           t->replay_batch ? t->replay_batch : o->batch, obs, max_sequences, err);
+}
+
 /* Step 1: the recipe per linear, and the report's sizes. */
 static int resolve_linears(const sq_quant_target *t, const sq_recipe *r, sq_plan_linear *pl,
                            sq_quantize_report *rep, bool *any_quant, bool *any_smooth,
@@ -221,7 +230,7 @@ static int quantize_linears(const sq_quant_target *t, const sq_calib_stats *st,
             goto out;
         sq_observer obs = sq_act_capture_observer(&cap);
         sq_quantize_log(o, "replaying calibration samples for activation rows ...");
-        if (t->replay(t, st, o, &obs, 64, err) != 0 || sq_act_capture_check(&cap, err) != 0)
+        if (replay(t, st, o, &obs, 64, err) != 0 || sq_act_capture_check(&cap, err) != 0)
             goto out;
     }
 
@@ -260,7 +269,7 @@ static int quantize_linears(const sq_quant_target *t, const sq_calib_stats *st,
         sq_observer obs2 = sq_act_capture_observer(&cap2);
         sq_quantize_log(o, "replaying calibration samples for the smoothed activation ranges%s ...",
                         gptq ? " and GPTQ's Gram matrices" : "");
-        if (t->replay(t, st, o, &obs2, 0, err) != 0 || sq_act_capture_check(&cap2, err) != 0)
+        if (replay(t, st, o, &obs2, 0, err) != 0 || sq_act_capture_check(&cap2, err) != 0)
             goto out;
         sq_plan_take_grams(pl, NL, &cap2);
     }
@@ -333,7 +342,7 @@ int sq_quantize(const sq_quant_target *t, const char *model_arg, const sq_calib_
     }
     rep->n_linears = n;
     /* 0. The statistics must be of this very model; the recipe must fit it. */
-    if (t->digest(t, model_arg, &md, err) != 0)
+    if (t->calib->digest(t->calib, model_arg, &md, err) != 0)
         goto out;
     if (!t->stats_match(t, st) || md.combined != st->model_digest) {
         sq_err_set(err, "%s: statistics are of a different model (model digest %016" PRIx64

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "calib_stats.h"
+#include "calibrate.h"
 #include "embed_model.h"
 #include "file_hash.h"
 #include "scale_select.h"
@@ -93,19 +94,16 @@ struct sq_quant_target {
     int kmax;           /* the widest linear input */
     bool dynamic_acts;  /* per-row activation steps at run time: no static range,
                            no smoothing, no outlier channels, act_scale 0 */
-    /* the checkpoint's files (its identity, which the statistics record) */
-    int (*digest)(const sq_quant_target *t, const char *model_arg, sq_model_digest *md,
-                  sq_err *err);
+    /* the same model as a calibration target: its identity (the digest the
+     * statistics record) and how the calibration samples run through it */
+    const sq_calib_target *calib;
+    int replay_batch;   /* sequences (encoder) or rows (decoder) per replay step; 0: o->batch */
     /* the statistics are of this model's family and shape */
     bool (*stats_match)(const sq_quant_target *t, const sq_calib_stats *st);
     /* the recipe against the model (architecture, shape, sections it cannot use) */
     int (*check_recipe)(const sq_quant_target *t, const sq_recipe *r, sq_err *err);
     /* linear (l, k) of the fp32 model, NULL when the layer has none */
     sq_linear *(*linear)(const sq_quant_target *t, int l, sq_linear_kind k);
-    /* run the calibration samples through the fp32 model, obs seeing every
-     * linear's input (max_sequences 0: all) */
-    int (*replay)(const sq_quant_target *t, const sq_calib_stats *st, const sq_quantize_opts *o,
-                  const sq_observer *obs, int64_t max_sequences, sq_err *err);
     /* SmoothQuant's s of linear (l, k) folded exactly into the model (its
      * producer); NULL or false from can_fold: kept as a runtime multiplier */
     bool (*can_fold)(const sq_quant_target *t, int l, sq_linear_kind k);
