@@ -137,11 +137,8 @@ int sq_calib_stats_save(const sq_calib_stats *st, const char *path, sq_err *err)
             const char *kn = sq_linear_kind_name((sq_linear_kind)k);
             uint64_t C = (uint64_t)a->channels, B = SQ_HIST_BINS, five = 5, three = 3;
 #define ADD(suffix, dt, dims, ptr, size)                                                           \
-    do {                                                                                           \
-        snprintf(name, sizeof name, "layer.%d.%s.%s", l, kn, suffix);                              \
-        if (sq_container_writer_add_tensor_ref(w, name, dt, 1, dims, ptr, size, err) != 0)         \
-            goto fail;                                                                             \
-    } while (0)
+    (snprintf(name, sizeof name, "layer.%d.%s.%s", l, kn, suffix),                                 \
+     sq_container_writer_add(w, name, dt, 1, dims, ptr, size))
             ADD("max_abs", SQ_CDT_F32, &C, a->ch_max_abs, C * 4);
             ADD("sumsq", SQ_CDT_F64, &C, a->ch_sumsq, C * 8);
             ADD("hist", SQ_CDT_U64, &B, a->hist.count, B * 8);
@@ -154,9 +151,7 @@ int sq_calib_stats_save(const sq_calib_stats *st, const char *path, sq_err *err)
         attn[2 * l + 1] = st->attn_pmax[l];
     }
     uint64_t adims[2] = {(uint64_t)L, 2};
-    if (sq_container_writer_add_tensor_ref(w, "attn_probs.range", SQ_CDT_F32, 2, adims, attn,
-                                           (uint64_t)L * 8, err) != 0)
-        goto fail;
+    sq_container_writer_add(w, "attn_probs.range", SQ_CDT_F32, 2, adims, attn, (uint64_t)L * 8);
     if (sq_container_writer_write(w, path, err) != 0)
         goto out;
     rc = 0;

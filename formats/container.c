@@ -910,6 +910,8 @@ typedef struct wtensor {
 
 struct sq_container_writer {
     uint32_t kind;
+    bool failed;       /* an sq_container_writer_add failed: first_err says why */
+    sq_err first_err;
     char *meta;
     size_t meta_len;
     wtensor *t;
@@ -1067,6 +1069,14 @@ int sq_container_writer_add_tensor_ref(sq_container_writer *w, const char *name,
     return add_tensor(w, name, dtype, ndim, dims, data, size, false, err);
 }
 
+void sq_container_writer_add(sq_container_writer *w, const char *name, unsigned dtype, int ndim,
+                             const uint64_t *dims, const void *data, uint64_t size)
+{
+    if (!w->failed &&
+        add_tensor(w, name, dtype, ndim, dims, data, size, false, &w->first_err) != 0)
+        w->failed = true;
+}
+
 /* Output: optionally through zstd, hashing what goes in (until the trailer). */
 typedef struct sink {
     FILE *fp;
@@ -1179,6 +1189,10 @@ static int write_body(sq_container_writer *w, sink *s, const uint8_t *hdr, const
 
 int sq_container_writer_write(sq_container_writer *w, const char *path, sq_err *err)
 {
+    if (w->failed) {
+        *err = w->first_err;
+        return sq_err_prefix(err, "%s", path);
+    }
     if (!kind_valid(w->kind))
         return sq_err_set(err, "%s: invalid container kind 0x%08x", path, w->kind);
     /* Layout (SPEC.md "Layout"): tensors in insertion order, each at the next

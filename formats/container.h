@@ -163,6 +163,13 @@ int sq_container_writer_add_tensor_ref(sq_container_writer *w, const char *name,
                                        int ndim, const uint64_t *dims, const void *data,
                                        uint64_t size, sq_err *err);
 
+/* add_tensor_ref for writers that list many tensors: a failure (a bad
+ * name or shape, out of memory) is kept, later adds are ignored, and
+ * sq_container_writer_write reports it ("PATH: the problem"), writing
+ * nothing. */
+void sq_container_writer_add(sq_container_writer *w, const char *name, unsigned dtype, int ndim,
+                             const uint64_t *dims, const void *data, uint64_t size);
+
 /* zstd-compress the whole file when written: level 1..22, negative for
  * zstd's fast modes, 0 = plain (the default). Out-of-range levels are clamped. */
 void sq_container_writer_set_zstd(sq_container_writer *w, int level);

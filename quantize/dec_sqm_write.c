@@ -86,11 +86,6 @@ static char *build_metadata(const sq_llama_model *m, bool dynamic_acts, const sq
     return sb.s;
 }
 
-#define ADD_REF(name, dt, nd, dims, ptr, size)                                                     \
-    do {                                                                                           \
-        if (sq_container_writer_add_tensor_ref(w, name, dt, nd, dims, ptr, size, err) != 0)        \
-            goto fail;                                                                             \
-    } while (0)
 
 int sq_dec_sqm_write(const sq_llama_model *m, bool dynamic_acts, const sq_quant_result *res,
                      int zstd_level, const char *path, sq_err *err)
@@ -130,7 +125,7 @@ int sq_dec_sqm_write(const sq_llama_model *m, bool dynamic_acts, const sq_quant_
         scores[i] = (double)sq_bpe_score(sq_tokenizer_bpe(m->tok), i);
     }
     uint64_t nv = (uint64_t)V, D = (uint64_t)c->dim, dve[2] = {(uint64_t)c->vocab, D};
-    ADD_REF("tokenizer.vocab", SQ_CDT_U8, 1, &vbytes, vocab, vbytes);
+    sq_container_writer_add(w, "tokenizer.vocab", SQ_CDT_U8, 1, &vbytes, vocab, vbytes);
     if (hf) {
         /* the merges, rank order (SQM.md 10.5) */
         if (hs.n_merges < 1) {
@@ -141,37 +136,37 @@ int sq_dec_sqm_write(const sq_llama_model *m, bool dynamic_acts, const sq_quant_
         for (int32_t r = 0; r < hs.n_merges; r++)
             sq_bpe_merge_pair(sq_tokenizer_bpe(m->tok), r, &merges[2 * r], &merges[2 * r + 1]);
         uint64_t dm[2] = {(uint64_t)hs.n_merges, 2};
-        ADD_REF("tokenizer.merges", SQ_CDT_I32, 2, dm, merges, dm[0] * 8);
+        sq_container_writer_add(w, "tokenizer.merges", SQ_CDT_I32, 2, dm, merges, dm[0] * 8);
     } else {
-        ADD_REF("tokenizer.scores", SQ_CDT_F64, 1, &nv, scores, nv * 8);
+        sq_container_writer_add(w, "tokenizer.scores", SQ_CDT_F64, 1, &nv, scores, nv * 8);
     }
-    ADD_REF("embeddings.word", SQ_CDT_F32, 2, dve, d->tok_emb, dve[0] * D * 4);
+    sq_container_writer_add(w, "embeddings.word", SQ_CDT_F32, 2, dve, d->tok_emb, dve[0] * D * 4);
     char name[96];
 #define NAME(...) (snprintf(name, sizeof name, __VA_ARGS__), name)
     for (int l = 0; l < c->n_layers; l++) {
         const sq_decoder_layer *Ly = &d->layers[l];
-        ADD_REF(NAME("layer.%d.rms_att.weight", l), SQ_CDT_F32, 1, &D, Ly->rms_att, D * 4);
-        ADD_REF(NAME("layer.%d.rms_ffn.weight", l), SQ_CDT_F32, 1, &D, Ly->rms_ffn, D * 4);
+        sq_container_writer_add(w, NAME("layer.%d.rms_att.weight", l), SQ_CDT_F32, 1, &D, Ly->rms_att, D * 4);
+        sq_container_writer_add(w, NAME("layer.%d.rms_ffn.weight", l), SQ_CDT_F32, 1, &D, Ly->rms_ffn, D * 4);
         for (int k = 0; k < NK; k++) {
             const sq_plan_linear *p = &res->plans[l * SQ_LIN_KINDS + k];
             const sq_linear *lin = &Ly->lin[k];
             const char *kn = sq_linear_kind_name((sq_linear_kind)k);
             uint64_t N = (uint64_t)lin->out, K = (uint64_t)lin->in, dw[2] = {N, K};
             if (p->res.qtype == SQ_QT_F32) {
-                ADD_REF(NAME("layer.%d.%s.weight", l, kn), SQ_CDT_F32, 2, dw, lin->w, N * K * 4);
-                ADD_REF(NAME("layer.%d.%s.bias", l, kn), SQ_CDT_F32, 1, &N, lin->b, N * 4);
+                sq_container_writer_add(w, NAME("layer.%d.%s.weight", l, kn), SQ_CDT_F32, 2, dw, lin->w, N * K * 4);
+                sq_container_writer_add(w, NAME("layer.%d.%s.bias", l, kn), SQ_CDT_F32, 1, &N, lin->b, N * 4);
             } else if (sq_plan_add_packed(w, &kp, NAME("layer.%d.%s", l, kn), lin, p, err) != 0) {
                 goto fail;
             }
         }
     }
-    ADD_REF("final_norm.weight", SQ_CDT_F32, 1, &D, d->rms_final, D * 4);
+    sq_container_writer_add(w, "final_norm.weight", SQ_CDT_F32, 1, &D, d->rms_final, D * 4);
     if (cls_plan) { /* packed; a tied model keeps embeddings.word for the lookup */
         if (sq_plan_add_packed(w, &kp, SQ_SQM_CLASSIFIER_PREFIX, &d->classifier, cls_plan,
                                err) != 0)
             goto fail;
     } else if (!c->tied_classifier) {
-        ADD_REF("classifier.weight", SQ_CDT_F32, 2, dve, d->classifier.w, dve[0] * D * 4);
+        sq_container_writer_add(w, "classifier.weight", SQ_CDT_F32, 2, dve, d->classifier.w, dve[0] * D * 4);
     }
 #undef NAME
     sq_container_writer_set_zstd(w, zstd_level);
@@ -187,5 +182,4 @@ out:
     free(meta);
     return rc;
 }
-#undef ADD_REF
 

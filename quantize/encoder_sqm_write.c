@@ -111,11 +111,6 @@ static char *build_metadata(const sq_embed_model *m, const sq_calib_stats *st, u
     return sb.s;
 }
 
-#define ADD_REF(name, dt, nd, dims, ptr, size)                                                     \
-    do {                                                                                           \
-        if (sq_container_writer_add_tensor_ref(w, name, dt, nd, dims, ptr, size, err) != 0)        \
-            goto fail;                                                                             \
-    } while (0)
 
 static int write_sqm(const sq_embed_model *m, const sq_plan_linear *pl, const char *meta,
                      sq_qtype emb_qt, const sq_sqm_class_head *ch, int zstd_level,
@@ -148,16 +143,16 @@ static int write_sqm(const sq_embed_model *m, const sq_plan_linear *pl, const ch
         memcpy(vocab + o, ts->vocab[i], n);
         o += (int)n;
     }
-    ADD_REF("tokenizer.vocab", SQ_CDT_U8, 1, &vbytes, vocab, vbytes);
+    sq_container_writer_add(w, "tokenizer.vocab", SQ_CDT_U8, 1, &vbytes, vocab, vbytes);
     if (ts->type == SQ_TOK_UNIGRAM) {
         uint64_t nv = (uint64_t)ts->vocab_size;
-        ADD_REF("tokenizer.scores", SQ_CDT_F64, 1, &nv, ts->scores, nv * 8);
+        sq_container_writer_add(w, "tokenizer.scores", SQ_CDT_F64, 1, &nv, ts->scores, nv * 8);
     }
 
     const int E = c->embed_dim; /* embedding width (layer 0 input) */
     uint64_t V = (uint64_t)c->vocab_size, d2[2] = {V, (uint64_t)E};
     if (emb_qt == SQ_QT_F32) {
-        ADD_REF("embeddings.word", SQ_CDT_F32, 2, d2, e->word_emb, V * E * 4);
+        sq_container_writer_add(w, "embeddings.word", SQ_CDT_F32, 2, d2, e->word_emb, V * E * 4);
     } else if (emb_qt == SQ_QT_S8) {
         int8_t *q = sq_keep_add(&kp, malloc(V * E));
         float *sc = sq_keep_add(&kp, malloc(V * 4));
@@ -166,8 +161,8 @@ static int write_sqm(const sq_embed_model *m, const sq_plan_linear *pl, const ch
             goto out;
         }
         sq_embed_quant_s8(e->word_emb, (int)V, E, q, sc);
-        ADD_REF("embeddings.word", SQ_CDT_I8, 2, d2, q, V * E);
-        ADD_REF("embeddings.word.scale", SQ_CDT_F32, 1, &V, sc, V * 4);
+        sq_container_writer_add(w, "embeddings.word", SQ_CDT_I8, 2, d2, q, V * E);
+        sq_container_writer_add(w, "embeddings.word.scale", SQ_CDT_F32, 1, &V, sc, V * 4);
     } else {
         uint64_t G = (uint64_t)sq_embed_s4_groups(E), dq[2] = {V, (uint64_t)E / 2}, ds[2] = {V, G};
         uint8_t *q = sq_keep_add(&kp, calloc(V * E / 2, 1));
@@ -177,37 +172,37 @@ static int write_sqm(const sq_embed_model *m, const sq_plan_linear *pl, const ch
             goto out;
         }
         sq_embed_quant_s4(e->word_emb, (int)V, E, q, sc);
-        ADD_REF("embeddings.word", SQ_CDT_U8, 2, dq, q, V * E / 2);
-        ADD_REF("embeddings.word.scale", SQ_CDT_F32, 2, ds, sc, V * G * 4);
+        sq_container_writer_add(w, "embeddings.word", SQ_CDT_U8, 2, dq, q, V * E / 2);
+        sq_container_writer_add(w, "embeddings.word.scale", SQ_CDT_F32, 2, ds, sc, V * G * 4);
     }
     uint64_t dp[2] = {(uint64_t)c->max_pos, (uint64_t)E}, dt[2] = {(uint64_t)c->type_vocab, (uint64_t)E},
              de = (uint64_t)E, dh = (uint64_t)H;
-    ADD_REF("embeddings.position", SQ_CDT_F32, 2, dp, e->pos_emb, dp[0] * E * 4);
+    sq_container_writer_add(w, "embeddings.position", SQ_CDT_F32, 2, dp, e->pos_emb, dp[0] * E * 4);
     if (c->type_vocab > 0)
-        ADD_REF("embeddings.token_type", SQ_CDT_F32, 2, dt, e->type_emb, dt[0] * E * 4);
+        sq_container_writer_add(w, "embeddings.token_type", SQ_CDT_F32, 2, dt, e->type_emb, dt[0] * E * 4);
     if (c->emb_ln) {
-        ADD_REF("embeddings.ln.gamma", SQ_CDT_F32, 1, &de, e->emb_ln_g, de * 4);
-        ADD_REF("embeddings.ln.beta", SQ_CDT_F32, 1, &de, e->emb_ln_b, de * 4);
+        sq_container_writer_add(w, "embeddings.ln.gamma", SQ_CDT_F32, 1, &de, e->emb_ln_g, de * 4);
+        sq_container_writer_add(w, "embeddings.ln.beta", SQ_CDT_F32, 1, &de, e->emb_ln_b, de * 4);
     }
     if (c->head != SQ_HEAD_NONE) {
         uint64_t dhh[2] = {dh, dh};
-        ADD_REF("head.weight", SQ_CDT_F32, 2, dhh, e->head.w, dh * dh * 4);
-        ADD_REF("head.bias", SQ_CDT_F32, 1, &dh, e->head.b, dh * 4);
+        sq_container_writer_add(w, "head.weight", SQ_CDT_F32, 2, dhh, e->head.w, dh * dh * 4);
+        sq_container_writer_add(w, "head.bias", SQ_CDT_F32, 1, &dh, e->head.b, dh * 4);
     }
     if (c->num_labels > 0) {
         uint64_t nl = (uint64_t)c->num_labels, dlh[2] = {nl, dh};
-        ADD_REF("score.weight", SQ_CDT_F32, 2, dlh, e->score.w, nl * dh * 4);
-        ADD_REF("score.bias", SQ_CDT_F32, 1, &nl, e->score.b, nl * 4);
+        sq_container_writer_add(w, "score.weight", SQ_CDT_F32, 2, dlh, e->score.w, nl * dh * 4);
+        sq_container_writer_add(w, "score.bias", SQ_CDT_F32, 1, &nl, e->score.b, nl * 4);
     }
     char name[96];
     for (int l = 0; l < c->layers; l++) {
         const sq_encoder_layer *L = &e->layers[l];
         uint64_t da = (uint64_t)sq_ln_attn_dim(c, l);
 #define NAME(...) (snprintf(name, sizeof name, __VA_ARGS__), name)
-        ADD_REF(NAME("layer.%d.ln_attn.gamma", l), SQ_CDT_F32, 1, &da, L->ln_attn_g, da * 4);
-        ADD_REF(NAME("layer.%d.ln_attn.beta", l), SQ_CDT_F32, 1, &da, L->ln_attn_b, da * 4);
-        ADD_REF(NAME("layer.%d.ln_ffn.gamma", l), SQ_CDT_F32, 1, &dh, L->ln_ffn_g, dh * 4);
-        ADD_REF(NAME("layer.%d.ln_ffn.beta", l), SQ_CDT_F32, 1, &dh, L->ln_ffn_b, dh * 4);
+        sq_container_writer_add(w, NAME("layer.%d.ln_attn.gamma", l), SQ_CDT_F32, 1, &da, L->ln_attn_g, da * 4);
+        sq_container_writer_add(w, NAME("layer.%d.ln_attn.beta", l), SQ_CDT_F32, 1, &da, L->ln_attn_b, da * 4);
+        sq_container_writer_add(w, NAME("layer.%d.ln_ffn.gamma", l), SQ_CDT_F32, 1, &dh, L->ln_ffn_g, dh * 4);
+        sq_container_writer_add(w, NAME("layer.%d.ln_ffn.beta", l), SQ_CDT_F32, 1, &dh, L->ln_ffn_b, dh * 4);
         for (int k = 0; k < SQ_LIN_KINDS; k++) {
             const sq_plan_linear *p = &pl[l * SQ_LIN_KINDS + k];
             const sq_linear *lin = &L->lin[k];
@@ -216,8 +211,8 @@ static int write_sqm(const sq_embed_model *m, const sq_plan_linear *pl, const ch
             const char *kn = sq_linear_kind_name((sq_linear_kind)k);
             uint64_t N = (uint64_t)lin->out, K = (uint64_t)lin->in, dw[2] = {N, K};
             if (p->res.qtype == SQ_QT_F32) {
-                ADD_REF(NAME("layer.%d.%s.weight", l, kn), SQ_CDT_F32, 2, dw, lin->w, N * K * 4);
-                ADD_REF(NAME("layer.%d.%s.bias", l, kn), SQ_CDT_F32, 1, &N, lin->b, N * 4);
+                sq_container_writer_add(w, NAME("layer.%d.%s.weight", l, kn), SQ_CDT_F32, 2, dw, lin->w, N * K * 4);
+                sq_container_writer_add(w, NAME("layer.%d.%s.bias", l, kn), SQ_CDT_F32, 1, &N, lin->b, N * 4);
                 continue;
             }
             if (sq_plan_add_packed(w, &kp, NAME("layer.%d.%s", l, kn), lin, p, err) != 0)
@@ -227,8 +222,8 @@ static int write_sqm(const sq_embed_model *m, const sq_plan_linear *pl, const ch
     }
     if (ch) { /* the classification head, last (SQM.md 3.1, 9) */
         uint64_t dc[2] = {(uint64_t)ch->classes, (uint64_t)ch->dim};
-        ADD_REF("class_head.weight", SQ_CDT_F64, 2, dc, ch->W, dc[0] * dc[1] * 8);
-        ADD_REF("class_head.bias", SQ_CDT_F64, 1, dc, ch->b, dc[0] * 8);
+        sq_container_writer_add(w, "class_head.weight", SQ_CDT_F64, 2, dc, ch->W, dc[0] * dc[1] * 8);
+        sq_container_writer_add(w, "class_head.bias", SQ_CDT_F64, 1, dc, ch->b, dc[0] * 8);
     }
     sq_container_writer_set_zstd(w, zstd_level);
     if (sq_container_writer_write(w, path, err) != 0 || sq_sqm_check_written(path, err) != 0)

@@ -300,11 +300,6 @@ void sq_plan_free(sq_plan_linear *pl, int n, float **w_orig)
 }
 
 #define NAME(...) (snprintf(name, sizeof name, __VA_ARGS__), name)
-#define ADD_REF(name, dt, nd, dims, ptr, size)                                                     \
-    do {                                                                                           \
-        if (sq_container_writer_add_tensor_ref(w, name, dt, nd, dims, ptr, size, err) != 0)        \
-            return -1;                                                                             \
-    } while (0)
 int sq_plan_add_packed(sq_container_writer *w, sq_keep *kp, const char *pre,
                        const sq_linear *lin, const sq_plan_linear *p, sq_err *err)
 {
@@ -316,19 +311,19 @@ int sq_plan_add_packed(sq_container_writer *w, sq_keep *kp, const char *pre,
         int sdim = qt->block ? 2 : 1;
         uint64_t G = (uint64_t)sq_qweight_groups(q), NP = (uint64_t)q->n_pad;
         uint64_t dsc[2] = {N, G}, dws[2] = {NP, G}, one = 1;
-        ADD_REF(NAME("%s.weight", pre), qt->cdtype, 2, dw, q->data, q->data_size);
-        ADD_REF(NAME("%s.scale", pre), SQ_CDT_F32, sdim, dsc, q->scale, N * G * 4);
-        ADD_REF(NAME("%s.wsum", pre), SQ_CDT_I32, sdim, dws, q->wsum, NP * G * 4);
-        ADD_REF(NAME("%s.bias", pre), SQ_CDT_F32, 1, &N, lin->b, N * 4);
+        sq_container_writer_add(w, NAME("%s.weight", pre), qt->cdtype, 2, dw, q->data, q->data_size);
+        sq_container_writer_add(w, NAME("%s.scale", pre), SQ_CDT_F32, sdim, dsc, q->scale, N * G * 4);
+        sq_container_writer_add(w, NAME("%s.wsum", pre), SQ_CDT_I32, sdim, dws, q->wsum, NP * G * 4);
+        sq_container_writer_add(w, NAME("%s.bias", pre), SQ_CDT_F32, 1, &N, lin->b, N * 4);
         if (p->s && !p->folded)
-            ADD_REF(NAME("%s.smooth", pre), SQ_CDT_F32, 1, &K, p->s, K * 4);
+            sq_container_writer_add(w, NAME("%s.smooth", pre), SQ_CDT_F32, 1, &K, p->s, K * 4);
         float *as = sq_keep_add(kp, malloc(4));
         if (!as) {
             sq_err_set(err, "out of memory");
             return -1;
         }
         *as = p->act_scale;
-        ADD_REF(NAME("%s.act_scale", pre), SQ_CDT_F32, 1, &one, as, 4);
+        sq_container_writer_add(w, NAME("%s.act_scale", pre), SQ_CDT_F32, 1, &one, as, 4);
         if (p->act_zero != 0) {
             int32_t *az = sq_keep_add(kp, malloc(4));
             if (!az) {
@@ -336,18 +331,17 @@ int sq_plan_add_packed(sq_container_writer *w, sq_keep *kp, const char *pre,
                 return -1;
             }
             *az = p->act_zero;
-            ADD_REF(NAME("%s.act_zero", pre), SQ_CDT_I32, 1, &one, az, 4);
+            sq_container_writer_add(w, NAME("%s.act_zero", pre), SQ_CDT_I32, 1, &one, az, 4);
         }
         if (p->n_outl > 0) {
             uint64_t no = (uint64_t)p->n_outl, dow[2] = {no, N};
-            ADD_REF(NAME("%s.outlier_index", pre), SQ_CDT_I32, 1, &no, p->outl_idx,
+            sq_container_writer_add(w, NAME("%s.outlier_index", pre), SQ_CDT_I32, 1, &no, p->outl_idx,
                     no * 4);
-            ADD_REF(NAME("%s.outlier_weight", pre), SQ_CDT_F32, 2, dow, p->outl_w,
+            sq_container_writer_add(w, NAME("%s.outlier_weight", pre), SQ_CDT_F32, 2, dow, p->outl_w,
                     no * N * 4);
         }
     return 0;
 }
-#undef ADD_REF
 #undef NAME
 
 void sq_quantize_log(const sq_quantize_opts *o, const char *fmt, ...)

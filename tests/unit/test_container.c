@@ -373,6 +373,29 @@ START_TEST(empty_container)
 }
 END_TEST
 
+/* sq_container_writer_add keeps its first failure: later adds are ignored
+ * and the write reports it, naming the file, with nothing left behind. */
+START_TEST(sticky_add_failure)
+{
+    char *dir = tmpdir_new();
+    char *path = sq_path_join(dir, "s.sqc");
+    sq_container_writer *w = sq_container_writer_new(SQ_KIND_SQC);
+    static const float v[4] = {1, 2, 3, 4};
+    uint64_t d4 = 4, d3 = 3;
+    sq_container_writer_add(w, "ok", SQ_CDT_F32, 1, &d4, v, 16);
+    sq_container_writer_add(w, "bad.size", SQ_CDT_F32, 1, &d3, v, 16); /* 3 floats != 16 bytes */
+    sq_container_writer_add(w, "after", SQ_CDT_F32, 1, &d4, v, 16);
+    sq_err err;
+    ck_assert_int_eq(sq_container_writer_write(w, path, &err), -1);
+    ck_assert_msg(strncmp(err.msg, path, strlen(path)) == 0, "%s", err.msg);
+    ck_assert_msg(strstr(err.msg, "bad.size") != NULL, "%s", err.msg);
+    ck_assert_int_ne(access(path, F_OK), 0);
+    sq_container_writer_free(w);
+    free(path);
+    tmpdir_free(dir);
+}
+END_TEST
+
 START_TEST(wrong_kind)
 {
     char *dir = tmpdir_new();
@@ -996,6 +1019,7 @@ static Suite *suite(void)
     tcase_add_test(tc, layout_is_as_specified);
     tcase_add_test(tc, deterministic_output);
     tcase_add_test(tc, empty_container);
+    tcase_add_test(tc, sticky_add_failure);
     tcase_add_test(tc, wrong_kind);
     tcase_add_test(tc, every_flipped_byte_detected);
     tcase_add_test(tc, verify_names_corrupted_tensor);
