@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attn_f32.h"
 #include "ops.h"
 #include "par_threads.h"
 
@@ -127,7 +128,11 @@ int sq_decoder_state_init(sq_decoder_state *st, const sq_decoder *d, int max_row
     st->att = malloc(R * c->dim * sizeof(float));
     st->gu = malloc(R * 2 * c->hidden * sizeof(float));
     st->hb = malloc(R * c->hidden * sizeof(float));
-    st->scores = malloc((size_t)st->n_threads * max_pos * sizeof(float));
+    st->scores = malloc((size_t)st->n_threads * R * max_pos * sizeof(float));
+    st->attn_scratch_floats = (sq_attn_f32_scratch_floats(max_pos, c->head_dim) + 15) / 16 * 16;
+    void *scr = NULL;
+    if (posix_memalign(&scr, 64, (size_t)st->n_threads * st->attn_scratch_floats * sizeof(float)) == 0)
+        st->attn_scratch = scr;
     /* Quantized linears: the widest padded input (int4 pads K to 128) and
      * the widest output. */
     const size_t kmax = (size_t)(c->hidden > c->dim ? c->hidden : c->dim);
@@ -144,7 +149,7 @@ int sq_decoder_state_init(sq_decoder_state *st, const sq_decoder *d, int max_row
         st->lin.acc = acc;
     st->lin.row_scale = malloc(R * sizeof(float));
     if (!st->k_cache || !st->v_cache || !st->x || !st->xb || !st->qkv || !st->att || !st->gu ||
-        !st->hb || !st->scores || !st->lin.qa || !st->lin.acc || !st->lin.row_scale) {
+        !st->hb || !st->scores || !st->attn_scratch || !st->lin.qa || !st->lin.acc || !st->lin.row_scale) {
         sq_decoder_state_free(st);
         return sq_err_set(err, "out of memory for the decoder state (%d positions)", max_pos);
     }
@@ -162,6 +167,7 @@ void sq_decoder_state_free(sq_decoder_state *st)
     free(st->gu);
     free(st->hb);
     free(st->scores);
+    free(st->attn_scratch);
     free(st->lin.qa);
     free(st->lin.acc);
     free(st->lin.row_scale);
@@ -217,34 +223,32 @@ static void run_chunk(const sq_decoder *d, sq_decoder_state *st, const int32_t *
             memcpy(kc + (size_t)(pos + r) * KV, q + D, (size_t)KV * sizeof(float));
             memcpy(vc + (size_t)(pos + r) * KV, q + D + KV, (size_t)KV * sizeof(float));
         }
-        /* scalar dot products and the weighted sum: decode steps of a small
-         * model are not worth a team; never more threads than score rows */
-        int nt = sq_par_threads(SQ_WORK_SCALAR, 2.0 * n * c->n_heads * (pos + n) * hd,
-                                (int64_t)n * c->n_heads);
+        /* Per head, the n new rows against the cache's pos + n keys with
+         * libquant's f32 attention kernels (attn_f32.h: every level gives the
+         * scalar fma chain's bits, and a row's bits do not depend on how many
+         * rows run with it, so a prefill equals token-by-token decoding);
+         * causal: row r attends to keys 0 .. pos + r, the rest of its
+         * probabilities are 0. */
+        const int N = pos + n;
+        int nt = sq_par_threads(SQ_WORK_SCALAR, 2.0 * n * c->n_heads * N * hd, c->n_heads);
         if (nt > st->n_threads)
             nt = st->n_threads;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
-        for (int t = 0; t < n * c->n_heads; t++) {
-            const int r = t / c->n_heads, h = t % c->n_heads, p = pos + r;
+        for (int h = 0; h < c->n_heads; h++) {
+            const int tid = omp_get_thread_num();
             const int kvo = (h / group) * hd;
-            const float *q = st->qkv + (size_t)r * QKV + (size_t)h * hd;
-            float *sc = st->scores + (size_t)omp_get_thread_num() * st->max_pos;
-            for (int s = 0; s <= p; s++) {
-                const float *k = kc + (size_t)s * KV + kvo;
-                float dot = 0.0f;
-                for (int i = 0; i < hd; i++)
-                    dot += q[i] * k[i];
-                sc[s] = dot * inv_sqrt;
+            float *S = st->scores + (size_t)tid * st->max_rows * st->max_pos;
+            float *scr = st->attn_scratch + (size_t)tid * st->attn_scratch_floats;
+            sq_attn_f32_scores_mn(st->qkv + (size_t)h * hd, QKV, n, kc + kvo, KV, N, hd, inv_sqrt,
+                                  S, st->max_pos, scr);
+            for (int r = 0; r < n; r++) {
+                float *row = S + (size_t)r * st->max_pos;
+                const int seen = pos + r + 1;
+                sq_softmax_row(row, seen);
+                memset(row + seen, 0, (size_t)(N - seen) * sizeof *row);
             }
-            sq_softmax_row(sc, p + 1);
-            float *o = st->att + (size_t)r * D + (size_t)h * hd;
-            memset(o, 0, (size_t)hd * sizeof(float));
-            for (int s = 0; s <= p; s++) {
-                const float *v = vc + (size_t)s * KV + kvo;
-                const float a = sc[s];
-                for (int i = 0; i < hd; i++)
-                    o[i] += a * v[i];
-            }
+            sq_attn_f32_context_mn(S, st->max_pos, n, vc + kvo, KV, N, hd,
+                                   st->att + (size_t)h * hd, D);
         }
         linear(st, l, SQ_LIN_ATTN_OUT, &L->lin[SQ_LIN_ATTN_OUT], st->att, n, st->xb);
         sq_add_inplace(st->x, st->xb, (int64_t)n * D);

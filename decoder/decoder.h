@@ -5,17 +5,19 @@
  * RoPE as llama2.c applies it: adjacent pairs (2j, 2j+1) inside each head
  * rotated by pos * theta^(-2j / head_dim) (theta 10000). Grouped-query
  * attention: query head h reads key/value head h / (n_heads / n_kv_heads),
- * causal, over a KV cache. Every projection is an sq_linear with a qtype
- * (linear.h): the fused q|k|v projection, the attention output, the fused
- * gate|up projection (w1 then w3), the down projection (w2), and the
- * classifier; today all f32, int8 / int4 packed panels plug in through the
- * same sq_linear_forward.
+ * causal, over a KV cache, by libquant's f32 attention kernels
+ * (attn_f32.h, M new rows x N cached keys). Every projection is an
+ * sq_linear with a qtype (linear.h): the fused q|k|v projection, the
+ * attention output, the fused gate|up projection (w1 then w3), the down
+ * projection (w2), and the classifier; f32, int8 or int4 packed panels
+ * through the same sq_linear_forward.
  *
  * One forward runs n tokens at positions pos .. pos + n - 1 (a batched
  * prefill, or one token of decoding) against a cache that holds positions
- * < pos; attention is computed per (row, head) in a fixed order, so a
- * prefill and token-by-token decoding agree up to the last bits of the
- * f32 sgemm (which may round differently for 1 row and for many). */
+ * < pos; each attention output is one fixed fma chain whatever the number
+ * of rows, so a prefill and token-by-token decoding agree up to the last
+ * bits of the f32 sgemm (which may round differently for 1 row and for
+ * many). The weights are libquant/model/decoder_model.h. */
 #ifndef SQ_DECODER_H
 #define SQ_DECODER_H
 
@@ -37,7 +39,9 @@ typedef struct sq_decoder_state {
     int n_threads;
     float *k_cache, *v_cache; /* [n_layers][max_pos][kv_dim] */
     float *x, *xb, *qkv, *att, *gu, *hb; /* max_rows rows each */
-    float *scores;            /* [n_threads][max_pos] */
+    float *scores;            /* [n_threads][max_rows][max_pos]: attention probabilities */
+    float *attn_scratch;      /* [n_threads][attn_scratch_floats], 64-byte aligned */
+    size_t attn_scratch_floats;
     sq_linear_scratch lin;    /* the quantized linears' int8 rows and accumulators */
     /* Calibration: sees the input of every linear of every layer (rows of
      * the chunk being run), as the encoder's observer. NULL: none. */

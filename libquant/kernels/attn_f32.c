@@ -33,39 +33,39 @@ size_t sq_attn_f32_scratch_floats(int max_len, int dh)
     return (size_t)dh * (size_t)pad32(max_len);
 }
 
-static void transpose_k(const float *K, int ld, int L, int dh, float *Kt)
+static void transpose_k(const float *K, int ldk, int N, int dh, float *Kt)
 {
-    const int Lp = pad32(L);
+    const int Np = pad32(N);
     for (int d = 0; d < dh; d++) {
-        float *row = Kt + (size_t)d * Lp;
-        for (int j = 0; j < L; j++)
-            row[j] = K[(size_t)j * ld + d];
-        memset(row + L, 0, sizeof *row * (size_t)(Lp - L));
+        float *row = Kt + (size_t)d * Np;
+        for (int j = 0; j < N; j++)
+            row[j] = K[(size_t)j * ldk + d];
+        memset(row + N, 0, sizeof *row * (size_t)(Np - N));
     }
 }
 
 /* ---- the definition ---- */
 
-static void scores_scalar(const float *Q, const float *K, int ld, int L, int dh, float c,
-                          float *S)
+static void scores_scalar(const float *Q, int ldq, int M, const float *K, int ldk, int N, int dh,
+                          float c, float *S, int lds)
 {
-    for (int i = 0; i < L; i++)
-        for (int j = 0; j < L; j++) {
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
             float acc = 0.0f;
             for (int d = 0; d < dh; d++)
-                acc = fmaf(Q[(size_t)i * ld + d], K[(size_t)j * ld + d], acc);
-            S[(size_t)i * L + j] = c * acc;
+                acc = fmaf(Q[(size_t)i * ldq + d], K[(size_t)j * ldk + d], acc);
+            S[(size_t)i * lds + j] = c * acc;
         }
 }
 
-static void context_scalar(const float *P, const float *V, int ld, int L, int dh, float *ctx,
-                           int ldc)
+static void context_scalar(const float *P, int ldp, int M, const float *V, int ldv, int N, int dh,
+                           float *ctx, int ldc)
 {
-    for (int i = 0; i < L; i++)
+    for (int i = 0; i < M; i++)
         for (int e = 0; e < dh; e++) {
             float acc = 0.0f;
-            for (int j = 0; j < L; j++)
-                acc = fmaf(P[(size_t)i * L + j], V[(size_t)j * ld + e], acc);
+            for (int j = 0; j < N; j++)
+                acc = fmaf(P[(size_t)i * ldp + j], V[(size_t)j * ldv + e], acc);
             ctx[(size_t)i * ldc + e] = acc;
         }
 }
@@ -82,17 +82,17 @@ T_512 INLINE __mmask16 half_mask(int n, int h)
     return m >= 16 ? (__mmask16)0xffff : m <= 0 ? (__mmask16)0 : (__mmask16)((1u << m) - 1);
 }
 
-T_512 INLINE void scores_tile512(const float *Q, int ld, const float *Kt, int Lp, int dh,
-                                 float c, const int nr, int i0, int j0, int L, float *S)
+T_512 INLINE void scores_tile512(const float *Q, int ldq, const float *Kt, int Np, int dh,
+                                 float c, const int nr, int i0, int j0, int N, float *S, int lds)
 {
     Z8(DECL512)
-    const float *q = Q + (size_t)i0 * ld;
+    const float *q = Q + (size_t)i0 * ldq;
     for (int d = 0; d < dh; d++) {
-        const __m512 k0 = _mm512_load_ps(Kt + (size_t)d * Lp + j0);
-        const __m512 k1 = _mm512_load_ps(Kt + (size_t)d * Lp + j0 + 16);
+        const __m512 k0 = _mm512_load_ps(Kt + (size_t)d * Np + j0);
+        const __m512 k1 = _mm512_load_ps(Kt + (size_t)d * Np + j0 + 16);
 #define ROW512(r)                                                                                  \
     if (nr > r) {                                                                                  \
-        const __m512 qv = _mm512_set1_ps(q[(size_t)(r) * ld + d]);                                 \
+        const __m512 qv = _mm512_set1_ps(q[(size_t)(r) * ldq + d]);                                 \
         a##r##0 = _mm512_fmadd_ps(qv, k0, a##r##0);                                                \
         a##r##1 = _mm512_fmadd_ps(qv, k1, a##r##1);                                                \
     }
@@ -100,10 +100,10 @@ T_512 INLINE void scores_tile512(const float *Q, int ld, const float *Kt, int Lp
 #undef ROW512
     }
     const __m512 vc = _mm512_set1_ps(c);
-    const __mmask16 m0 = half_mask(L - j0, 0), m1 = half_mask(L - j0, 1);
+    const __mmask16 m0 = half_mask(N - j0, 0), m1 = half_mask(N - j0, 1);
 #define STORE512(r)                                                                                \
     if (nr > r) {                                                                                  \
-        float *s = S + (size_t)(i0 + r) * L + j0;                                                  \
+        float *s = S + (size_t)(i0 + r) * lds + j0;                                                  \
         _mm512_mask_storeu_ps(s, m0, _mm512_mul_ps(vc, a##r##0));                                  \
         _mm512_mask_storeu_ps(s + 16, m1, _mm512_mul_ps(vc, a##r##1));                             \
     }
@@ -111,18 +111,18 @@ T_512 INLINE void scores_tile512(const float *Q, int ld, const float *Kt, int Lp
 #undef STORE512
 }
 
-T_512 INLINE void context_tile512(const float *P, const float *V, int ld, int L, int dh,
-                                  const int nr, int i0, int e0, float *ctx, int ldc)
+T_512 INLINE void context_tile512(const float *P, int ldp, const float *V, int ldv, int N,
+                                  int dh, const int nr, int i0, int e0, float *ctx, int ldc)
 {
     Z8(DECL512)
     const __mmask16 m0 = half_mask(dh - e0, 0), m1 = half_mask(dh - e0, 1);
-    const float *p = P + (size_t)i0 * L;
-    for (int j = 0; j < L; j++) {
-        const float *v = V + (size_t)j * ld + e0;
+    const float *p = P + (size_t)i0 * ldp;
+    for (int j = 0; j < N; j++) {
+        const float *v = V + (size_t)j * ldv + e0;
         const __m512 v0 = _mm512_maskz_loadu_ps(m0, v), v1 = _mm512_maskz_loadu_ps(m1, v + 16);
 #define ROW512(r)                                                                                  \
     if (nr > r) {                                                                                  \
-        const __m512 pv = _mm512_set1_ps(p[(size_t)(r) * L + j]);                                  \
+        const __m512 pv = _mm512_set1_ps(p[(size_t)(r) * ldp + j]);                                  \
         a##r##0 = _mm512_fmadd_ps(pv, v0, a##r##0);                                                \
         a##r##1 = _mm512_fmadd_ps(pv, v1, a##r##1);                                                \
     }
@@ -151,27 +151,27 @@ T_512 INLINE void context_tile512(const float *P, const float *V, int ld, int L,
     default: CALL(1); break;                                                                       \
     }
 
-T_512 static void scores_avx512(const float *Q, int ld, const float *Kt, int L, int dh, float c,
-                                float *S)
+T_512 static void scores_avx512(const float *Q, int ldq, int M, const float *Kt, int N, int dh,
+                                float c, float *S, int lds)
 {
-    const int Lp = pad32(L);
-    for (int i0 = 0; i0 < L; i0 += 8) {
-        const int nr = L - i0 < 8 ? L - i0 : 8;
-        for (int j0 = 0; j0 < L; j0 += COLS) {
-#define CALL(n) scores_tile512(Q, ld, Kt, Lp, dh, c, n, i0, j0, L, S)
+    const int Np = pad32(N);
+    for (int i0 = 0; i0 < M; i0 += 8) {
+        const int nr = M - i0 < 8 ? M - i0 : 8;
+        for (int j0 = 0; j0 < N; j0 += COLS) {
+#define CALL(n) scores_tile512(Q, ldq, Kt, Np, dh, c, n, i0, j0, N, S, lds)
             CASES8(CALL)
 #undef CALL
         }
     }
 }
 
-T_512 static void context_avx512(const float *P, const float *V, int ld, int L, int dh,
-                                 float *ctx, int ldc)
+T_512 static void context_avx512(const float *P, int ldp, int M, const float *V, int ldv, int N,
+                                 int dh, float *ctx, int ldc)
 {
-    for (int i0 = 0; i0 < L; i0 += 8) {
-        const int nr = L - i0 < 8 ? L - i0 : 8;
+    for (int i0 = 0; i0 < M; i0 += 8) {
+        const int nr = M - i0 < 8 ? M - i0 : 8;
         for (int e0 = 0; e0 < dh; e0 += 32) {
-#define CALL(n) context_tile512(P, V, ld, L, dh, n, i0, e0, ctx, ldc)
+#define CALL(n) context_tile512(P, ldp, V, ldv, N, dh, n, i0, e0, ctx, ldc)
             CASES8(CALL)
 #undef CALL
         }
@@ -191,17 +191,17 @@ T_AVX2 INLINE __m256i half_mask8(int n, int h)
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n - 8 * h), lane);
 }
 
-T_AVX2 INLINE void scores_tile256(const float *Q, int ld, const float *Kt, int Lp, int dh,
-                                  float c, const int nr, int i0, int j0, int L, float *S)
+T_AVX2 INLINE void scores_tile256(const float *Q, int ldq, const float *Kt, int Np, int dh,
+                                 float c, const int nr, int i0, int j0, int N, float *S, int lds)
 {
     Z4(DECL256)
-    const float *q = Q + (size_t)i0 * ld;
+    const float *q = Q + (size_t)i0 * ldq;
     for (int d = 0; d < dh; d++) {
-        const __m256 k0 = _mm256_load_ps(Kt + (size_t)d * Lp + j0);
-        const __m256 k1 = _mm256_load_ps(Kt + (size_t)d * Lp + j0 + 8);
+        const __m256 k0 = _mm256_load_ps(Kt + (size_t)d * Np + j0);
+        const __m256 k1 = _mm256_load_ps(Kt + (size_t)d * Np + j0 + 8);
 #define ROW256(r)                                                                                  \
     if (nr > r) {                                                                                  \
-        const __m256 qv = _mm256_set1_ps(q[(size_t)(r) * ld + d]);                                 \
+        const __m256 qv = _mm256_set1_ps(q[(size_t)(r) * ldq + d]);                                 \
         a##r##0 = _mm256_fmadd_ps(qv, k0, a##r##0);                                                \
         a##r##1 = _mm256_fmadd_ps(qv, k1, a##r##1);                                                \
     }
@@ -209,10 +209,10 @@ T_AVX2 INLINE void scores_tile256(const float *Q, int ld, const float *Kt, int L
 #undef ROW256
     }
     const __m256 vc = _mm256_set1_ps(c);
-    const __m256i m0 = half_mask8(L - j0, 0), m1 = half_mask8(L - j0, 1);
+    const __m256i m0 = half_mask8(N - j0, 0), m1 = half_mask8(N - j0, 1);
 #define STORE256(r)                                                                                \
     if (nr > r) {                                                                                  \
-        float *s = S + (size_t)(i0 + r) * L + j0;                                                  \
+        float *s = S + (size_t)(i0 + r) * lds + j0;                                                  \
         _mm256_maskstore_ps(s, m0, _mm256_mul_ps(vc, a##r##0));                                    \
         _mm256_maskstore_ps(s + 8, m1, _mm256_mul_ps(vc, a##r##1));                                \
     }
@@ -220,18 +220,18 @@ T_AVX2 INLINE void scores_tile256(const float *Q, int ld, const float *Kt, int L
 #undef STORE256
 }
 
-T_AVX2 INLINE void context_tile256(const float *P, const float *V, int ld, int L, int dh,
-                                   const int nr, int i0, int e0, float *ctx, int ldc)
+T_AVX2 INLINE void context_tile256(const float *P, int ldp, const float *V, int ldv, int N,
+                                  int dh, const int nr, int i0, int e0, float *ctx, int ldc)
 {
     Z4(DECL256)
     const __m256i m0 = half_mask8(dh - e0, 0), m1 = half_mask8(dh - e0, 1);
-    const float *p = P + (size_t)i0 * L;
-    for (int j = 0; j < L; j++) {
-        const float *v = V + (size_t)j * ld + e0;
+    const float *p = P + (size_t)i0 * ldp;
+    for (int j = 0; j < N; j++) {
+        const float *v = V + (size_t)j * ldv + e0;
         const __m256 v0 = _mm256_maskload_ps(v, m0), v1 = _mm256_maskload_ps(v + 8, m1);
 #define ROW256(r)                                                                                  \
     if (nr > r) {                                                                                  \
-        const __m256 pv = _mm256_set1_ps(p[(size_t)(r) * L + j]);                                  \
+        const __m256 pv = _mm256_set1_ps(p[(size_t)(r) * ldp + j]);                                  \
         a##r##0 = _mm256_fmadd_ps(pv, v0, a##r##0);                                                \
         a##r##1 = _mm256_fmadd_ps(pv, v1, a##r##1);                                                \
     }
@@ -256,27 +256,27 @@ T_AVX2 INLINE void context_tile256(const float *P, const float *V, int ld, int L
     default: CALL(1); break;                                                                       \
     }
 
-T_AVX2 static void scores_avx2(const float *Q, int ld, const float *Kt, int L, int dh, float c,
-                               float *S)
+T_AVX2 static void scores_avx2(const float *Q, int ldq, int M, const float *Kt, int N, int dh,
+                               float c, float *S, int lds)
 {
-    const int Lp = pad32(L);
-    for (int i0 = 0; i0 < L; i0 += 4) {
-        const int nr = L - i0 < 4 ? L - i0 : 4;
-        for (int j0 = 0; j0 < L; j0 += 16) {
-#define CALL(n) scores_tile256(Q, ld, Kt, Lp, dh, c, n, i0, j0, L, S)
+    const int Np = pad32(N);
+    for (int i0 = 0; i0 < M; i0 += 4) {
+        const int nr = M - i0 < 4 ? M - i0 : 4;
+        for (int j0 = 0; j0 < N; j0 += 16) {
+#define CALL(n) scores_tile256(Q, ldq, Kt, Np, dh, c, n, i0, j0, N, S, lds)
             CASES4(CALL)
 #undef CALL
         }
     }
 }
 
-T_AVX2 static void context_avx2(const float *P, const float *V, int ld, int L, int dh,
-                                float *ctx, int ldc)
+T_AVX2 static void context_avx2(const float *P, int ldp, int M, const float *V, int ldv, int N,
+                                int dh, float *ctx, int ldc)
 {
-    for (int i0 = 0; i0 < L; i0 += 4) {
-        const int nr = L - i0 < 4 ? L - i0 : 4;
+    for (int i0 = 0; i0 < M; i0 += 4) {
+        const int nr = M - i0 < 4 ? M - i0 : 4;
         for (int e0 = 0; e0 < dh; e0 += 16) {
-#define CALL(n) context_tile256(P, V, ld, L, dh, n, i0, e0, ctx, ldc)
+#define CALL(n) context_tile256(P, ldp, V, ldv, N, dh, n, i0, e0, ctx, ldc)
             CASES4(CALL)
 #undef CALL
         }
@@ -285,29 +285,41 @@ T_AVX2 static void context_avx2(const float *P, const float *V, int ld, int L, i
 
 /* ---- entry points ---- */
 
-void sq_attn_f32_scores(const float *Q, const float *K, int ld, int L, int dh, float c, float *S,
-                        float *scratch)
+void sq_attn_f32_scores_mn(const float *Q, int ldq, int M, const float *K, int ldk, int N,
+                           int dh, float c, float *S, int lds, float *scratch)
 {
     const sq_ops_level lv = sq_ops_get_level();
     if (lv == SQ_OPS_SCALAR) {
-        scores_scalar(Q, K, ld, L, dh, c, S);
+        scores_scalar(Q, ldq, M, K, ldk, N, dh, c, S, lds);
         return;
     }
-    transpose_k(K, ld, L, dh, scratch);
+    transpose_k(K, ldk, N, dh, scratch);
     if (lv == SQ_OPS_AVX512)
-        scores_avx512(Q, ld, scratch, L, dh, c, S);
+        scores_avx512(Q, ldq, M, scratch, N, dh, c, S, lds);
     else
-        scores_avx2(Q, ld, scratch, L, dh, c, S);
+        scores_avx2(Q, ldq, M, scratch, N, dh, c, S, lds);
+}
+
+void sq_attn_f32_context_mn(const float *P, int ldp, int M, const float *V, int ldv, int N,
+                            int dh, float *ctx, int ldc)
+{
+    const sq_ops_level lv = sq_ops_get_level();
+    if (lv == SQ_OPS_AVX512)
+        context_avx512(P, ldp, M, V, ldv, N, dh, ctx, ldc);
+    else if (lv == SQ_OPS_AVX2)
+        context_avx2(P, ldp, M, V, ldv, N, dh, ctx, ldc);
+    else
+        context_scalar(P, ldp, M, V, ldv, N, dh, ctx, ldc);
+}
+
+void sq_attn_f32_scores(const float *Q, const float *K, int ld, int L, int dh, float c, float *S,
+                        float *scratch)
+{
+    sq_attn_f32_scores_mn(Q, ld, L, K, ld, L, dh, c, S, L, scratch);
 }
 
 void sq_attn_f32_context(const float *P, const float *V, int ld, int L, int dh, float *ctx,
                          int ldc)
 {
-    const sq_ops_level lv = sq_ops_get_level();
-    if (lv == SQ_OPS_AVX512)
-        context_avx512(P, V, ld, L, dh, ctx, ldc);
-    else if (lv == SQ_OPS_AVX2)
-        context_avx2(P, V, ld, L, dh, ctx, ldc);
-    else
-        context_scalar(P, V, ld, L, dh, ctx, ldc);
+    sq_attn_f32_context_mn(P, L, L, V, ld, L, dh, ctx, ldc);
 }

@@ -25,4 +25,14 @@ void sq_attn_f32_scores(const float *Q, const float *K, int ld, int L, int dh, f
 void sq_attn_f32_context(const float *P, const float *V, int ld, int L, int dh, float *ctx,
                          int ldc);
 
+/* The same for M queries and N keys (a causal LM's new rows against its
+ * cache), every matrix with its own row stride: S [M][N] (stride lds),
+ * ctx [M][dh] (stride ldc); the scratch holds pad32(N) x dh floats
+ * (sq_attn_f32_scratch_floats(N, dh)). Each output is the same fma chain
+ * as above, so row i's bits do not depend on M. */
+void sq_attn_f32_scores_mn(const float *Q, int ldq, int M, const float *K, int ldk, int N,
+                           int dh, float c, float *S, int lds, float *scratch);
+void sq_attn_f32_context_mn(const float *P, int ldp, int M, const float *V, int ldv, int N,
+                            int dh, float *ctx, int ldc);
+
 #endif

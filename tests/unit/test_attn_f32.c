@@ -102,12 +102,88 @@ START_TEST(levels_agree_and_match_reference)
 }
 END_TEST
 
+/* M queries x N keys with their own strides (a causal LM's new rows
+ * against its cache; libquant's decoder attention): every level gives the
+ * scalar bits, and row i's scores and context do not depend on how many
+ * rows were computed with it (prefill == token by token). */
+static const int mn_shapes[][3] = {{1, 1, 1},  {1, 17, 8},  {3, 40, 16}, {8, 8, 32},
+                                   {9, 33, 17}, {5, 100, 64}, {64, 200, 8}};
+
+static void compute_mn(const float *q, int ldq, int M, const float *kv, int ldk, int N, int dh,
+                       float *S, float *ctx)
+{
+    float *scr = floats64(sq_attn_f32_scratch_floats(N, dh) + 16);
+    ck_assert(scr);
+    const int lds = N + 3;
+    sq_attn_f32_scores_mn(q, ldq, M, kv, ldk, N, dh, 0.25f, S, lds, scr);
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++)
+            S[(size_t)i * lds + j] = fabsf(S[(size_t)i * lds + j]) / (float)N;
+    sq_attn_f32_context_mn(S, lds, M, kv + dh, ldk, N, dh, ctx, dh + 1);
+    free(scr);
+}
+
+START_TEST(rectangular_and_row_independent)
+{
+    const sq_ops_level saved = sq_ops_get_level();
+    for (int s = 0; s < LEN(mn_shapes); s++) {
+        const int M = mn_shapes[s][0], N = mn_shapes[s][1], dh = mn_shapes[s][2];
+        const int ldq = dh + 7, ldk = 2 * dh + 3, lds = N + 3, ldc = dh + 1;
+        float *q = malloc(sizeof(float) * (size_t)M * ldq);
+        float *kv = malloc(sizeof(float) * (size_t)N * ldk);
+        for (int i = 0; i < M * ldq; i++)
+            q[i] = tu_frand(&rng);
+        for (int i = 0; i < N * ldk; i++)
+            kv[i] = tu_frand(&rng);
+        float *S0 = floats64((size_t)M * lds + 16), *C0 = floats64((size_t)M * ldc + 16);
+        float *S1 = floats64((size_t)M * lds + 16), *C1 = floats64((size_t)M * ldc + 16);
+        ck_assert(sq_ops_set_level(SQ_OPS_SCALAR));
+        compute_mn(q, ldq, M, kv, ldk, N, dh, S0, C0);
+        for (sq_ops_level lv = SQ_OPS_SCALAR; lv <= SQ_OPS_AVX512; lv++) {
+            if (!sq_ops_set_level(lv))
+                continue;
+            compute_mn(q, ldq, M, kv, ldk, N, dh, S1, C1);
+            for (int i = 0; i < M; i++) {
+                ck_assert_msg(memcmp(S1 + (size_t)i * lds, S0 + (size_t)i * lds, sizeof(float) * N) == 0,
+                              "level %d: scores row %d differ at M %d N %d dh %d", lv, i, M, N, dh);
+                ck_assert_msg(memcmp(C1 + (size_t)i * ldc, C0 + (size_t)i * ldc, sizeof(float) * dh) == 0,
+                              "level %d: context row %d differs at M %d N %d dh %d", lv, i, M, N, dh);
+            }
+            /* the last row alone (M = 1) gives that row's bits */
+            float *S2 = floats64((size_t)lds + 16), *C2 = floats64((size_t)ldc + 16);
+            compute_mn(q + (size_t)(M - 1) * ldq, ldq, 1, kv, ldk, N, dh, S2, C2);
+            ck_assert(memcmp(S2, S0 + (size_t)(M - 1) * lds, sizeof(float) * N) == 0);
+            ck_assert(memcmp(C2, C0 + (size_t)(M - 1) * ldc, sizeof(float) * dh) == 0);
+            free(S2);
+            free(C2);
+        }
+        /* against f64 */
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) {
+                double acc = 0;
+                for (int d = 0; d < dh; d++)
+                    acc += (double)q[(size_t)i * ldq + d] * kv[(size_t)j * ldk + d];
+                double want = fabs(0.25 * acc) / N;
+                ck_assert(fabs(S0[(size_t)i * lds + j] - want) <= 1e-6 * (1 + fabs(want)) * dh);
+            }
+        free(q);
+        free(kv);
+        free(S0);
+        free(C0);
+        free(S1);
+        free(C1);
+    }
+    ck_assert(sq_ops_set_level(saved));
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("attn_f32");
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, levels_agree_and_match_reference);
+    tcase_add_test(tc, rectangular_and_row_independent);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_set_fork_status(sr, CK_NOFORK);
