@@ -21,11 +21,8 @@
 
 sq_scale_params sq_plan_recipe_scale(const sq_recipe *r)
 {
-    static const sq_calib_method map[SQ_OBS_COUNT] = {
-        [SQ_OBS_MINMAX] = SQ_CALIB_MINMAX, [SQ_OBS_PERCENTILE] = SQ_CALIB_PERCENTILE,
-        [SQ_OBS_ENTROPY] = SQ_CALIB_ENTROPY, [SQ_OBS_MSE] = SQ_CALIB_MSE};
     sq_scale_params p;
-    sq_scale_params_default(&p, map[r->observer]);
+    sq_scale_params_default(&p, r->observer);
     p.percentile = r->percentile;
     p.skip_zeros = r->skip_zeros;
     return p;

@@ -27,17 +27,9 @@
 
 /* ---- tables ---- */
 
-static const char *const observer_names[SQ_OBS_COUNT] = {"minmax", "percentile", "entropy",
-                                                         "mse"};
-
-const char *sq_recipe_observer_name(sq_recipe_observer_method m)
+static bool observer_takes_skip_zeros(sq_calib_method m)
 {
-    return (unsigned)m < SQ_OBS_COUNT ? observer_names[m] : "?";
-}
-
-static bool observer_takes_skip_zeros(sq_recipe_observer_method m)
-{
-    return m == SQ_OBS_PERCENTILE || m == SQ_OBS_ENTROPY;
+    return m == SQ_CALIB_PERCENTILE || m == SQ_CALIB_ENTROPY;
 }
 
 static const sq_gate_info gate_table[SQ_GATE_COUNT] = {
@@ -111,7 +103,7 @@ static void set_defaults(sq_recipe *r)
     memset(r, 0, sizeof *r);
     r->version = SQ_RECIPE_VERSION;
     r->pooling = SQ_POOL_CLS;
-    r->observer = SQ_OBS_PERCENTILE;
+    r->observer = SQ_CALIB_PERCENTILE;
     r->percentile = DEFAULT_PERCENTILE;
     r->zero_point = true;
     r->guard_rows = true;
@@ -285,23 +277,19 @@ static int parse_observer(const yt_node *m, sq_recipe *r, sq_err *err)
         const char *s;
         if (yt_as_string(method, "method", &s, err) != 0)
             return -1;
-        int found = -1;
-        for (int i = 0; i < SQ_OBS_COUNT; i++)
-            if (strcmp(s, observer_names[i]) == 0)
-                found = i;
-        if (found < 0)
+        sq_err ignored;
+        if (sq_calib_method_parse(s, &r->observer, &ignored) != 0)
             return yt_error(method, err,
                             "unknown observer method '%s' (expected: minmax, percentile, "
                             "entropy, mse)",
                             s);
-        r->observer = (sq_recipe_observer_method)found;
     }
     const yt_node *pct = yt_get(m, "percentile");
     if (pct) {
-        if (r->observer != SQ_OBS_PERCENTILE)
+        if (r->observer != SQ_CALIB_PERCENTILE)
             return yt_error(pct, err,
                             "'percentile' applies only to method percentile (method is %s)",
-                            observer_names[r->observer]);
+                            sq_calib_method_name(r->observer));
         /* (0, 100]: yt_as_double checks a closed range, so refuse 0 apart */
         double v;
         if (yt_as_double(pct, "percentile", 0.0, 100.0, &v, err) != 0 || v <= 0.0)
@@ -313,7 +301,7 @@ static int parse_observer(const yt_node *m, sq_recipe *r, sq_err *err)
         return yt_error(sz, err,
                         "'skip_zeros' applies only to methods percentile and entropy "
                         "(method is %s)",
-                        observer_names[r->observer]);
+                        sq_calib_method_name(r->observer));
     if (get_bool(m, "skip_zeros", &r->skip_zeros, NULL, err) != 0)
         return -1;
     const yt_node *g = yt_get(m, "guard");
@@ -834,8 +822,8 @@ static bool write_yaml(sq_strbuf *sb, const sq_recipe *r)
     if (r->set_normalize)
         sq_sb_printf(sb, "  normalize: %s\n", bool_name(r->normalize));
 
-    sq_sb_printf(sb, "observer:\n  method: %s\n", sq_recipe_observer_name(r->observer));
-    if (r->observer == SQ_OBS_PERCENTILE) {
+    sq_sb_printf(sb, "observer:\n  method: %s\n", sq_calib_method_name(r->observer));
+    if (r->observer == SQ_CALIB_PERCENTILE) {
         sq_sb_printf(sb, "  percentile: ");
         put_number(sb, r->percentile);
         sq_sb_printf(sb, "\n");

@@ -2,11 +2,8 @@
  * model, and the accuracy gates `squint embed-run` enforces. The schema is
  * documented in recipes/README.md; this is its validating parser (errors read
  * "recipe.yaml:7:3: ..."), the per-linear resolution of overrides, and the
- * canonical YAML form recorded in .sqm files.
- *
- * The observer is kept as a method name plus parameters: libquant sits below
- * calib (cmd -> calib -> libquant -> formats), so calib converts it to its
- * sq_scale_params. */
+ * canonical YAML form recorded in .sqm files. The observer method is
+ * calibration's own (calib/scale_select.h sq_calib_method). */
 #ifndef SQ_RECIPE_H
 #define SQ_RECIPE_H
 
@@ -18,24 +15,13 @@
 #include "encoder.h"
 #include "hf_config.h"
 #include "qtype.h"
+#include "scale_select.h"
 #include "sq_error.h"
 
 #define SQ_RECIPE_VERSION 1
 /* Bounds on a "re:" override pattern (glibc regcomp is exponential in stacked repetitions). */
 #define SQ_RECIPE_MAX_REGEX 256
 #define SQ_RECIPE_MAX_REGEX_REPS 16
-
-/* Observer methods, in the order and spelling of calib/scale_select.h. */
-typedef enum sq_recipe_observer_method {
-    SQ_OBS_MINMAX,
-    SQ_OBS_PERCENTILE,
-    SQ_OBS_ENTROPY,
-    SQ_OBS_MSE,
-    SQ_OBS_COUNT
-} sq_recipe_observer_method;
-
-/* "minmax", "percentile", "entropy", "mse" ("?" out of range). */
-const char *sq_recipe_observer_name(sq_recipe_observer_method m);
 
 /* A SmoothQuant migration strength: a number in [0, 1] or "auto" (searched
  * per layer against the layer-output error on the calibration data). */
@@ -112,7 +98,7 @@ typedef struct sq_recipe {
     bool normalize;
 
     /* observer: how activation clip ranges are chosen from calibration */
-    sq_recipe_observer_method observer;
+    sq_calib_method observer;
     double percentile; /* (0, 100]; percentile only (99.99 otherwise) */
     bool skip_zeros;   /* percentile and entropy only */
     bool zero_point;   /* int8 inputs that are (nearly) one-sided get a zero point */

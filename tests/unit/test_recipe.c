@@ -93,7 +93,7 @@ START_TEST(shipped_recipes_load)
     ck_assert(r.sq_enabled);
     ck_assert(r.sq_inputs[SQ_LIN_QKV] && r.sq_inputs[SQ_LIN_FFN_UP]);
     ck_assert(!r.sq_inputs[SQ_LIN_ATTN_OUT] && !r.sq_inputs[SQ_LIN_FFN_DOWN]);
-    ck_assert_int_eq(r.observer, SQ_OBS_PERCENTILE);
+    ck_assert_int_eq(r.observer, SQ_CALIB_PERCENTILE);
     ck_assert(r.gates.set[SQ_GATE_COS_MEAN]);
     if (shipped[_i].hidden) {
         /* the bge models are CLS + Normalize (their 1_Pooling and modules.json) */
@@ -148,7 +148,7 @@ START_TEST(default_recipe)
     ck_assert_int_eq(r.weight_type, SQ_QT_S8);
     ck_assert(r.int4_scale_search);
     ck_assert(!r.int4_gptq);
-    ck_assert_int_eq(r.observer, SQ_OBS_PERCENTILE);
+    ck_assert_int_eq(r.observer, SQ_CALIB_PERCENTILE);
     ck_assert(r.percentile == 99.99);
     ck_assert(!r.skip_zeros);
     ck_assert(r.sq_enabled && !r.sq_alpha.is_auto && r.sq_alpha.value == 0.5);
@@ -216,7 +216,7 @@ START_TEST(full_recipe_round_trip)
     ck_assert_int_eq(r.ffn, 256);
     ck_assert(r.set_pooling && r.pooling == SQ_POOL_MEAN);
     ck_assert(r.set_normalize && !r.normalize);
-    ck_assert_int_eq(r.observer, SQ_OBS_PERCENTILE);
+    ck_assert_int_eq(r.observer, SQ_CALIB_PERCENTILE);
     ck_assert(r.percentile == 99.9);
     ck_assert(r.skip_zeros);
     ck_assert(r.sq_alpha.is_auto);
