@@ -91,16 +91,8 @@ int sq_retrieval_eval(const float *Q, int64_t nq, const float *D, int64_t nd, in
  * noise. NaN when n < 2. */
 double sq_paired_se(const double *a, const double *b, int64_t n);
 
-/* L2-regularized binary logistic regression, trained by Newton's method on
- * features standardized with the training rows' mean and deviation:
- * minimize sum_i logloss(y_i, w.x_i + b) + (l2 / 2) |w|^2 (b unpenalized;
- * l2 = 1 is scikit-learn's default C = 1). */
-typedef struct sq_logreg_opts {
-    double l2;     /* > 0; default 1 */
-    int max_iter;  /* Newton steps; default 50 */
-    double tol;    /* stop when the largest |step| < tol; default 1e-8 */
-    int lbfgs_iter; /* L-BFGS steps of sq_softmax_train with 3+ classes; 0: 1000 */
-} sq_logreg_opts;
+/* sq_logreg_opts, sq_logreg_train, sq_softmax_train: heads/head_train.h. */
+#include "head_train.h"
 
 /* Cross-validated probe accuracy: n rows of X [n][dim] with labels y in
  * {0, 1}; `folds` stratified deterministic folds (the rows of each class, in
@@ -109,29 +101,6 @@ typedef struct sq_logreg_opts {
  * lacks a class, folds < 2, n < folds, or memory runs out. opts may be NULL. */
 double sq_logreg_cv_accuracy(const float *X, const int *y, int64_t n, int dim, int folds,
                              const sq_logreg_opts *opts);
-
-/* Train on the rows where use[i] != 0 (all rows when use is NULL) and write
- * the weights for raw (unstandardized) features into w[0..dim) and the bias
- * into *b. Returns the number of Newton steps, or -1 (a class missing, a
- * singular system, out of memory). */
-int sq_logreg_train(const float *X, const int *y, int64_t n, int dim, const unsigned char *use,
-                    const sq_logreg_opts *opts, double *w, double *b);
-
-/* Multinomial (softmax) logistic regression: C = classes >= 2 classes, labels
- * y in [0, C) on the rows where use[i] != 0 (all when use is NULL); every
- * class needs a row and X must be finite. Features are standardized as
- * above; the weights W [C][dim] and biases b [C] written are for raw
- * features, p(c | x) = softmax(W x + b)_c. With C = 2 this is the binary
- * model above (sq_logreg_train: Newton, l2 on the one weight vector):
- * W[0] = 0, b[0] = 0 and W[1], b[1] its w, b. With C >= 3: minimize
- * sum_i -log p(y_i | x_i) + (l2 / 2) sum_c |W_c|^2 (biases unpenalized) by
- * L-BFGS from zero (scikit-learn's multinomial LogisticRegression, with
- * standardized features). Deterministic: the same bits at any thread count.
- * Returns the optimizer's steps, or -1 (C < 2, dim < 1, l2 <= 0, a label out
- * of range, a class without rows, a non-finite feature, a singular system,
- * out of memory). */
-int sq_softmax_train(const float *X, const int *y, int64_t n, int dim, int classes,
-                     const unsigned char *use, const sq_logreg_opts *opts, double *W, double *b);
 
 /* sq_softmax_probs and sq_argmax (a head's prediction): heads/softmax.h. */
 #include "softmax.h"
