@@ -51,6 +51,8 @@ typedef struct server {
     bool has_draft;
     sq_cmpl_engine cmpl;
     char draft_name[256];
+    /* what is open, for close_server */
+    bool model_open, lm_open, metrics_ok, cmpl_ok;
 } server;
 
 /* One request's state across libmicrohttpd's calls. */
@@ -545,122 +547,106 @@ static void base_name(const char *path, char *out, size_t n)
     snprintf(out, n, "%.*s", (int)(e - b), path + b);
 }
 
-int sq_serve_run(const sq_serve_opts *o, sq_err *err)
+/* Names go into JSON and metrics labels hand-written: printable ASCII
+ * without quotes or backslashes only. */
+static void sanitize_name(char *name)
 {
-    server *s = calloc(1, sizeof *s);
-    if (!s)
-        return sq_err_set(err, "out of memory");
-    s->o = o;
-    int rc = -1;
-    struct MHD_Daemon *d = NULL;
-    bool model_open = false, metrics_ok = false, lm_open = false, cmpl_ok = false;
-    pthread_mutex_init(&s->mu, NULL);
-    /* Signals: handled by sigwait below, blocked in every thread started
-     * from here on (they inherit this mask). */
-    sigset_t stop;
-    sigemptyset(&stop);
-    sigaddset(&stop, SIGTERM);
-    sigaddset(&stop, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &stop, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    for (char *p = name; *p; p++)
+        if (*p < 0x20 || *p > 0x7e || *p == '"' || *p == '\\')
+            *p = '_';
+}
 
-    s->decoder = sq_llama_is_checkpoint(o->model_path) || sq_dec_sqm_is_decoder(o->model_path);
-    if (!s->decoder && (o->tokenizer_path || o->draft_path)) {
-        sq_err_set(err, "%s: --tokenizer and --draft are for a causal LM; this is not one",
-                   o->model_path);
-        goto out;
+/* A causal LM (text generation), and its draft model if any. */
+static int open_decoder(server *s, sq_err *err)
+{
+    const sq_serve_opts *o = s->o;
+    if (o->head_path)
+        return sq_err_set(err, "%s: a causal LM takes no --head", o->model_path);
+    if (sq_llama_model_open(o->model_path, o->tokenizer_path, &s->lm, err) != 0)
+        return -1;
+    s->lm_open = true;
+    if (o->draft_path) {
+        if (sq_llama_model_open(o->draft_path, NULL, &s->draft, err) != 0)
+            return -1;
+        s->has_draft = true;
+        if (sq_gen_check_draft(&s->lm, &s->draft, err) != 0)
+            return sq_err_prefix(err, "%s cannot draft for %s", o->draft_path, o->model_path);
+        base_name(o->draft_path, s->draft_name, sizeof s->draft_name);
+        sanitize_name(s->draft_name);
     }
-    if (s->decoder) {
-        if (o->head_path) {
-            sq_err_set(err, "%s: a causal LM takes no --head", o->model_path);
-            goto out;
-        }
-        if (sq_llama_model_open(o->model_path, o->tokenizer_path, &s->lm, err) != 0)
-            goto out;
-        lm_open = true;
-        if (o->draft_path) {
-            if (sq_llama_model_open(o->draft_path, NULL, &s->draft, err) != 0)
-                goto out;
-            s->has_draft = true;
-            if (sq_gen_check_draft(&s->lm, &s->draft, err) != 0) {
-                sq_err_prefix(err, "%s cannot draft for %s", o->draft_path, o->model_path);
-                goto out;
-            }
-            base_name(o->draft_path, s->draft_name, sizeof s->draft_name);
-            for (char *p = s->draft_name; *p; p++)
-                if (*p < 0x20 || *p > 0x7e || *p == '"' || *p == '\\')
-                    *p = '_';
-        }
-        s->dim = s->lm.dec.cfg.dim;
-        goto named;
-    }
+    s->dim = s->lm.dec.cfg.dim;
+    return 0;
+}
+
+/* An encoder: embeddings, a cross-encoder's /rerank, a head's /classify. */
+static int open_encoder(server *s, sq_err *err)
+{
+    const sq_serve_opts *o = s->o;
+    if (o->tokenizer_path || o->draft_path)
+        return sq_err_set(err, "%s: --tokenizer and --draft are for a causal LM; this is not one",
+                          o->model_path);
     if (sq_embed_model_open(o->model_path, &s->model, err) != 0)
-        goto out;
-    model_open = true;
+        return -1;
+    s->model_open = true;
     sq_isa isa;
     if (s->model.is_sqm && sq_linear_isa(&isa, err) != 0)
-        goto out;
+        return -1;
     s->dim = s->model.enc.cfg.hidden;
     if (sq_model_is_classifier(&s->model) &&
-        (s->model.enc.cfg.num_labels != 1 || o->head_path)) {
-        sq_err_set(err, "%s: a sequence classifier is served as a cross-encoder (POST /rerank): "
-                        "it needs one label (it has %d) and takes no --head",
-                   o->model_path, s->model.enc.cfg.num_labels);
-        goto out;
-    }
+        (s->model.enc.cfg.num_labels != 1 || o->head_path))
+        return sq_err_set(err, "%s: a sequence classifier is served as a cross-encoder (POST "
+                               "/rerank): it needs one label (it has %d) and takes no --head",
+                          o->model_path, s->model.enc.cfg.num_labels);
     /* /classify: the --head file, else the head stored in the .sqm, else none. */
     if (o->head_path || (s->model.is_sqm && sq_sqm_has_class_head(&s->model.sqm))) {
         if (sq_head_for_model(o->model_path, s->model.is_sqm ? &s->model.sqm : NULL,
                               o->head_path, s->dim, &s->head, err) != 0)
-            goto out;
+            return -1;
         s->has_head = true;
     }
-named:
-    if (o->model_name)
-        snprintf(s->name, sizeof s->name, "%s", o->model_name);
-    else
-        base_name(o->model_path, s->name, sizeof s->name);
-    /* The name goes into JSON and metrics labels hand-written: printable
-     * ASCII without quotes or backslashes only. */
-    for (char *p = s->name; *p; p++)
-        if (*p < 0x20 || *p > 0x7e || *p == '"' || *p == '\\')
-            *p = '_';
-    if (sq_metrics_init(&s->metrics) != 0) {
-        sq_err_set(err, "cannot create the metrics lock");
-        goto out;
-    }
-    metrics_ok = true;
+    return 0;
+}
+
+/* The generation engine or the encoder's batcher, with the metrics. */
+static int start_engine(server *s, sq_err *err)
+{
+    const sq_serve_opts *o = s->o;
+    if (sq_metrics_init(&s->metrics) != 0)
+        return sq_err_set(err, "cannot create the metrics lock");
+    s->metrics_ok = true;
     if (s->decoder) {
         s->cmpl = (sq_cmpl_engine){.m = &s->lm, .draft = s->has_draft ? &s->draft : NULL,
                                    .draft_tokens = o->draft_tokens, .threads = o->threads,
                                    .max_active = o->max_generations, .model_name = s->name,
                                    .metrics = &s->metrics};
-        if (sq_cmpl_engine_init(&s->cmpl) != 0) {
-            sq_err_set(err, "cannot create the generation lock");
-            goto out;
-        }
-        cmpl_ok = true;
-    } else {
-        s->batcher = (sq_batcher){.model = &s->model, .pooling = s->model.pool.pooling,
-                                  .threads = o->threads, .batch = o->batch,
-                                  .max_texts = o->max_batch, .wait_ms = o->batch_wait_ms,
-                                  .queue_cap = o->queue, .metrics = &s->metrics};
-        if (sq_batcher_start(&s->batcher, err) != 0)
-            goto out;
+        if (sq_cmpl_engine_init(&s->cmpl) != 0)
+            return sq_err_set(err, "cannot create the generation lock");
+        s->cmpl_ok = true;
+        return 0;
     }
+    s->batcher = (sq_batcher){.model = &s->model, .pooling = s->model.pool.pooling,
+                              .threads = o->threads, .batch = o->batch,
+                              .max_texts = o->max_batch, .wait_ms = o->batch_wait_ms,
+                              .queue_cap = o->queue, .metrics = &s->metrics};
+    return sq_batcher_start(&s->batcher, err);
+}
 
+/* Listen (or, as a worker of serve --instances, accept on the inherited
+ * socket); *port gets the port bound. */
+static struct MHD_Daemon *start_daemon(server *s, int *port, bool *v6, sq_err *err)
+{
+    const sq_serve_opts *o = s->o;
     struct sockaddr_storage ss;
-    bool v6 = false;
-    if (sq_serve_bind_addr(o->host, o->port, &ss, &v6, err) != 0)
-        goto out;
-    /* A worker of serve --instances accepts on the socket it inherited. */
+    if (sq_serve_bind_addr(o->host, o->port, &ss, v6, err) != 0)
+        return NULL;
     struct MHD_OptionItem where[] = {
         o->worker ? (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET, o->worker->listen_fd, NULL}
                   : (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, &ss},
         {MHD_OPTION_END, 0, NULL}};
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                     MHD_USE_ITC | MHD_USE_ERROR_LOG | (v6 ? MHD_USE_IPv6 : 0);
-    d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_request, s,
+                     MHD_USE_ITC | MHD_USE_ERROR_LOG | (*v6 ? MHD_USE_IPv6 : 0);
+    struct MHD_Daemon *d =
+        MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, on_request, s,
                          MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
                          MHD_OPTION_ARRAY, where,
                          MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->timeout_s,
@@ -669,10 +655,17 @@ named:
     if (!d) {
         sq_err_set(err, "cannot listen on %s port %d (in use, or not an address of this host)",
                    o->host, o->port);
-        goto out;
+        return NULL;
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-    int port = di ? di->port : o->port;
+    *port = di ? di->port : o->port;
+    return d;
+}
+
+/* The ready line (a worker tells its supervisor through ready_fd instead). */
+static void announce(server *s, int port, bool v6)
+{
+    const sq_serve_opts *o = s->o;
     if (o->worker) {
         fprintf(stderr, "squint serve: worker %d (pid %d, CPUs %s, %d encoder threads) ready\n",
                 o->worker->index, (int)getpid(), o->worker->cpus, o->threads);
@@ -698,25 +691,24 @@ named:
                 o->api_key ? ", API key required" : "");
     }
     fflush(stderr);
+}
 
-    int sig = 0;
-    sigwait(&stop, &sig);
-    fprintf(stderr, "squint serve: %s: finishing the requests in flight\n",
-            sig == SIGTERM ? "SIGTERM" : "SIGINT");
+/* After SIGTERM / SIGINT: no new connections (the listening socket is
+ * closed at once: a connect now is refused, not left in the backlog to be
+ * reset later), then wait until no request is in flight and every
+ * connection has closed (a request whose bytes are still on their way has
+ * a connection but no state yet; a keep-alive connection gets 503 +
+ * Connection: close for anything it sends now, and an idle one is closed by
+ * --timeout), bounded by the timeout. */
+static void drain(server *s, struct MHD_Daemon *d)
+{
     pthread_mutex_lock(&s->mu);
     s->draining = true;
     pthread_mutex_unlock(&s->mu);
-    /* No new connections: the listening socket is closed at once (a connect
-     * now is refused, not left in the backlog to be reset later). */
     MHD_socket lfd = MHD_quiesce_daemon(d);
     if (lfd != MHD_INVALID_SOCKET)
         close(lfd);
-    /* Drain: until no request is in flight and every connection has closed
-     * (a request whose bytes are still on their way has a connection but
-     * no state yet; a keep-alive connection gets 503 + Connection: close
-     * for anything it sends now, and an idle one is closed by --timeout),
-     * bounded by the timeout. */
-    double t_end = now_s() + o->timeout_s + 1;
+    double t_end = now_s() + s->o->timeout_s + 1;
     for (;;) {
         int64_t n = sq_metrics_get_gauge(&s->metrics, &s->metrics.in_flight);
         const union MHD_DaemonInfo *ci = MHD_get_daemon_info(d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
@@ -726,24 +718,69 @@ named:
         struct timespec ts = {0, 10 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
+}
+
+/* Everything open_* and start_engine set up; returns the requests answered. */
+static uint64_t close_server(server *s)
+{
+    uint64_t answered = s->metrics_ok ? sq_metrics_answered(&s->metrics) : 0;
+    sq_batcher_stop(&s->batcher);
+    if (s->metrics_ok)
+        sq_metrics_destroy(&s->metrics);
+    if (s->model_open)
+        sq_embed_model_close(&s->model);
+    if (s->cmpl_ok)
+        sq_cmpl_engine_destroy(&s->cmpl);
+    if (s->has_draft)
+        sq_llama_model_close(&s->draft);
+    if (s->lm_open)
+        sq_llama_model_close(&s->lm);
+    if (s->has_head)
+        sq_head_free(&s->head);
+    return answered;
+}
+
+int sq_serve_run(const sq_serve_opts *o, sq_err *err)
+{
+    server *s = calloc(1, sizeof *s);
+    if (!s)
+        return sq_err_set(err, "out of memory");
+    s->o = o;
+    int rc = -1;
+    struct MHD_Daemon *d = NULL;
+    pthread_mutex_init(&s->mu, NULL);
+    /* Signals: handled by sigwait below, blocked in every thread started
+     * from here on (they inherit this mask). */
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    s->decoder = sq_llama_is_checkpoint(o->model_path) || sq_dec_sqm_is_decoder(o->model_path);
+    if ((s->decoder ? open_decoder(s, err) : open_encoder(s, err)) != 0)
+        goto out;
+    if (o->model_name)
+        snprintf(s->name, sizeof s->name, "%s", o->model_name);
+    else
+        base_name(o->model_path, s->name, sizeof s->name);
+    sanitize_name(s->name);
+    int port;
+    bool v6 = false;
+    if (start_engine(s, err) != 0 || !(d = start_daemon(s, &port, &v6, err)))
+        goto out;
+    announce(s, port, v6);
+    int sig = 0;
+    sigwait(&stop, &sig);
+    fprintf(stderr, "squint serve: %s: finishing the requests in flight\n",
+            sig == SIGTERM ? "SIGTERM" : "SIGINT");
+    drain(s, d);
     rc = 0;
 out:
     if (d)
         MHD_stop_daemon(d);
-    uint64_t answered = metrics_ok ? sq_metrics_answered(&s->metrics) : 0;
-    sq_batcher_stop(&s->batcher);
-    if (metrics_ok)
-        sq_metrics_destroy(&s->metrics);
-    if (model_open)
-        sq_embed_model_close(&s->model);
-    if (cmpl_ok)
-        sq_cmpl_engine_destroy(&s->cmpl);
-    if (s->has_draft)
-        sq_llama_model_close(&s->draft);
-    if (lm_open)
-        sq_llama_model_close(&s->lm);
-    if (s->has_head)
-        sq_head_free(&s->head);
+    uint64_t answered = close_server(s);
     pthread_mutex_destroy(&s->mu);
     free(s);
     if (rc == 0)
