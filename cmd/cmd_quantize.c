@@ -92,7 +92,7 @@ static void print_json(const sq_quantize_report *rep, const char *out, bool dry)
     json_decref(root);
 }
 
-/* A causal LM (a llama2.c checkpoint): quantize/dec_quantize.h. */
+/* A causal LM (a llama2.c checkpoint or HF Llama folder): quantize/quantizer.h sq_dec_quantize. */
 static int quantize_decoder(const char *model_arg, const char *calib, const sq_quantize_opts *qo,
                             int dynamic, const char *out)
 {

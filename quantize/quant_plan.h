@@ -1,5 +1,5 @@
-/* The per-linear decisions of the quantizer, shared by the encoder's
- * (quantizer.c) and the decoder's (quantize/dec_quantize.c): SmoothQuant's
+/* The per-linear decisions of the one quantize driver (quantizer.c), for
+ * every model family: SmoothQuant's
  * alpha search on the channels in the integer GEMM, the activation clip,
  * step and zero point from a histogram, quantizing and packing W diag(s)
  * with its outlier columns taken out, the output error of the quantized

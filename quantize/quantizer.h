@@ -1,6 +1,6 @@
 /* squint's quantizer: an fp32 checkpoint + calibration statistics + a recipe
  * -> a packed .sqm model (formats/SQM.md). One driver for every model
- * family (sq_quantize_linears); a family gives what is its own through an
+ * family (sq_quantize); a family gives what is its own through an
  * sq_quant_target: its linears, how its calibration samples are replayed,
  * which SmoothQuant factors fold exactly into the model, and its writer
  * (quantize_encoder.c, quantize_decoder.c).

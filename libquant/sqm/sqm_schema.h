@@ -1,8 +1,9 @@
 /* The .sqm schema (formats/SQM.md sections 2 and 3) as data: one row per
  * tensor name pattern and one row per metadata key the loader reads. The
  * tables in sqm_schema.c are the machine-readable form of SQM.md's tensor
- * tables; the loader (sqm_model.c), `squint verify`, `squint inspect`, the
- * writer's self-check (quantize/quantizer.c) and the tests read them, so the
+ * tables; the loaders (sqm_model.c, sqm_decoder.c), `squint verify`,
+ * `squint inspect`, the writers' self-check (quantize/quant_plan.c
+ * sq_sqm_check_written) and the tests read them, so the
  * structure of a model file is written down once.
  *
  * The schema says which tensors a model has, their dtypes and shapes; the
