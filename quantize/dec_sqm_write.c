@@ -1,7 +1,6 @@
 /* A causal LM's .sqm writer (formats/SQM.md section 10), from the quantizer's
  * plans; the loader is decoder/dec_sqm.c. */
 #include "dec_sqm_write.h"
-#include "quant_plan.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -10,6 +9,7 @@
 #include <string.h>
 
 #include "container.h"
+#include "quant_plan.h"
 #include "sqm_model.h"
 #include "sqm_schema.h"
 #include "squint_version.h"
@@ -87,16 +87,20 @@ static char *build_metadata(const sq_llama_model *m, bool dynamic_acts, const sq
 }
 
 
-int sq_dec_sqm_write(const sq_llama_model *m, bool dynamic_acts, const sq_quant_result *res,
-                     int zstd_level, const char *path, sq_err *err)
+/* What dec_tensors lists. */
+typedef struct dec_src {
+    const sq_llama_model *m;
+    const sq_quant_result *res;
+} dec_src;
+
+static int dec_tensors(const void *ctx, sq_container_writer *w, sq_keep *kp, sq_err *err)
 {
+    const dec_src *s = ctx;
+    const sq_llama_model *m = s->m;
+    const sq_quant_result *res = s->res;
     const sq_plan_linear *cls_plan = classifier_plan(m, res);
     const sq_decoder *d = &m->dec;
     const sq_decoder_config *c = &d->cfg;
-    sq_container_writer *w = sq_container_writer_new(SQ_KIND_SQM);
-    char *meta = build_metadata(m, dynamic_acts, res);
-    sq_keep kp = {0};
-    int rc = -1;
     const int32_t V = sq_bpe_vocab_size(sq_tokenizer_bpe(m->tok));
     uint64_t vbytes = 0;
     for (int32_t i = 0; i < V; i++) {
@@ -107,15 +111,11 @@ int sq_dec_sqm_write(const sq_llama_model *m, bool dynamic_acts, const sq_quant_
     const bool hf = sq_bpe_is_hf(sq_tokenizer_bpe(m->tok));
     sq_bpe_hf hs;
     sq_bpe_hf_settings(sq_tokenizer_bpe(m->tok), &hs);
-    char *vocab = sq_keep_add(&kp, malloc(vbytes));
-    double *scores = sq_keep_add(&kp, malloc((size_t)V * sizeof *scores));
-    int32_t *merges = sq_keep_add(&kp, malloc(((size_t)hs.n_merges * 2 + 1) * sizeof *merges));
-    if (!w || !meta || !vocab || !scores || !merges) {
-        sq_err_set(err, "%s: out of memory", path);
-        goto out;
-    }
-    if (sq_container_writer_set_metadata(w, meta, strlen(meta), err) != 0)
-        goto fail;
+    char *vocab = sq_keep_add(kp, malloc(vbytes));
+    double *scores = sq_keep_add(kp, malloc((size_t)V * sizeof *scores));
+    int32_t *merges = sq_keep_add(kp, malloc(((size_t)hs.n_merges * 2 + 1) * sizeof *merges));
+    if (!vocab || !scores || !merges)
+        return sq_err_set(err, "out of memory");
     /* tokenizer.vocab: pieces in id order, NUL after each; scores as f64 */
     for (int32_t i = 0, o = 0; i < V; i++) {
         size_t n;
@@ -128,11 +128,8 @@ int sq_dec_sqm_write(const sq_llama_model *m, bool dynamic_acts, const sq_quant_
     sq_container_writer_add(w, "tokenizer.vocab", SQ_CDT_U8, 1, &vbytes, vocab, vbytes);
     if (hf) {
         /* the merges, rank order (SQM.md 10.5) */
-        if (hs.n_merges < 1) {
-            sq_err_set(err, "%s: the tokenizer has no merges (the format stores at least one)",
-                       path);
-            goto out;
-        }
+        if (hs.n_merges < 1) /* the path is put in front by sq_plan_write_sqm */
+            return sq_err_set(err, "the tokenizer has no merges (the format stores at least one)");
         for (int32_t r = 0; r < hs.n_merges; r++)
             sq_bpe_merge_pair(sq_tokenizer_bpe(m->tok), r, &merges[2 * r], &merges[2 * r + 1]);
         uint64_t dm[2] = {(uint64_t)hs.n_merges, 2};
@@ -155,30 +152,29 @@ int sq_dec_sqm_write(const sq_llama_model *m, bool dynamic_acts, const sq_quant_
             if (p->res.qtype == SQ_QT_F32) {
                 sq_container_writer_add(w, NAME("layer.%d.%s.weight", l, kn), SQ_CDT_F32, 2, dw, lin->w, N * K * 4);
                 sq_container_writer_add(w, NAME("layer.%d.%s.bias", l, kn), SQ_CDT_F32, 1, &N, lin->b, N * 4);
-            } else if (sq_plan_add_packed(w, &kp, NAME("layer.%d.%s", l, kn), lin, p, err) != 0) {
-                goto fail;
+            } else if (sq_plan_add_packed(w, kp, NAME("layer.%d.%s", l, kn), lin, p, err) != 0) {
+                return -1;
             }
         }
     }
     sq_container_writer_add(w, "final_norm.weight", SQ_CDT_F32, 1, &D, d->rms_final, D * 4);
     if (cls_plan) { /* packed; a tied model keeps embeddings.word for the lookup */
-        if (sq_plan_add_packed(w, &kp, SQ_SQM_CLASSIFIER_PREFIX, &d->classifier, cls_plan,
+        if (sq_plan_add_packed(w, kp, SQ_SQM_CLASSIFIER_PREFIX, &d->classifier, cls_plan,
                                err) != 0)
-            goto fail;
+            return -1;
     } else if (!c->tied_classifier) {
         sq_container_writer_add(w, "classifier.weight", SQ_CDT_F32, 2, dve, d->classifier.w, dve[0] * D * 4);
     }
 #undef NAME
-    sq_container_writer_set_zstd(w, zstd_level);
-    if (sq_container_writer_write(w, path, err) != 0 || sq_sqm_check_written(path, err) != 0)
-        goto out;
-    rc = 0;
-    goto out;
-fail:
-    sq_err_prefix(err, "%s", path);
-out:
-    sq_container_writer_free(w);
-    sq_keep_free(&kp);
+    return 0;
+}
+
+int sq_dec_sqm_write(const sq_llama_model *m, bool dynamic_acts, const sq_quant_result *res,
+                     int zstd_level, const char *path, sq_err *err)
+{
+    char *meta = build_metadata(m, dynamic_acts, res);
+    const dec_src src = {m, res};
+    int rc = sq_plan_write_sqm(meta, dec_tensors, &src, zstd_level, path, err);
     free(meta);
     return rc;
 }

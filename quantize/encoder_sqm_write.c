@@ -112,31 +112,32 @@ static char *build_metadata(const sq_embed_model *m, const sq_calib_stats *st, u
 }
 
 
-static int write_sqm(const sq_embed_model *m, const sq_plan_linear *pl, const char *meta,
-                     sq_qtype emb_qt, const sq_sqm_class_head *ch, int zstd_level,
-                     const char *path, sq_err *err)
+/* What enc_tensors lists. */
+typedef struct enc_src {
+    const sq_embed_model *m;
+    const sq_plan_linear *pl;
+    sq_qtype emb_qt;
+    const sq_sqm_class_head *ch;
+} enc_src;
+
+static int enc_tensors(const void *ctx, sq_container_writer *w, sq_keep *kp, sq_err *err)
 {
+    const enc_src *s = ctx;
+    const sq_embed_model *m = s->m;
+    const sq_plan_linear *pl = s->pl;
+    const sq_qtype emb_qt = s->emb_qt;
+    const sq_sqm_class_head *ch = s->ch;
     const sq_encoder *e = &m->enc;
     const sq_bert_config *c = &e->cfg;
     const int H = c->hidden;
-    sq_container_writer *w = sq_container_writer_new(SQ_KIND_SQM);
-    sq_keep kp = {0};
-    int rc = -1;
-    if (!w) {
-        sq_err_set(err, "out of memory");
-        goto out;
-    }
-    if (sq_container_writer_set_metadata(w, meta, strlen(meta), err) != 0)
-        goto fail;
     /* tokenizer.vocab: token strings in id order, NUL after each */
     const sq_wordpiece_spec *ts = &m->tok_spec;
     uint64_t vbytes = 0;
     for (int i = 0; i < ts->vocab_size; i++)
         vbytes += strlen(ts->vocab[i]) + 1;
-    char *vocab = sq_keep_add(&kp, malloc(vbytes ? vbytes : 1));
+    char *vocab = sq_keep_add(kp, malloc(vbytes ? vbytes : 1));
     if (!vocab) {
-        sq_err_set(err, "out of memory");
-        goto out;
+        return sq_err_set(err, "out of memory");
     }
     for (int i = 0, o = 0; i < ts->vocab_size; i++) {
         size_t n = strlen(ts->vocab[i]) + 1;
@@ -154,22 +155,20 @@ static int write_sqm(const sq_embed_model *m, const sq_plan_linear *pl, const ch
     if (emb_qt == SQ_QT_F32) {
         sq_container_writer_add(w, "embeddings.word", SQ_CDT_F32, 2, d2, e->word_emb, V * E * 4);
     } else if (emb_qt == SQ_QT_S8) {
-        int8_t *q = sq_keep_add(&kp, malloc(V * E));
-        float *sc = sq_keep_add(&kp, malloc(V * 4));
+        int8_t *q = sq_keep_add(kp, malloc(V * E));
+        float *sc = sq_keep_add(kp, malloc(V * 4));
         if (!q || !sc) {
-            sq_err_set(err, "out of memory");
-            goto out;
+            return sq_err_set(err, "out of memory");
         }
         sq_embed_quant_s8(e->word_emb, (int)V, E, q, sc);
         sq_container_writer_add(w, "embeddings.word", SQ_CDT_I8, 2, d2, q, V * E);
         sq_container_writer_add(w, "embeddings.word.scale", SQ_CDT_F32, 1, &V, sc, V * 4);
     } else {
         uint64_t G = (uint64_t)sq_embed_s4_groups(E), dq[2] = {V, (uint64_t)E / 2}, ds[2] = {V, G};
-        uint8_t *q = sq_keep_add(&kp, calloc(V * E / 2, 1));
-        float *sc = sq_keep_add(&kp, malloc(V * G * 4));
+        uint8_t *q = sq_keep_add(kp, calloc(V * E / 2, 1));
+        float *sc = sq_keep_add(kp, malloc(V * G * 4));
         if (!q || !sc) {
-            sq_err_set(err, "out of memory");
-            goto out;
+            return sq_err_set(err, "out of memory");
         }
         sq_embed_quant_s4(e->word_emb, (int)V, E, q, sc);
         sq_container_writer_add(w, "embeddings.word", SQ_CDT_U8, 2, dq, q, V * E / 2);
@@ -215,8 +214,8 @@ static int write_sqm(const sq_embed_model *m, const sq_plan_linear *pl, const ch
                 sq_container_writer_add(w, NAME("layer.%d.%s.bias", l, kn), SQ_CDT_F32, 1, &N, lin->b, N * 4);
                 continue;
             }
-            if (sq_plan_add_packed(w, &kp, NAME("layer.%d.%s", l, kn), lin, p, err) != 0)
-                goto fail;
+            if (sq_plan_add_packed(w, kp, NAME("layer.%d.%s", l, kn), lin, p, err) != 0)
+                return -1;
 #undef NAME
         }
     }
@@ -225,17 +224,7 @@ static int write_sqm(const sq_embed_model *m, const sq_plan_linear *pl, const ch
         sq_container_writer_add(w, "class_head.weight", SQ_CDT_F64, 2, dc, ch->W, dc[0] * dc[1] * 8);
         sq_container_writer_add(w, "class_head.bias", SQ_CDT_F64, 1, dc, ch->b, dc[0] * 8);
     }
-    sq_container_writer_set_zstd(w, zstd_level);
-    if (sq_container_writer_write(w, path, err) != 0 || sq_sqm_check_written(path, err) != 0)
-        goto out;
-    rc = 0;
-    goto out;
-fail:
-    sq_err_prefix(err, "%s", path);
-out:
-    sq_container_writer_free(w);
-    sq_keep_free(&kp);
-    return rc;
+    return 0;
 }
 
 int sq_enc_sqm_write(const sq_embed_model *m, const sq_sqm_class_head *ch,
@@ -245,9 +234,8 @@ int sq_enc_sqm_write(const sq_embed_model *m, const sq_sqm_class_head *ch,
     char *meta = build_metadata(m, res->st, res->st_hash, res->model_digest, res->model_arg,
                                 res->recipe, res->scale, res->plans, res->rep,
                                 sq_qtype_get(emb_qt)->name, ch);
-    if (!meta)
-        return sq_err_set(err, "out of memory building metadata");
-    int rc = write_sqm(m, res->plans, meta, emb_qt, ch, zstd_level, path, err);
+    const enc_src src = {m, res->plans, emb_qt, ch};
+    int rc = sq_plan_write_sqm(meta, enc_tensors, &src, zstd_level, path, err);
     free(meta);
     return rc;
 }

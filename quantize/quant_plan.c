@@ -427,3 +427,28 @@ void sq_plan_yaml_provenance(sq_strbuf *sb, const sq_calib_stats *st, uint64_t s
     }
     free(ry);
 }
+
+int sq_plan_write_sqm(const char *meta, sq_sqm_tensors_fn tensors, const void *ctx,
+                      int zstd_level, const char *path, sq_err *err)
+{
+    sq_container_writer *w = sq_container_writer_new(SQ_KIND_SQM);
+    sq_keep kp = {0};
+    int rc = -1;
+    if (!w || !meta) {
+        sq_err_set(err, "%s: out of memory", path);
+        goto out;
+    }
+    if (sq_container_writer_set_metadata(w, meta, strlen(meta), err) != 0 ||
+        tensors(ctx, w, &kp, err) != 0) {
+        sq_err_prefix(err, "%s", path);
+        goto out;
+    }
+    sq_container_writer_set_zstd(w, zstd_level);
+    if (sq_container_writer_write(w, path, err) != 0 || sq_sqm_check_written(path, err) != 0)
+        goto out;
+    rc = 0;
+out:
+    sq_container_writer_free(w);
+    sq_keep_free(&kp);
+    return rc;
+}

@@ -102,6 +102,17 @@ void *sq_keep_add(sq_keep *k, void *p);
 
 void sq_keep_free(sq_keep *k);
 
+/* The tensors of a .sqm as a family lists them: added to w (by reference),
+ * whatever must live until the write kept in kp. 0, or -1 with err set. */
+typedef int (*sq_sqm_tensors_fn)(const void *ctx, sq_container_writer *w, sq_keep *kp,
+                                 sq_err *err);
+
+/* The one way a .sqm is written: the metadata, the family's tensors, zstd
+ * when asked, the atomic write, then the file read back against the schema
+ * (sq_sqm_check_written). Every failure names path; nothing is left there. */
+int sq_plan_write_sqm(const char *meta, sq_sqm_tensors_fn tensors, const void *ctx,
+                      int zstd_level, const char *path, sq_err *err);
+
 /* The writer's self-check (debug builds, or SQUINT_WRITE_CHECK set: the CLI
  * tests set it): the file just written, read back as the loader reads it,
  * matches the schema (libquant/sqm/sqm_schema.c) with every tensor accounted
