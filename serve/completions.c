@@ -287,6 +287,15 @@ static void generate(sq_cmpl_job *j)
     j->seconds = now_s() - j->t0;
 }
 
+/* Generation ended: the text held back; a character left cut becomes
+ * U+FFFD, and a stop string that completes still stops the text. */
+static void flush_text(sq_cmpl_job *j, const char **rest, size_t *n)
+{
+    int r = sq_stop_text_flush(&j->text, rest, n);
+    if (r == 1)
+        j->stop_hit = true;
+}
+
 static const char *finish_reason(const sq_cmpl_job *j)
 {
     return j->stop_hit || j->stats.stop == SQ_GEN_STOP_EOS ? "stop" : "length";
@@ -299,7 +308,7 @@ int sq_cmpl_run(sq_cmpl_job *j, sq_strbuf *sb, sq_err *err)
     if (rc == 0) {
         const char *rest;
         size_t n;
-        sq_stop_text_flush(&j->text, &rest, &n);
+        flush_text(j, &rest, &n);
         sq_api_completion_response(&j->meta, j->text.buf ? j->text.buf : "", j->text.len,
                                    finish_reason(j), j->n_ids, j->stats.generated, sb);
     } else {
@@ -321,7 +330,7 @@ static void *stream_main(void *arg)
         if (j->rc == 0) {
             const char *rest;
             size_t n;
-            sq_stop_text_flush(&j->text, &rest, &n);
+            flush_text(j, &rest, &n);
             if (n)
                 sq_api_completion_chunk(&j->meta, rest, n, NULL, 0, 0, &ev);
             sq_api_completion_chunk(&j->meta, "", 0, finish_reason(j), j->n_ids,

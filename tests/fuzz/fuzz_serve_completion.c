@@ -4,12 +4,13 @@
  *     temperature, top_p, 1..4 stop strings of 1..256 bytes, the prompt its
  *     stated length) and its response body is valid JSON;
  *   - the input's raw bytes, cut into pieces as tokens would be, go through
- *     the stop strings (the request's, else a fixed set): what comes out
- *     joined is the text before the first stop string completed (a naive
- *     search over the pieces decides), no piece but the last ends inside a
- *     character the next bytes complete, every chunk is valid JSON, and the chunks' texts joined are the
- *     text of one body built from the joined bytes (invalid UTF-8 repaired
- *     the same wherever the cuts fall). */
+ *     the stop strings (the request's, else a fixed set): invalid UTF-8
+ *     becomes U+FFFD before the stop strings look (so one may hold U+FFFD);
+ *     what comes out joined is the repaired text before the first stop
+ *     string completed (a naive search over the repaired prefixes at the
+ *     piece ends decides), every piece sent is valid UTF-8, every chunk is
+ *     valid JSON, and the chunks' texts joined are the text of one body
+ *     built from the joined bytes. */
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,24 +41,48 @@ static char *choice_text(const char *s, size_t len, size_t *n)
     return out;
 }
 
-/* The naive rule: the first prefix, at a piece end, holding a stop string;
- * the text up to that string's earliest start there. */
+/* The repair written out plainly: p[0 .. n) with each maximal invalid
+ * subpart as U+FFFD; a sequence cut at the end is left out unless final.
+ * out holds 3 n bytes. */
+static size_t repair(const char *p, size_t n, bool final, char *out)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        bool bad = false, cut = false;
+        size_t k = sq_utf8_seq((const unsigned char *)p + i, n - i, &bad, &cut);
+        if (cut && !final)
+            break;
+        if (bad)
+            memcpy(out + o, "\xef\xbf\xbd", 3), o += 3;
+        else
+            memcpy(out + o, p + i, k), o += k;
+        i += k;
+    }
+    return o;
+}
+
+/* The naive rule: the first repaired prefix, at a piece end (the last one
+ * final), holding a stop string; the text up to that string's earliest
+ * start there. The repaired text before the cut goes to rep. */
 static size_t naive_cut(const char *p, const size_t *ends, int pieces, const char *const *stops,
-                        const size_t *lens, int ns, bool *hit)
+                        const size_t *lens, int ns, bool *hit, char *rep)
 {
     *hit = false;
-    for (int k = 0; k < pieces; k++) {
-        size_t best = ends[k];
+    size_t m = 0;
+    for (int k = 0; k <= pieces; k++) {
+        const bool final = k == pieces;
+        m = repair(p, pieces ? ends[final ? pieces - 1 : k] : 0, final, rep);
+        size_t best = m;
         for (int i = 0; i < ns; i++)
-            for (size_t a = 0; a + lens[i] <= ends[k]; a++)
-                if (!memcmp(p + a, stops[i], lens[i]) && a < best)
+            for (size_t a = 0; a + lens[i] <= m; a++)
+                if (!memcmp(rep + a, stops[i], lens[i]) && a < best)
                     best = a;
-        if (best < ends[k]) {
+        if (best < m) {
             *hit = true;
             return best;
         }
     }
-    return pieces ? ends[pieces - 1] : 0;
+    return m;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -115,15 +140,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (r < 0)
             goto out; /* out of memory */
         stopped = r == 1;
-        if (!stopped && sq_utf8_whole(out, n) != n) {
-            /* it ends in a lead byte and its continuations: the bytes held
-             * back must make that sequence invalid */
-            const size_t k = n - sq_utf8_whole(out, n);
-            bool bad, cut;
-            sq_utf8_seq((const unsigned char *)out + n - k, k + (t.len - t.emitted), &bad, &cut);
-            if (!bad || cut)
-                abort(); /* a character cut in a piece that went out */
-        }
+        if (sq_utf8_valid_prefix(out, n) != n)
+            abort(); /* a piece went out that is not valid UTF-8 */
         sq_sb_append(&joined, out, n);
         sq_strbuf ev = {0};
         sq_api_completion_chunk(&meta, out, n, NULL, 0, 0, &ev);
@@ -139,7 +157,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!stopped) {
         const char *out;
         size_t n;
-        sq_stop_text_flush(&t, &out, &n);
+        int r = sq_stop_text_flush(&t, &out, &n);
+        if (r < 0)
+            goto out;
+        stopped = r == 1;
+        if (sq_utf8_valid_prefix(out, n) != n)
+            abort();
         sq_sb_append(&joined, out, n);
         sq_strbuf ev = {0};
         sq_api_completion_chunk(&meta, out, n, "length", 1, 2, &ev);
@@ -154,9 +177,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (!joined.failed && !chunk_text.failed) {
         bool hit;
-        size_t cut = naive_cut(d, ends, pieces, stops, lens, ns, &hit);
-        if (hit != stopped || joined.len != cut || (cut && memcmp(joined.s, d, cut)))
-            abort(); /* not the text before the first stop string */
+        char *rep = malloc(3 * size + 1);
+        if (!rep)
+            goto out;
+        size_t cut = naive_cut(d, ends, pieces, stops, lens, ns, &hit, rep);
+        bool same = hit == stopped && joined.len == cut && (!cut || !memcmp(joined.s, rep, cut));
+        free(rep);
+        if (!same)
+            abort(); /* not the repaired text before the first stop string */
         sq_strbuf whole = {0};
         sq_api_completion_response(&meta, joined.s ? joined.s : "", joined.len, "stop", 1, 2,
                                    &whole);
