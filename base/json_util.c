@@ -9,14 +9,14 @@
 json_t *sq_json_parse_object(const char *buf, size_t len, const char *what, sq_err *err)
 {
     json_error_t je;
-    json_t *root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+    json_t *root = json_loadb(buf, len, SQ_JSON_FLAGS, &je);
     /* transformers writes unknown lengths as VERY_LARGE_INTEGER (1e30, as an
      * integer literal) in real tokenizer_config.json files, which jansson
      * cannot hold: read such a document with every number as a double
      * (sq_json_int takes integral doubles; out-of-range values stay out of
      * range and are refused or ignored as before). */
     if (!root && strstr(je.text, "too big integer"))
-        root = json_loadb(buf, len, JSON_REJECT_DUPLICATES | JSON_DECODE_INT_AS_REAL, &je);
+        root = json_loadb(buf, len, SQ_JSON_FLAGS | JSON_DECODE_INT_AS_REAL, &je);
     if (!root) {
         sq_err_set(err, "%s: invalid JSON at line %d, column %d: %s", what, je.line, je.column,
                    je.text);

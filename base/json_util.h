@@ -9,6 +9,11 @@
 
 #include "sq_error.h"
 
+/* The one rule for every JSON squint reads (configs, request bodies, JSONL
+ * lines, vocabularies, heads): a key given twice in one object is refused
+ * (jansson: "duplicate object key"), never last-one-wins. */
+#define SQ_JSON_FLAGS JSON_REJECT_DUPLICATES
+
 /* Largest JSON file we parse (configs, tokenizer.json). */
 #define SQ_JSON_MAX_FILE (64u << 20)
 

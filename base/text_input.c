@@ -110,7 +110,7 @@ int sq_texts_read(const char *path, const char *field, sq_texts *out, sq_err *er
                 goto oom;
         } else if (n > 0) {
             json_error_t je;
-            json_t *obj = json_loadb(buf + pos, n, 0, &je);
+            json_t *obj = json_loadb(buf + pos, n, SQ_JSON_FLAGS, &je);
             if (!obj) {
                 sq_err_set(err, "%s:%lld: invalid JSON: %s", name, (long long)lineno, je.text);
                 goto out;

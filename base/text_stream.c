@@ -184,7 +184,7 @@ int64_t sq_text_stream_next(sq_text_stream *s, int64_t max, sq_text_chunk *c, sq
         if (len == 0)
             continue;
         json_error_t je;
-        json_t *obj = json_loadb(line, len, 0, &je);
+        json_t *obj = json_loadb(line, len, SQ_JSON_FLAGS, &je);
         if (!obj)
             return sq_err_set(err, "%s:%llu: invalid JSON: %s", s->ls.name, no, je.text);
         json_t *v = sq_json_get_path(obj, s->field);

@@ -1,6 +1,7 @@
 /* The corpus iterator: chains files, walks each file's members (corpus_input)
  * and hands each member's lines (line_source) to the reader of its format. */
 #include "corpus.h"
+#include "json_util.h"
 #include "file_hash.h"
 
 #include <errno.h>
@@ -187,7 +188,7 @@ static int sniff_jsonl(sq_corpus *c, sq_corpus_format *fmt, sq_err *err)
     }
     if (rc <= 0)
         return rc; /* empty member, or an error */
-    json_t *o = json_loadb(line, n, 0, NULL);
+    json_t *o = json_loadb(line, n, SQ_JSON_FLAGS, NULL);
     if (o && sq_corpus_qasper_jsonl_layout(o))
         *fmt = SQ_CORPUS_QASPER;
     json_decref(o);

@@ -1,6 +1,7 @@
 /* JSONL corpus format: one JSON object per line, the sample at a dotted
  * field path. */
 #include "corpus_reader.h"
+#include "json_util.h"
 
 #include <jansson.h>
 #include <stdlib.h>
@@ -76,7 +77,7 @@ static int jsonl_next(sq_corpus_reader *r, const char **text, size_t *len, sq_er
         unsigned long long no = (unsigned long long)j->ls->line_no;
         json_decref(j->obj);
         json_error_t je;
-        j->obj = json_loadb(line, n, 0, &je);
+        j->obj = json_loadb(line, n, SQ_JSON_FLAGS, &je);
         if (!j->obj)
             return sq_err_set(err, "%s:%llu: not valid JSON: %s (column %d)", j->ls->name, no,
                               je.text, je.column);

@@ -9,6 +9,7 @@
  * Fields a requested part needs must be present with the right type; others
  * are not looked at, so a file is only as strict as the parts asked for. */
 #include "corpus.h"
+#include "json_util.h"
 #include "corpus_reader.h"
 
 #include <jansson.h>
@@ -291,7 +292,7 @@ static int next_line(qasper_reader *q, sq_err *err)
         q->iter = NULL;
         q->paper = NULL;
         json_error_t je;
-        q->cur = json_loadb(line, n, 0, &je);
+        q->cur = json_loadb(line, n, SQ_JSON_FLAGS, &je);
         if (!q->cur) {
             if (q->layout == L_NONE) {
                 /* Not one object per line: a pretty-printed QASPER document. */
@@ -327,7 +328,7 @@ static int load_document(qasper_reader *q, sq_err *err)
         return -1;
     json_error_t je;
     json_decref(q->cur);
-    q->cur = json_loadb(buf, n, 0, &je);
+    q->cur = json_loadb(buf, n, SQ_JSON_FLAGS, &je);
     free(buf);
     if (!q->cur)
         return sq_err_set(err, "%s:%d: not valid JSON: %s (column %d)", q->ls->name, je.line,

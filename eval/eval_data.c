@@ -518,7 +518,7 @@ int sq_labelled_read(const char *path, const char *text_field, const char *label
             continue;
         if (jsonl) {
             json_error_t je;
-            obj = json_loads(line, 0, &je);
+            obj = json_loads(line, SQ_JSON_FLAGS, &je);
             if (!json_is_object(obj)) {
                 sq_err_set(err, "%s:%lld: not a JSON object%s%s", path, no, obj ? "" : ": ",
                            obj ? "" : je.text);
@@ -697,7 +697,7 @@ static int read_beir_jsonl(const char *path, bool with_title, char ***ids_out, c
         if (line[0] == '\0')
             continue;
         json_error_t je;
-        json_t *o = json_loads(line, 0, &je);
+        json_t *o = json_loads(line, SQ_JSON_FLAGS, &je);
         if (!o || !json_is_object(o)) {
             sq_err_set(err, "%s:%lld: not a JSON object%s%s", path, (long long)it.lineno,
                        o ? "" : ": ", o ? "" : je.text);

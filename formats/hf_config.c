@@ -427,7 +427,7 @@ int sq_pooling_config_load_dir(const char *dir, sq_pooling_config *pc, sq_err *e
     int rc = -1;
     if (sq_read_regular_file(path, SQ_JSON_MAX_FILE, &buf, &len, err) != 0)
         goto out;
-    root = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+    root = json_loadb(buf, len, SQ_JSON_FLAGS, &je);
     if (!root) {
         sq_err_set(err, "%s: invalid JSON at line %d, column %d: %s", path, je.line, je.column,
                    je.text);

@@ -643,7 +643,7 @@ bool sq_tfjs_is_model_dir(const char *dir)
         return false;
     bool yes = strstr(text, "\"weightsManifest\"") && strstr(text, "\"modelTopology\"");
     if (yes) {
-        json_t *root = json_loadb(text, len, 0, NULL);
+        json_t *root = json_loadb(text, len, SQ_JSON_FLAGS, NULL);
         if (root)
             yes = json_object_get(root, "weightsManifest") && json_object_get(root, "modelTopology");
         json_decref(root);

@@ -1,4 +1,5 @@
 #include "head.h"
+#include "json_util.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -257,7 +258,7 @@ int sq_head_read(const char *path, sq_head *h, sq_err *err)
         return sq_head_read_safetensors(path, h, err);
     }
     json_error_t je;
-    json_t *o = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &je);
+    json_t *o = json_loadb(buf, len, SQ_JSON_FLAGS, &je);
     free(buf);
     if (!o)
         return sq_err_set(err, "%s:%d: not valid JSON: %s", path, je.line, je.text);

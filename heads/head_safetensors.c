@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "head_io.h"
+#include "json_util.h"
 #include "safetensors.h"
 #include "safetensors_write.h"
 
@@ -112,7 +113,7 @@ static int read_st(const char *path, const sq_safetensors *st, sq_head *h, sq_er
     if (!(labels_s = need_meta(st, path, "labels", err)))
         return -1;
     json_error_t je;
-    json_t *labels = json_loads(labels_s, JSON_REJECT_DUPLICATES, &je);
+    json_t *labels = json_loads(labels_s, SQ_JSON_FLAGS, &je);
     if (!json_is_array(labels) || json_array_size(labels) < 2 ||
         json_array_size(labels) > 1024) {
         json_decref(labels);

@@ -1,5 +1,6 @@
 /* Request parsing and response bodies of squint serve (http_api.h). */
 #include "http_api.h"
+#include "json_util.h"
 
 #include "rank_order.h"
 
@@ -27,7 +28,7 @@ int sq_api_load_object(const char *body, size_t len, void **doc, char *msg, size
 {
     json_error_t je;
     /* jansson refuses invalid UTF-8 and \u0000 in strings */
-    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+    json_t *root = json_loadb(body, len, SQ_JSON_FLAGS, &je);
     if (!root)
         return MSG("the body is not JSON: %s (line %d, column %d)", je.text, je.line, je.column);
     *doc = root;

@@ -1,4 +1,5 @@
 #include "use_vocab.h"
+#include "json_util.h"
 
 #include <float.h>
 #include <jansson.h>
@@ -29,7 +30,7 @@ int sq_use_vocab_load_f64(const char *path, char ***pieces_out, double **scores_
         return -1;
     json_error_t je;
     /* No JSON_ALLOW_NUL: a piece with U+0000 could not be a C string. */
-    json_t *root = json_loadb(buf, len, 0, &je);
+    json_t *root = json_loadb(buf, len, SQ_JSON_FLAGS, &je);
     free(buf);
     if (!root)
         return sq_err_set(err, "%s: invalid JSON at line %d, column %d: %s", path, je.line,

@@ -171,6 +171,13 @@ printf '{"text":"one"}\n{"text":"two"}\n' >"$W/io.jsonl"; cp "$W/io.jsonl" "$W/i
 expect_error "--output is the --input" "is also an input" "" -- "$SQ" embed "$W/m" --input "$W/io.jsonl" --output "$W/io.jsonl"
 expect_error "--output is a symlink to the --input" "is also an input" "" -- "$SQ" embed "$W/m" --input "$W/io.jsonl" --output "$W/io-link.jsonl"
 cmp -s "$W/io.jsonl" "$W/io.keep" && pass "the input is untouched" || fail "the input was replaced"
+# one rule for duplicate keys in every JSON squint reads (base/json_util.h
+# SQ_JSON_FLAGS): a JSONL line with a key twice is refused, naming the line
+printf '{"text":"one"}\n{"text":"two","text":"three"}\n' >"$W/dup.jsonl"
+expect_error "embed: a JSONL line with a key twice" "dup.jsonl:2: invalid JSON: duplicate object key" \
+  "$W/dup.npy" -- "$SQ" embed "$W/m" --input "$W/dup.jsonl" --output "$W/dup.npy"
+expect_error "calibrate: a corpus line with a key twice" "dup.jsonl:2" "$W/dup.sqc" \
+  -- "$SQ" calibrate "$W/m" --corpus "$W/dup.jsonl" --quiet -o "$W/dup.sqc"
 
 # --- configuration files that are FIFOs are refused, never waited on ---
 for f in config.json 1_Pooling/config.json; do
