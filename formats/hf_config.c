@@ -157,7 +157,8 @@ static int classifier_config(json_t *root, const char *path, sq_bert_config *cfg
     return 0;
 }
 
-int sq_bert_config_load(const char *path, sq_bert_config *cfg, sq_err *err)
+static int load_bert_config(const char *path, bool force_classifier, sq_bert_config *cfg,
+                            sq_err *err)
 {
     memset(cfg, 0, sizeof *cfg);
     json_t *root = sq_json_load_object(path, err);
@@ -179,7 +180,7 @@ int sq_bert_config_load(const char *path, sq_bert_config *cfg, sq_err *err)
         sq_err_set(err, "%s: is_decoder is true; only encoders are supported", path);
         goto out;
     }
-    bool classifier = false;
+    bool classifier = force_classifier;
     if (check_architectures(root, path, &classifier, err) != 0)
         goto out;
     if (sq_json_str(root, "hidden_act", true, &act, path, err) != 0)
@@ -235,6 +236,16 @@ int sq_bert_config_load(const char *path, sq_bert_config *cfg, sq_err *err)
 out:
     json_decref(root);
     return rc;
+}
+
+int sq_bert_config_load(const char *path, sq_bert_config *cfg, sq_err *err)
+{
+    return load_bert_config(path, false, cfg, err);
+}
+
+int sq_bert_config_load_classifier(const char *path, sq_bert_config *cfg, sq_err *err)
+{
+    return load_bert_config(path, true, cfg, err);
 }
 
 int sq_config_labels_load(const char *path, int num_labels, char ***labels, sq_err *err)

@@ -96,6 +96,10 @@ typedef struct sq_pooling_config {
 } sq_pooling_config;
 
 int sq_bert_config_load(const char *path, sq_bert_config *cfg, sq_err *err);
+/* The same, read as a sequence classifier whatever "architectures" says
+ * (absent or empty in some exports): for a checkpoint whose weights hold a
+ * classifier head (libquant/model/bert_model.c decides from the tensors). */
+int sq_bert_config_load_classifier(const char *path, sq_bert_config *cfg, sq_err *err);
 /* The class names of a sequence classifier's config.json (id2label, in id
  * order; "LABEL_i" where it has none): labels[cfg->num_labels], each
  * malloc'd, freed with sq_labels_free. */

@@ -121,6 +121,18 @@ int sq_bert_load_dir(const char *dir, sq_encoder *enc, sq_err *err)
     const sq_safetensors *dummy;
     w.prefix = sq_hf_weights_find(&w, "bert.embeddings.word_embeddings.weight", &dummy) ? "bert."
                                                                                           : "";
+    /* A classification head in the weights makes a sequence classifier even
+     * when config.json's "architectures" is missing or empty: run as an
+     * embedding model, its head would be dropped without a word. */
+    if (enc->cfg.num_labels == 0 && sq_hf_weights_find(&w, "classifier.weight", &dummy)) {
+        char *cp = sq_path_join(dir, "config.json");
+        rc = cp ? sq_bert_config_load_classifier(cp, &enc->cfg, err) : sq_err_set(err, "out of memory");
+        free(cp);
+        if (rc != 0) {
+            sq_hf_weights_close(&w);
+            return -1;
+        }
+    }
     const sq_bert_config *c = &enc->cfg;
     const int H = c->hidden;
     rc = -1;

@@ -151,6 +151,17 @@ then pass "classify: 3-label pairs, softmax probabilities"; else fail "classify 
 expect_error "classify: --head on a sequence classifier" "its own classifier" "" -- "$SQ" classify "$W/nli.sqm" --input "$W/docs.txt" --head "$W/none.json"
 expect_error "rerank refuses 3 labels" "3 labels" "$W/x.jsonl" -- "$SQ" rerank "$W/nli.sqm" --query q --docs "$W/docs.txt" --output "$W/x.jsonl"
 expect_error "embed refuses a cross-encoder" "not an embedding model" "$W/x.npy" -- "$SQ" embed "$W/ce8.sqm" --input "$W/docs.txt" --output "$W/x.npy"
+# a cross-encoder whose config.json has no "architectures" (or []) is still
+# one: decided from its classifier.weight, not run as a bi-encoder
+"$SQ" rerank "$W/ce" --query "the cat" --docs "$W/docs.txt" >"$W/r.ref" 2>/dev/null &&
+  grep -q '"logit"' "$W/r.ref" || fail "the cross-encoder's reference scores"
+for v in none empty; do
+  rm -rf "$W/ce-$v"; cp -r "$W/ce" "$W/ce-$v"
+  $PY -c "import json,sys; p=sys.argv[1]; c=json.load(open(p)); c.pop('architectures') if sys.argv[2]=='none' else c.update(architectures=[]); json.dump(c,open(p,'w'))" "$W/ce-$v/config.json" "$v"
+  "$SQ" rerank "$W/ce-$v" --query "the cat" --docs "$W/docs.txt" 2>/dev/null | cmp -s - "$W/r.ref" &&
+    pass "architectures $v: scored as the cross-encoder it is" || fail "architectures $v: not scored as a cross-encoder"
+  expect_error "architectures $v: embed refuses it" "not an embedding model" "$W/x.npy" -- "$SQ" embed "$W/ce-$v" --input "$W/docs.txt" --output "$W/x.npy"
+done
 printf 'sentence\tlabel\nthe cat sat\t1\nthe dog ran\t0\n' >"$W/train.tsv"
 expect_error "train-head refuses a cross-encoder" "not an embedding model" "$W/h.json" -- "$SQ" train-head "$W/ce8.sqm" --train "$W/train.tsv" -o "$W/h.json"
 expect_error "--pair-field on a text corpus" "JSONL" "$W/x.sqc" -- "$SQ" calibrate "$W/ce" --corpus "$W/docs.txt" --pair-field document --quiet -o "$W/x.sqc"
