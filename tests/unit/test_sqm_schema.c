@@ -235,8 +235,11 @@ static void add_tensor(sq_container_writer *w, const sq_sqm_expect *ex, const bu
     char vocab[1024];
     size_t vlen = 0;
     if (!strcmp(ex->name, "tokenizer.vocab")) {
+        /* the last piece is "tok0tok0", so an hf-bpe file's one merge
+         * (0, 0; tokenizer.merges is zeros) makes a piece and the file loads */
         for (int i = 0; i < vocab_size; i++)
-            vlen += (size_t)snprintf(vocab + vlen, sizeof vocab - vlen, "tok%d", i) + 1;
+            vlen += (size_t)snprintf(vocab + vlen, sizeof vocab - vlen,
+                                     i == vocab_size - 1 ? "tok0tok0" : "tok%d", i) + 1;
         dims[0] = vlen;
     }
     if ((ex->any_len || ex->any_rows) && dims[0] == 0)
@@ -475,11 +478,19 @@ START_TEST(pairs_refusals_and_strict)
     ck_assert(check(p, 0, &e1, &e2) != 0);
     free(p);
     o.drop_key = NULL;
-    /* A tensor the model does not have (a third layer; companions of an f32
-     * linear; res of a non-widening layer): ignored by the loader, refused
+    /* A tensor of a layer the config does not have: the config lost
+     * layers; refused by the loader too, never run truncated. */
+    o.extra = "layer.2.qkv.bias";
+    p = build(&models[0], &o, "x.sqm");
+    ck_assert(check(p, 0, &e1, &e2) != 0);
+    ck_assert_str_eq(e1.subject, "layer.2.qkv.bias");
+    ck_assert(strstr(e2.msg, "fewer layers than the file holds") != NULL);
+    free(p);
+    /* A tensor the model does not have (companions of an f32 linear; res of
+     * a non-widening layer; another name): ignored by the loader, refused
      * by the strict check (the writer's). */
-    static const char *const extras[] = {"layer.2.qkv.bias", "layer.1.qkv.scale",
-                                         "layer.1.res.bias", "embeddings.extra", "layer.0.qkv"};
+    static const char *const extras[] = {"layer.1.qkv.scale", "layer.1.res.bias",
+                                         "embeddings.extra", "layer.0.qkv"};
     for (size_t i = 0; i < sizeof extras / sizeof *extras; i++) {
         o.extra = extras[i];
         p = build(&models[0], &o, "x.sqm");
