@@ -26,6 +26,10 @@
 #include "strbuf.h"
 
 enum { SQ_CMPL_DEFAULT_MAX_TOKENS = 16, SQ_CMPL_STOP_BYTES = 256 };
+/* A prompt for a tokenizer with no bytes-per-token bound (fused unknown
+ * characters) is refused above this many bytes per context token, before it
+ * is tokenized (a generous cap: English runs ~4 bytes per token). */
+enum { SQ_CMPL_BYTES_PER_TOKEN = 64 };
 #define SQ_CMPL_MAX_TEMPERATURE 2.0
 
 typedef struct sq_cmpl_request {

@@ -122,8 +122,10 @@ int sq_cmpl_begin(sq_cmpl_engine *e, const char *body, size_t len, sq_cmpl_job *
         sq_cmpl_request_free(&req);
         return st;
     }
-    /* BOS, then the dummy-prefix space and the text in tokens of max_piece
-     * bytes at most */
+    /* Refused by bytes before any tokenizing: BOS, then the dummy-prefix
+     * space and the text in tokens of max_piece bytes at most; without such
+     * a bound (a tokenizer whose unknown characters fuse), the cap of
+     * SQ_CMPL_BYTES_PER_TOKEN bytes per context token. */
     if (e->max_piece && req.prompt_len / e->max_piece + 2 > (size_t)ctx - 1) {
         snprintf(msg, msgn,
                  "the prompt is %zu bytes, more than %zu tokens; the model's context is %d "
@@ -132,28 +134,19 @@ int sq_cmpl_begin(sq_cmpl_engine *e, const char *body, size_t len, sq_cmpl_job *
         sq_cmpl_request_free(&req);
         return 400;
     }
-    int32_t *ids = NULL;
-    int64_t n = sq_tokenizer_encode_all(e->m->tok, req.prompt, req.prompt_len, true, false, &ids);
-    if (n < 0) {
-        sq_cmpl_request_free(&req);
-        snprintf(msg, msgn, "out of memory encoding a prompt of %zu bytes", req.prompt_len);
-        return req.prompt_len > (1u << 28) ? 400 : 500;
-    }
-    if (n >= ctx || n < 1) {
-        if (n < 1)
-            snprintf(msg, msgn, "the prompt encodes to no token (the tokenizer has no BOS)");
-        else
-            snprintf(msg, msgn,
-                     "the prompt is %lld tokens; the model's context is %d tokens, so a prompt "
-                     "may have at most %d (BOS included)",
-                     (long long)n, ctx, ctx - 1);
-        free(ids);
+    const size_t cap = (size_t)SQ_CMPL_BYTES_PER_TOKEN * (size_t)ctx;
+    if (!e->max_piece && req.prompt_len > cap) {
+        snprintf(msg, msgn,
+                 "the prompt is %zu bytes; with a context of %d tokens this server takes at "
+                 "most %zu bytes (%d per token)",
+                 req.prompt_len, ctx, cap, SQ_CMPL_BYTES_PER_TOKEN);
         sq_cmpl_request_free(&req);
         return 400;
     }
+    /* A generation slot before tokenizing: --max-generations bounds the
+     * prompts being tokenized too, not only the generations running. */
     sq_cmpl_job *j = calloc(1, sizeof *j);
     if (!j) {
-        free(ids);
         sq_cmpl_request_free(&req);
         snprintf(msg, msgn, "out of memory");
         return 500;
@@ -166,7 +159,6 @@ int sq_cmpl_begin(sq_cmpl_engine *e, const char *body, size_t len, sq_cmpl_job *
     pthread_mutex_unlock(&e->mu);
     if (full) {
         free(j);
-        free(ids);
         sq_cmpl_request_free(&req);
         sq_metrics_completion_rejected(e->metrics);
         snprintf(msg, msgn, "%d generations are running (--max-generations); retry later",
@@ -174,6 +166,29 @@ int sq_cmpl_begin(sq_cmpl_engine *e, const char *body, size_t len, sq_cmpl_job *
         return 503;
     }
     sq_metrics_add_gauge(e->metrics, &e->metrics->generations_active, 1);
+    int32_t *ids = NULL;
+    int64_t n = sq_tokenizer_encode_all(e->m->tok, req.prompt, req.prompt_len, true, false, &ids);
+    int st_tok = 0;
+    if (n < 0) {
+        snprintf(msg, msgn, "out of memory encoding a prompt of %zu bytes", req.prompt_len);
+        st_tok = req.prompt_len > (1u << 28) ? 400 : 500;
+    } else if (n < 1) {
+        snprintf(msg, msgn, "the prompt encodes to no token (the tokenizer has no BOS)");
+        st_tok = 400;
+    } else if (n >= ctx) {
+        snprintf(msg, msgn,
+                 "the prompt is %lld tokens; the model's context is %d tokens, so a prompt "
+                 "may have at most %d (BOS included)",
+                 (long long)n, ctx, ctx - 1);
+        st_tok = 400;
+    }
+    if (st_tok) {
+        free(ids);
+        free(j);
+        sq_cmpl_request_free(&req);
+        release(e);
+        return st_tok;
+    }
     j->e = e;
     j->req = req;
     j->ids = ids;

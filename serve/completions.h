@@ -30,7 +30,7 @@ typedef struct sq_cmpl_engine {
     pthread_mutex_t mu;
     int active;
     uint64_t next_id;
-    size_t max_piece; /* the longest piece's bytes; 0: no bound known (an HF tokenizer) */
+    size_t max_piece; /* bytes of text per token at most; 0: no bound (tokenizer.h) */
 } sq_cmpl_engine;
 
 int sq_cmpl_engine_init(sq_cmpl_engine *e);

@@ -101,18 +101,28 @@ sq_tokenizer *sq_tokenizer_from_bpe(sq_bpe *b, sq_err *err)
     t->n = sq_bpe_vocab_size(b);
     t->bos_id = sq_bpe_bos(b);
     t->eos_id = sq_bpe_eos(b);
+    /* A character the vocabulary cannot piece becomes one token per byte
+     * (llama2.c; an HF tokenizer with byte_fallback), so a token stands for
+     * at most its longest raw piece's bytes ("\u2581" counts 3 for its one
+     * space: a looser bound, still a bound). An HF tokenizer without
+     * byte_fallback may fuse any run of unknown characters into one <unk>:
+     * no bound. */
+    bool bounded = true;
     if (sq_bpe_is_hf(b)) {
         sq_bpe_hf h;
         sq_bpe_hf_settings(b, &h);
         t->unk_id = h.unk;
-    } else { /* llama2.c: a character it cannot piece is one token per byte */
+        bounded = h.byte_fallback;
+    } else {
         t->unk_id = SQ_BPE_UNK;
-        for (int32_t i = 0; i < t->n; i++) {
-            size_t l;
-            if (sq_bpe_token(b, i, &l) && l > t->max_piece)
-                t->max_piece = l;
-        }
     }
+    for (int32_t i = 0; bounded && i < t->n; i++) {
+        size_t l;
+        if (sq_bpe_token(b, i, &l) && l > t->max_piece)
+            t->max_piece = l;
+    }
+    if (bounded && t->max_piece < 4) /* <unk> for a whole character: up to 4 bytes */
+        t->max_piece = 4;
     return t;
 }
 

@@ -91,9 +91,10 @@ int32_t sq_tokenizer_eos_id(const sq_tokenizer *t);
 /* true when id is a special token (decodes to nothing). */
 bool sq_tokenizer_is_special(const sq_tokenizer *t, int32_t id);
 /* The most bytes of text one token can stand for, 0 when there is no such
- * bound (WordPiece's and unigram's unknown words, an HF BPE's fused
- * unknowns). With a bound, a text of L bytes gives at least L / bound
- * tokens: too long an input can be refused before it is tokenized. */
+ * bound (WordPiece's and unigram's unknown words, an HF BPE without
+ * byte_fallback, whose unknown characters fuse). With a bound, a text of L
+ * bytes gives at least L / bound tokens: too long an input can be refused
+ * before it is tokenized. */
 size_t sq_tokenizer_max_piece_bytes(const sq_tokenizer *t);
 /* model_max_length from tokenizer_config.json, 0 if unknown. */
 int32_t sq_tokenizer_model_max_length(const sq_tokenizer *t);

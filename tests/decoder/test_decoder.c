@@ -401,6 +401,25 @@ START_TEST(bpe_hf_ranked)
     t = hf_small(false, false, false, 0);
     expect_ids(t, "\xc3\xa9\xc3\xa9", false, false, (int32_t[]){H_M, 0, 0}, 3);
     sq_bpe_free(t);
+    /* the bytes-per-token bound (serve refuses a prompt by its bytes
+     * before tokenizing): with byte_fallback a token stands for a bounded
+     * number of bytes; without it, fused unknowns are unbounded */
+    sq_err err;
+    sq_tokenizer *tk = sq_tokenizer_from_bpe(hf_small(false, true, true, 0), &err);
+    ck_assert_ptr_nonnull(tk);
+    const size_t bound = sq_tokenizer_max_piece_bytes(tk);
+    ck_assert_uint_ge(bound, 4);
+    char big[400];
+    memset(big, 'c', sizeof big);
+    int32_t *ids;
+    int64_t nb = sq_tokenizer_encode_all(tk, big, sizeof big, false, false, &ids);
+    ck_assert_int_ge(nb, (int64_t)(sizeof big / bound));
+    free(ids);
+    sq_tokenizer_free(tk);
+    tk = sq_tokenizer_from_bpe(hf_small(false, false, true, 0), &err);
+    ck_assert_ptr_nonnull(tk);
+    ck_assert_uint_eq(sq_tokenizer_max_piece_bytes(tk), 0);
+    sq_tokenizer_free(tk);
     /* split: no merge across the start of a ▁-word ("▁▁" never forms) */
     t = hf_small(true, true, true, 0);
     expect_ids(t, " a", false, false, (int32_t[]){H_M, H_MA}, 2);
