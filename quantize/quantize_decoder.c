@@ -57,7 +57,8 @@ int sq_dec_quantize(sq_llama_model *m, const char *model_arg, const sq_calib_sta
     const sq_recipe *r = o->recipe;
     dec_target d = {m, dynamic_acts};
     const sq_calib_target ct = sq_calib_target_decoder(m);
-    /* replays run 64 rows per prefill step, as the statistics' runs did */
+    /* replays run 64 rows per prefill step (what the decoder quantizer has always
+     * replayed with; the .sqm bytes depend on it) */
     const sq_quant_target t = {.model = &d, .n_layers = c->n_layers,
                                .kmax = c->hidden > c->dim ? c->hidden : c->dim,
                                .dynamic_acts = dynamic_acts, .calib = &ct, .replay_batch = 64,
