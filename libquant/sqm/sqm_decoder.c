@@ -1,7 +1,6 @@
 /* A causal LM from its .sqm (sqm_decoder.h). */
 #include "sqm_decoder.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,18 +10,6 @@
 #include "sqm_tokenizer.h"
 
 #define NK SQ_DEC_LIN_KINDS
-
-static const float *f32_of(const sq_container *c, const char *name, sq_err *err)
-{
-    const sq_container_tensor *t = sq_container_find(c, name);
-    const float *v = t->data;
-    for (uint64_t i = 0; i < t->size / 4; i++)
-        if (!isfinite(v[i])) {
-            sq_err_set_at(err, name, "%s: tensor \"%s\" holds a non-finite value", c->path, name);
-            return NULL;
-        }
-    return v;
-}
 
 int sq_sqm_load_decoder(const sq_container *c, sq_decoder *d, sq_tokenizer **tok, sq_err *err)
 {
@@ -46,17 +33,17 @@ int sq_sqm_load_decoder(const sq_container *c, sq_decoder *d, sq_tokenizer **tok
         sq_err_set(err, "out of memory");
         goto fail;
     }
-    if (!(d->tok_emb = (float *)f32_of(c, "embeddings.word", err)) ||
-        !(d->rms_final = (float *)f32_of(c, "final_norm.weight", err)))
+    if (!(d->tok_emb = (float *)sq_sqm_finite_f32(c, "embeddings.word", false, err)) ||
+        !(d->rms_final = (float *)sq_sqm_finite_f32(c, "final_norm.weight", false, err)))
         goto fail;
     char name[96];
     for (int l = 0; l < k->n_layers; l++) {
         sq_decoder_layer *L = &d->layers[l];
         snprintf(name, sizeof name, "layer.%d.rms_att.weight", l);
-        if (!(L->rms_att = (float *)f32_of(c, name, err)))
+        if (!(L->rms_att = (float *)sq_sqm_finite_f32(c, name, false, err)))
             goto fail;
         snprintf(name, sizeof name, "layer.%d.rms_ffn.weight", l);
-        if (!(L->rms_ffn = (float *)f32_of(c, name, err)))
+        if (!(L->rms_ffn = (float *)sq_sqm_finite_f32(c, name, false, err)))
             goto fail;
         for (int j = 0; j < NK; j++) {
             int N, K;
@@ -89,7 +76,7 @@ int sq_sqm_load_decoder(const sq_container *c, sq_decoder *d, sq_tokenizer **tok
         cl->borrowed = true;
         if (k->tied_classifier)
             cl->w = d->tok_emb;
-        else if (!(cl->w = (float *)f32_of(c, "classifier.weight", err)))
+        else if (!(cl->w = (float *)sq_sqm_finite_f32(c, "classifier.weight", false, err)))
             goto fail;
     }
     if (sq_decoder_rope_tables(d) != 0) {

@@ -31,11 +31,8 @@ static const void *data_of(const sq_container *c, const char *name)
     return t ? t->data : NULL;
 }
 
-/* An f32 tensor whose every value must be finite (embeddings, LayerNorms,
- * biases: one NaN or inf there makes every embedding NaN). positive: every
- * value must also be > 0 (scales). Its shape is the schema's. */
-static const float *need_finite(const sq_container *c, const char *name, bool positive,
-                                sq_err *err)
+const float *sq_sqm_finite_f32(const sq_container *c, const char *name, bool positive,
+                               sq_err *err)
 {
     const sq_container_tensor *t = sq_container_find(c, name);
     const float *v = t->data;
@@ -49,8 +46,6 @@ static const float *need_finite(const sq_container *c, const char *name, bool po
     return v;
 }
 
-/* A causal LM's metadata (SQM.md section 10): its config, the tokenizer's
- * vocabulary size, embeddings_type fp32 and the guard. */
 /* A key an hf-bpe tokenizer section must have (SQM.md 10.5): absent or of
  * the wrong kind, the message names the file and the key. */
 static const yt_node *hf_key(const sq_container *c, const yt_node *tok, const char *key,
@@ -74,6 +69,8 @@ static int hf_bool(const sq_container *c, const yt_node *tok, const char *key, b
     return 0;
 }
 
+/* A causal LM's metadata (SQM.md section 10): its config, the tokenizer's
+ * vocabulary size, embeddings_type fp32 and the guard. */
 static int read_decoder_meta(const sq_container *c, const yt_node *r, const yt_node *conf,
                              sq_sqm_schema_ctx *ctx, sq_sqm_info *info, sq_err *err)
 {
@@ -270,12 +267,12 @@ int sq_sqm_load_linear(const sq_container *c, const char *pre, int N, int K, boo
     lin->in = K;
     lin->out = N;
     lin->borrowed = true;
-    if (!(lin->b = (float *)need_finite(c, NAME("bias"), false, err)))
+    if (!(lin->b = (float *)sq_sqm_finite_f32(c, NAME("bias"), false, err)))
         return -1;
     const sq_qtype qt = (sq_qtype)sq_sqm_linear_qtype(wt->dtype);
     if (qt == SQ_QT_F32) {
         lin->qtype = SQ_QT_F32;
-        lin->w = (float *)need_finite(c, NAME("weight"), false, err);
+        lin->w = (float *)sq_sqm_finite_f32(c, NAME("weight"), false, err);
         return lin->w ? 0 : -1;
     }
     const sq_qtype_traits *tr = sq_qtype_get(qt);
@@ -311,7 +308,7 @@ int sq_sqm_load_linear(const sq_container *c, const char *pre, int N, int K, boo
         return sq_err_set_at(err, NAME(sq_qweight_problem_suffix(prob)), "%s: tensor \"%s\": %s",
                              c->path, name, why);
     const float *s = NULL;
-    if (sq_container_find(c, NAME("smooth")) && !(s = need_finite(c, name, true, err)))
+    if (sq_container_find(c, NAME("smooth")) && !(s = sq_sqm_finite_f32(c, name, true, err)))
         return -1;
     /* Optional int8 activation zero point (absent: symmetric). The shifted
      * codes reach |q + z| <= 254, so the int32 accumulator bound halves K. */
@@ -343,7 +340,7 @@ int sq_sqm_load_linear(const sq_container *c, const char *pre, int N, int K, boo
             return sq_err_set_at(err, name, "%s: tensor \"%s\" has %llu rows, \"%s.outlier_index\" "
                                  "%llu entries", c->path, name, (unsigned long long)ow->dims[0],
                                  pre, (unsigned long long)no);
-        if (!(lin->outlier_w = need_finite(c, name, false, err)))
+        if (!(lin->outlier_w = sq_sqm_finite_f32(c, name, false, err)))
             return -1;
         lin->outlier_idx = idx;
         lin->n_outliers = (int)no;
@@ -396,29 +393,29 @@ int sq_sqm_load_encoder(const sq_container *c, sq_encoder *enc, sq_sqm_info *inf
     const int H = cfg->hidden;
     enc->word_qt = ctx.emb_qt;
     if (ctx.emb_qt == SQ_QT_F32) {
-        if (!(enc->word_emb = (float *)need_finite(c, "embeddings.word", false, err)))
+        if (!(enc->word_emb = (float *)sq_sqm_finite_f32(c, "embeddings.word", false, err)))
             goto fail;
     } else {
         enc->word_q = data_of(c, "embeddings.word");
-        if (!(enc->word_scale = need_finite(c, "embeddings.word.scale", false, err)))
+        if (!(enc->word_scale = sq_sqm_finite_f32(c, "embeddings.word.scale", false, err)))
             goto fail;
     }
-    if (!(enc->pos_emb = (float *)need_finite(c, "embeddings.position", false, err)))
+    if (!(enc->pos_emb = (float *)sq_sqm_finite_f32(c, "embeddings.position", false, err)))
         goto fail;
     if (cfg->type_vocab > 0 &&
-        !(enc->type_emb = (float *)need_finite(c, "embeddings.token_type", false, err)))
+        !(enc->type_emb = (float *)sq_sqm_finite_f32(c, "embeddings.token_type", false, err)))
         goto fail;
     if (cfg->emb_ln &&
-        (!(enc->emb_ln_g = (float *)need_finite(c, "embeddings.ln.gamma", false, err)) ||
-         !(enc->emb_ln_b = (float *)need_finite(c, "embeddings.ln.beta", false, err))))
+        (!(enc->emb_ln_g = (float *)sq_sqm_finite_f32(c, "embeddings.ln.gamma", false, err)) ||
+         !(enc->emb_ln_b = (float *)sq_sqm_finite_f32(c, "embeddings.ln.beta", false, err))))
         goto fail;
     if (cfg->head != SQ_HEAD_NONE) {
         sq_linear *hd = &enc->head;
         hd->in = hd->out = H;
         hd->qtype = SQ_QT_F32;
         hd->borrowed = true;
-        if (!(hd->w = (float *)need_finite(c, "head.weight", false, err)) ||
-            !(hd->b = (float *)need_finite(c, "head.bias", false, err)))
+        if (!(hd->w = (float *)sq_sqm_finite_f32(c, "head.weight", false, err)) ||
+            !(hd->b = (float *)sq_sqm_finite_f32(c, "head.bias", false, err)))
             goto fail;
     }
     if (cfg->num_labels > 0) {
@@ -427,8 +424,8 @@ int sq_sqm_load_encoder(const sq_container *c, sq_encoder *enc, sq_sqm_info *inf
         sc->out = cfg->num_labels;
         sc->qtype = SQ_QT_F32;
         sc->borrowed = true;
-        if (!(sc->w = (float *)need_finite(c, "score.weight", false, err)) ||
-            !(sc->b = (float *)need_finite(c, "score.bias", false, err)))
+        if (!(sc->w = (float *)sq_sqm_finite_f32(c, "score.weight", false, err)) ||
+            !(sc->b = (float *)sq_sqm_finite_f32(c, "score.bias", false, err)))
             goto fail;
     }
     enc->layers = calloc((size_t)cfg->layers, sizeof *enc->layers);
@@ -441,7 +438,7 @@ int sq_sqm_load_encoder(const sq_container *c, sq_encoder *enc, sq_sqm_info *inf
         sq_encoder_layer *L = &enc->layers[l];
 #define LN(field, fmt)                                                                             \
     snprintf(name, sizeof name, fmt, l);                                                           \
-    if (!(L->field = (float *)need_finite(c, name, false, err)))                                 \
+    if (!(L->field = (float *)sq_sqm_finite_f32(c, name, false, err)))                                 \
         goto fail;
         LN(ln_attn_g, "layer.%d.ln_attn.gamma")
         LN(ln_attn_b, "layer.%d.ln_attn.beta")

@@ -36,6 +36,14 @@ int sq_sqm_read_meta(const sq_container *c, struct sq_sqm_schema_ctx *ctx, sq_sq
  * the schema (sq_sqm_check_schema), then the values. */
 int sq_sqm_load_encoder(const sq_container *c, sq_encoder *enc, sq_sqm_info *info, sq_err *err);
 
+/* An f32 tensor whose every value must be finite (embeddings, norms,
+ * biases: one NaN or inf there makes every output NaN). positive: every
+ * value must also be > 0 (scales). Its presence, dtype and shape are the
+ * schema's (checked before). NULL with err naming the file, the tensor and
+ * the entry. */
+const float *sq_sqm_finite_f32(const sq_container *c, const char *name, bool positive,
+                               sq_err *err);
+
 /* The linear whose tensors are "<prefix>.weight", ".bias", ... (prefix
  * "layer.3.qkv", or a causal LM's "classifier": sq_sqm_linear_prefix) of
  * shape [N, K] from the file (f32 or packed), its values proven (finite,
