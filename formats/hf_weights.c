@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "json_util.h"
+#include "layer_name.h"
 
 const sq_st_tensor *sq_hf_weights_find(const sq_hf_weights *w, const char *name,
                                        const sq_safetensors **in)
@@ -181,18 +182,14 @@ void sq_hf_weights_close(sq_hf_weights *w)
 int sq_hf_weights_check_layers(const sq_hf_weights *w, const char *layers, int n_layers,
                                const char *what, sq_err *err)
 {
-    const size_t np = strlen(w->prefix), nl = strlen(layers);
+    const size_t np = strlen(w->prefix);
     for (int s = 0; s < w->n_shards; s++)
         for (int i = 0; i < w->shards[s].n_tensors; i++) {
             const char *name = w->shards[s].tensors[i].name;
-            if (strncmp(name, w->prefix, np) != 0 || strncmp(name + np, layers, nl) != 0)
+            if (strncmp(name, w->prefix, np) != 0)
                 continue;
-            const char *d = name + np + nl;
-            if (*d < '0' || *d > '9')
-                continue;
-            char *end;
-            long l = strtol(d, &end, 10);
-            if (*end == '.' && l >= n_layers)
+            long l = sq_layer_index(name + np, layers, NULL);
+            if (l >= n_layers)
                 return sq_err_set(err, "%s: tensor \"%s\" belongs to layer %ld, but %s is %d: the "
                                   "config describes fewer layers than the weights hold",
                                   w->shards[s].mf.path, name, l, what, n_layers);

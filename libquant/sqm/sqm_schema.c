@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "layer_name.h"
 #include "qweight.h"
 #include "quant_embed.h"
 
@@ -375,14 +376,13 @@ const sq_sqm_tensor_rule *sq_sqm_rule_of(const char *name, const sq_sqm_schema_c
     *k = SQ_LIN_KINDS;
     int layer = -1;
     const char *rest = NULL;
-    if (strncmp(name, "layer.", 6) == 0 && name[6] >= '0' && name[6] <= '9') {
-        char *end;
-        long v = strtol(name + 6, &end, 10);
-        if (*end == '.' && (!ctx || v < ctx->cfg.layers) && (end - (name + 6)) < 6 &&
-            (name[6] != '0' || end == name + 7)) {
-            layer = (int)v;
-            rest = end + 1;
-        }
+    const char *end;
+    long v = sq_layer_index(name, "layer.", &end);
+    /* the canonical form: 1..5 digits, no leading zero */
+    if (v >= 0 && (!ctx || v < ctx->cfg.layers) && (end - (name + 6)) < 6 &&
+        (name[6] != '0' || end == name + 7)) {
+        layer = (int)v;
+        rest = end + 1;
     }
     /* A causal LM's packed classifier (SQM.md 10.6): "classifier.<suffix>"
      * of a linear row; an fp32 one's classifier.weight is the model row. */
@@ -583,11 +583,8 @@ int sq_sqm_check_schema(const sq_container *c, const sq_sqm_schema_ctx *ctx, uns
      * silently drop them. */
     for (size_t i = 0; rc == 0 && i < c->n_tensors; i++) {
         const char *name = c->tensors[i].name;
-        char *end;
-        if (strncmp(name, "layer.", 6) != 0 || name[6] < '0' || name[6] > '9')
-            continue;
-        long l = strtol(name + 6, &end, 10);
-        if (*end == '.' && l >= ctx->cfg.layers)
+        long l = sq_layer_index(name, "layer.", NULL);
+        if (l >= ctx->cfg.layers)
             rc = sq_err_set_at(err, name,
                                "%s: tensor \"%s\" belongs to layer %ld, but config.layers is %d: "
                                "the config describes fewer layers than the file holds",

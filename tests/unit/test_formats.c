@@ -13,6 +13,7 @@
 #include "checkpoint_dir.h"
 #include "fileio.h"
 #include "hf_config.h"
+#include "layer_name.h"
 #include "npy.h"
 #include "test_util.h"
 #include "text_input.h"
@@ -41,6 +42,23 @@ START_TEST(config_ok)
     ck_assert_int_eq(c.vocab_size, 200);
     ck_assert(c.ln_eps == 1e-12);
     free(p);
+}
+END_TEST
+
+/* The layer index in a tensor name (layer_name.h). */
+START_TEST(layer_index)
+{
+    const char *end = NULL;
+    ck_assert_int_eq(sq_layer_index("layer.3.qkv.weight", "layer.", &end), 3);
+    ck_assert_str_eq(end, ".qkv.weight");
+    ck_assert_int_eq(sq_layer_index("model.layers.12.mlp.up_proj.weight", "model.layers.", NULL),
+                     12);
+    ck_assert_int_eq(sq_layer_index("layer.007.x", "layer.", NULL), 7); /* callers check form */
+    ck_assert_int_eq(sq_layer_index("layer.3", "layer.", NULL), -1);    /* no '.' after */
+    ck_assert_int_eq(sq_layer_index("layer.x.qkv", "layer.", NULL), -1);
+    ck_assert_int_eq(sq_layer_index("layer.-1.qkv", "layer.", NULL), -1);
+    ck_assert_int_eq(sq_layer_index("embeddings.word", "layer.", NULL), -1);
+    ck_assert_int_eq(sq_layer_index("encoder.layer.5.attention", "layer.", NULL), -1);
 }
 END_TEST
 
@@ -383,6 +401,7 @@ int main(void)
     TCase *tc = tcase_create("formats");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, config_ok);
+    tcase_add_test(tc, layer_index);
     tcase_add_test(tc, config_refusals);
     tcase_add_test(tc, pooling_configs);
     tcase_add_test(tc, npy_header);
