@@ -187,8 +187,9 @@ static void log_linear(const sq_quantize_opts *o, const sq_linear_report *lr, bo
  * the report; w_orig [n] gets each folded linear's weights before the fold
  * (for its error). A dry run stops after step 1. */
 static int quantize_linears(const sq_quant_target *t, const sq_calib_stats *st,
-                            const sq_quantize_opts *o, sq_plan_linear *pl, float **w_orig,
-                            sq_quantize_report *rep, sq_err *err)
+                            const sq_quantize_opts *o, const sq_scale_params *scale,
+                            sq_plan_linear *pl, float **w_orig, sq_quantize_report *rep,
+                            sq_err *err)
 {
     const sq_recipe *r = o->recipe;
     const int L = t->n_layers, NL = L * SQ_LIN_KINDS;
@@ -202,7 +203,6 @@ static int quantize_linears(const sq_quant_target *t, const sq_calib_stats *st,
         goto out;
     if (o->dry_run)
         return 0;
-    const sq_scale_params sp = sq_plan_recipe_scale(r);
     const bool int4_search = o->int4_search || r->int4_scale_search;
 
     /* 1b. Outlier channels of each packed linear (outlier_select.h), from
@@ -253,7 +253,7 @@ static int quantize_linears(const sq_quant_target *t, const sq_calib_stats *st,
     /* 4. Activation clip ranges. Smoothed inputs need the histogram of x / s:
      * replay the calibration with the smoothing applied (not for minmax,
      * whose range follows exactly from the per-channel maxima). */
-    const bool range_b = (any_smooth || any_outl) && sp.method != SQ_CALIB_MINMAX;
+    const bool range_b = (any_smooth || any_outl) && scale->method != SQ_CALIB_MINMAX;
     bool gptq = false; /* GPTQ's Gram matrices come from the same replay */
     for (int i = 0; i < NL; i++)
         gptq |= sq_plan_wants_gptq(&pl[i], r);
@@ -282,7 +282,7 @@ static int quantize_linears(const sq_quant_target *t, const sq_calib_stats *st,
             continue;
         }
         const sq_act_stats *xs = sq_calib_stats_at(st, i / SQ_LIN_KINDS, (sq_linear_kind)(i % SQ_LIN_KINDS));
-        if (sq_plan_act(p, xs, range_b ? &cap2.stats[i] : NULL, r, &sp, ones, err) != 0)
+        if (sq_plan_act(p, xs, range_b ? &cap2.stats[i] : NULL, r, scale, ones, err) != 0)
             goto out;
         rep->linears[i].act_amax = p->act_amax;
         rep->linears[i].act_zero = p->act_zero;
@@ -298,7 +298,7 @@ static int quantize_linears(const sq_quant_target *t, const sq_calib_stats *st,
         const sq_linear_kind k = (sq_linear_kind)(i % SQ_LIN_KINDS);
         const sq_linear *lin = t->linear(t, l, k);
         if (p->res.qtype != SQ_QT_F32 &&
-            quantize_linear(t, r, &sp, int4_search, p, lin, sq_calib_stats_at(st, l, k),
+            quantize_linear(t, r, scale, int4_search, p, lin, sq_calib_stats_at(st, l, k),
                             p->folded ? w_orig[i] : lin->w, &cap, i, lr, err) != 0)
             goto out;
         log_linear(o, lr, t->dynamic_acts);
@@ -357,7 +357,8 @@ int sq_quantize(const sq_quant_target *t, const char *model_arg, const sq_calib_
                                          (void *)o, err) < 0)
         goto out;
     /* 1-5. Every linear. */
-    if (quantize_linears(t, st, o, pl, w_orig, rep, err) != 0)
+    const sq_scale_params sp = sq_plan_recipe_scale(o->recipe);
+    if (quantize_linears(t, st, o, &sp, pl, w_orig, rep, err) != 0)
         goto out;
     if (o->dry_run) {
         rc = 0;
@@ -367,7 +368,6 @@ int sq_quantize(const sq_quant_target *t, const char *model_arg, const sq_calib_
     uint64_t st_size, st_hash = 0, h;
     if (st_path && sq_hash_file(st_path, &st_size, &st_hash, err) != 0)
         goto out;
-    const sq_scale_params sp = sq_plan_recipe_scale(o->recipe);
     const sq_quant_result res = {.plans = pl, .rep = rep, .st = st, .st_hash = st_hash,
                                  .model_digest = md.combined, .model_arg = model_arg,
                                  .recipe = o->recipe, .scale = &sp};
