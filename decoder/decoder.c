@@ -58,7 +58,7 @@ int sq_decoder_from_llama(sq_llama_ckpt *ck, sq_decoder *d, sq_err *err)
     if (!d->layers)
         goto oom;
     for (int l = 0; l < k->n_layers; l++) {
-        sq_decoder_layer *L = &d->layers[l];
+        sq_block *L = &d->layers[l];
         if (make_linear(&L->lin[SQ_LIN_QKV], k->dim, ck->wq + l * D * D, k->dim,
                         ck->wk + l * KV * D, k->kv_dim, ck->wv + l * KV * D, k->kv_dim) != 0 ||
             make_linear(&L->lin[SQ_LIN_ATTN_OUT], k->dim, ck->wo + l * D * D, k->dim, NULL, 0,
@@ -68,12 +68,12 @@ int sq_decoder_from_llama(sq_llama_ckpt *ck, sq_decoder *d, sq_err *err)
             make_linear(&L->lin[SQ_LIN_FFN_DOWN], k->hidden, ck->w2 + l * D * H, k->dim, NULL, 0,
                         NULL, 0) != 0)
             goto oom;
-        L->rms_att = malloc(D * sizeof(float));
-        L->rms_ffn = malloc(D * sizeof(float));
-        if (!L->rms_att || !L->rms_ffn)
+        L->n1_g = malloc(D * sizeof(float));
+        L->n2_g = malloc(D * sizeof(float));
+        if (!L->n1_g || !L->n2_g)
             goto oom;
-        memcpy(L->rms_att, ck->rms_att + l * D, D * sizeof(float));
-        memcpy(L->rms_ffn, ck->rms_ffn + l * D, D * sizeof(float));
+        memcpy(L->n1_g, ck->rms_att + l * D, D * sizeof(float));
+        memcpy(L->n2_g, ck->rms_ffn + l * D, D * sizeof(float));
     }
     /* Moved, not copied. */
     d->tok_emb = ck->tok_emb;
@@ -190,78 +190,80 @@ static void rope(const sq_decoder *d, float *v, int n_heads_here, int p)
     }
 }
 
-/* The observer's look at a linear's input, then the linear. */
-static void linear(const sq_decoder_state *st, int layer, sq_linear_kind k, const sq_linear *lin,
-                   const float *x, int n, float *y)
+/* The decoder's attention core (block.h): RoPE on the chunk's queries and
+ * keys, K and V appended to the layer's cache, then per head the chunk's
+ * rows against the cache's pos + n keys with libquant's f32 attention
+ * kernels (attn_f32.h: every level gives the scalar fma chain's bits, and
+ * a row's bits do not depend on how many rows run with it, so a prefill
+ * equals token-by-token decoding); causal: row r attends to keys
+ * 0 .. pos + r, the rest of its probabilities are 0. The probabilities'
+ * range is not observed (calib/SQC.md: [1, 0] for decoders). */
+typedef struct dec_attn {
+    const sq_decoder *d;
+    sq_decoder_state *st;
+    int n, pos;
+} dec_attn;
+
+static bool dec_attn_run(void *ctx, int layer, float *qkv, float *out, float *prange)
 {
-    if (st->obs && st->obs->linear_input)
-        st->obs->linear_input(st->obs->ctx, layer, k, x, n, lin->in);
-    sq_linear_forward(lin, x, n, y, &st->lin);
+    (void)prange;
+    const dec_attn *a = ctx;
+    const sq_decoder *d = a->d;
+    sq_decoder_state *st = a->st;
+    const sq_decoder_config *c = &d->cfg;
+    const int D = c->dim, KV = c->kv_dim, hd = c->head_dim, QKV = D + 2 * KV;
+    const int group = c->n_heads / c->n_kv_heads, n = a->n, pos = a->pos;
+    const float inv_sqrt = 1.0f / sqrtf((float)hd);
+    float *kc = st->k_cache + (size_t)layer * st->max_pos * KV;
+    float *vc = st->v_cache + (size_t)layer * st->max_pos * KV;
+    for (int r = 0; r < n; r++) {
+        float *q = qkv + (size_t)r * QKV;
+        rope(d, q, c->n_heads, pos + r);
+        rope(d, q + D, c->n_kv_heads, pos + r);
+        memcpy(kc + (size_t)(pos + r) * KV, q + D, (size_t)KV * sizeof(float));
+        memcpy(vc + (size_t)(pos + r) * KV, q + D + KV, (size_t)KV * sizeof(float));
+    }
+    const int N = pos + n;
+    int nt = sq_par_threads(SQ_WORK_SCALAR, 2.0 * n * c->n_heads * N * hd, c->n_heads);
+    if (nt > st->n_threads)
+        nt = st->n_threads;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
+    for (int h = 0; h < c->n_heads; h++) {
+        const int tid = omp_get_thread_num();
+        const int kvo = (h / group) * hd;
+        float *S = st->scores + (size_t)tid * st->max_rows * st->max_pos;
+        float *scr = st->attn_scratch + (size_t)tid * st->attn_scratch_floats;
+        sq_attn_f32_scores_mn(qkv + (size_t)h * hd, QKV, n, kc + kvo, KV, N, hd, inv_sqrt, S,
+                              st->max_pos, scr);
+        for (int r = 0; r < n; r++) {
+            float *row = S + (size_t)r * st->max_pos;
+            const int seen = pos + r + 1;
+            sq_softmax_row(row, seen);
+            memset(row + seen, 0, (size_t)(N - seen) * sizeof *row);
+        }
+        sq_attn_f32_context_mn(S, st->max_pos, n, vc + kvo, KV, N, hd, out + (size_t)h * hd, D);
+    }
+    return false;
 }
 
-/* One chunk of n <= max_rows rows at positions pos.. through every layer;
- * st->x holds the final hidden state (before the last RMSNorm). */
+/* One chunk of n <= max_rows rows at positions pos.. through every layer
+ * (the one block, block.h); st->x holds the final hidden state (before
+ * the last RMSNorm). */
 static void run_chunk(const sq_decoder *d, sq_decoder_state *st, const int32_t *ids, int n,
                       int pos)
 {
     const sq_decoder_config *c = &d->cfg;
-    const int D = c->dim, KV = c->kv_dim, hd = c->head_dim, QKV = D + 2 * KV;
-    const int group = c->n_heads / c->n_kv_heads;
-    const float inv_sqrt = 1.0f / sqrtf((float)hd);
+    const int D = c->dim;
     for (int r = 0; r < n; r++)
         memcpy(st->x + (size_t)r * D, d->tok_emb + (size_t)ids[r] * D, (size_t)D * sizeof(float));
-    for (int l = 0; l < c->n_layers; l++) {
-        const sq_decoder_layer *L = &d->layers[l];
-        float *kc = st->k_cache + (size_t)l * st->max_pos * KV;
-        float *vc = st->v_cache + (size_t)l * st->max_pos * KV;
-        sq_rmsnorm_to(st->x, st->xb, n, D, L->rms_att, c->norm_eps);
-        linear(st, l, SQ_LIN_QKV, &L->lin[SQ_LIN_QKV], st->xb, n, st->qkv);
-        for (int r = 0; r < n; r++) {
-            float *q = st->qkv + (size_t)r * QKV;
-            rope(d, q, c->n_heads, pos + r);
-            rope(d, q + D, c->n_kv_heads, pos + r);
-            memcpy(kc + (size_t)(pos + r) * KV, q + D, (size_t)KV * sizeof(float));
-            memcpy(vc + (size_t)(pos + r) * KV, q + D + KV, (size_t)KV * sizeof(float));
-        }
-        /* Per head, the n new rows against the cache's pos + n keys with
-         * libquant's f32 attention kernels (attn_f32.h: every level gives the
-         * scalar fma chain's bits, and a row's bits do not depend on how many
-         * rows run with it, so a prefill equals token-by-token decoding);
-         * causal: row r attends to keys 0 .. pos + r, the rest of its
-         * probabilities are 0. */
-        const int N = pos + n;
-        int nt = sq_par_threads(SQ_WORK_SCALAR, 2.0 * n * c->n_heads * N * hd, c->n_heads);
-        if (nt > st->n_threads)
-            nt = st->n_threads;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
-        for (int h = 0; h < c->n_heads; h++) {
-            const int tid = omp_get_thread_num();
-            const int kvo = (h / group) * hd;
-            float *S = st->scores + (size_t)tid * st->max_rows * st->max_pos;
-            float *scr = st->attn_scratch + (size_t)tid * st->attn_scratch_floats;
-            sq_attn_f32_scores_mn(st->qkv + (size_t)h * hd, QKV, n, kc + kvo, KV, N, hd, inv_sqrt,
-                                  S, st->max_pos, scr);
-            for (int r = 0; r < n; r++) {
-                float *row = S + (size_t)r * st->max_pos;
-                const int seen = pos + r + 1;
-                sq_softmax_row(row, seen);
-                memset(row + seen, 0, (size_t)(N - seen) * sizeof *row);
-            }
-            sq_attn_f32_context_mn(S, st->max_pos, n, vc + kvo, KV, N, hd,
-                                   st->att + (size_t)h * hd, D);
-        }
-        linear(st, l, SQ_LIN_ATTN_OUT, &L->lin[SQ_LIN_ATTN_OUT], st->att, n, st->xb);
-        sq_add_inplace(st->x, st->xb, (int64_t)n * D);
-        sq_rmsnorm_to(st->x, st->xb, n, D, L->rms_ffn, c->norm_eps);
-        linear(st, l, SQ_LIN_FFN_UP, &L->lin[SQ_LIN_FFN_UP], st->xb, n, st->gu);
-        if (st->obs && st->obs->linear_input) { /* the observer sees SwiGLU's output */
-            sq_swiglu(st->gu, st->hb, n, c->hidden);
-            linear(st, l, SQ_LIN_FFN_DOWN, &L->lin[SQ_LIN_FFN_DOWN], st->hb, n, st->xb);
-        } else /* SwiGLU inside ffn_down's quantize step (linear.h) */
-            sq_linear_forward_mapped(&L->lin[SQ_LIN_FFN_DOWN], st->gu, (size_t)2 * c->hidden, n,
-                                     sq_swiglu_row, st->hb, st->xb, &st->lin);
-        sq_add_inplace(st->x, st->xb, (int64_t)n * D);
-    }
+    const sq_block_desc desc = {.norm = SQ_NORM_RMS, .place = SQ_NORM_PRE, .act = SQ_ACT_SWIGLU,
+                                .eps = c->norm_eps};
+    dec_attn core = {d, st, n, pos};
+    const sq_block_attn attn = {dec_attn_run, &core};
+    const sq_block_bufs bufs = {.tmp = st->xb, .qkv = st->qkv, .ctx = st->att, .ffn = st->gu,
+                                .act = st->hb, .res = NULL, .lin = &st->lin};
+    for (int l = 0; l < c->n_layers; l++)
+        sq_block_forward(&desc, &d->layers[l], l, st->x, n, &bufs, &attn, st->obs);
 }
 
 int sq_decoder_forward(const sq_decoder *d, sq_decoder_state *st, const int32_t *ids, int n,

@@ -1,7 +1,10 @@
-/* THE decoder executor (Llama family): token embedding, n_layers of
+/* The decoder (Llama family): token embedding, n_layers of
  *   x += Wo · Attention(RoPE(Wq · RMSNorm(x)), RoPE(Wk · ..), Wv · ..)
  *   x += W2 · (silu(W1 · RMSNorm(x)) * (W3 · RMSNorm(x)))
  * then RMSNorm and the classifier (tied to the embedding or separate).
+ * Each layer is the one block (libquant/model/block.h) described as
+ * pre-RMSNorm with SwiGLU; this file holds its attention core (RoPE, the
+ * KV cache, causal attention) and the embedding and LM head around it.
  * RoPE as llama2.c applies it: adjacent pairs (2j, 2j+1) inside each head
  * rotated by pos * theta^(-2j / head_dim) (theta 10000). Grouped-query
  * attention: query head h reads key/value head h / (n_heads / n_kv_heads),

@@ -24,7 +24,7 @@ const char *sq_norm_place_name(sq_norm_place v)
 
 const char *sq_act_name(sq_act v)
 {
-    return v == SQ_ACT_RELU ? "relu" : "gelu";
+    return v == SQ_ACT_RELU ? "relu" : v == SQ_ACT_SWIGLU ? "swiglu" : "gelu";
 }
 
 const char *sq_pos_kind_name(sq_pos_kind v)

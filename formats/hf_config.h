@@ -21,7 +21,9 @@
  * Encoder Lite are pre-LN, ReLU, sinusoidal positions, no embedding
  * LayerNorm, and a dense+tanh head on the pooled vector. */
 typedef enum sq_norm_place { SQ_NORM_POST = 0, SQ_NORM_PRE = 1 } sq_norm_place;
-typedef enum sq_act { SQ_ACT_GELU = 0, SQ_ACT_RELU = 1 } sq_act;
+/* The FFN's activation; SwiGLU (silu(gate) * up, on ffn_up's gate rows then
+ * its up rows) is a decoder's, never read from an encoder's config. */
+typedef enum sq_act { SQ_ACT_GELU = 0, SQ_ACT_RELU = 1, SQ_ACT_SWIGLU = 2 } sq_act;
 typedef enum sq_pos_kind { SQ_POS_LEARNED = 0, SQ_POS_SINUSOIDAL = 1 } sq_pos_kind;
 /* The dense layer on the pooled vector (USE Lite's tanh projection, a
  * sentence-transformers Dense module): none, tanh(p W^T + b), or p W^T + b. */

@@ -141,9 +141,9 @@ static int dec_tensors(const void *ctx, sq_container_writer *w, sq_keep *kp, sq_
     char name[96];
 #define NAME(...) (snprintf(name, sizeof name, __VA_ARGS__), name)
     for (int l = 0; l < c->n_layers; l++) {
-        const sq_decoder_layer *Ly = &d->layers[l];
-        sq_container_writer_add(w, NAME("layer.%d.rms_att.weight", l), SQ_CDT_F32, 1, &D, Ly->rms_att, D * 4);
-        sq_container_writer_add(w, NAME("layer.%d.rms_ffn.weight", l), SQ_CDT_F32, 1, &D, Ly->rms_ffn, D * 4);
+        const sq_block *Ly = &d->layers[l];
+        sq_container_writer_add(w, NAME("layer.%d.rms_att.weight", l), SQ_CDT_F32, 1, &D, Ly->n1_g, D * 4);
+        sq_container_writer_add(w, NAME("layer.%d.rms_ffn.weight", l), SQ_CDT_F32, 1, &D, Ly->n2_g, D * 4);
         for (int k = 0; k < NK; k++) {
             const sq_plan_linear *p = &res->plans[l * SQ_LIN_KINDS + k];
             const sq_linear *lin = &Ly->lin[k];

@@ -195,13 +195,13 @@ static int enc_tensors(const void *ctx, sq_container_writer *w, sq_keep *kp, sq_
     }
     char name[96];
     for (int l = 0; l < c->layers; l++) {
-        const sq_encoder_layer *L = &e->layers[l];
+        const sq_block *L = &e->layers[l];
         uint64_t da = (uint64_t)sq_ln_attn_dim(c, l);
 #define NAME(...) (snprintf(name, sizeof name, __VA_ARGS__), name)
-        sq_container_writer_add(w, NAME("layer.%d.ln_attn.gamma", l), SQ_CDT_F32, 1, &da, L->ln_attn_g, da * 4);
-        sq_container_writer_add(w, NAME("layer.%d.ln_attn.beta", l), SQ_CDT_F32, 1, &da, L->ln_attn_b, da * 4);
-        sq_container_writer_add(w, NAME("layer.%d.ln_ffn.gamma", l), SQ_CDT_F32, 1, &dh, L->ln_ffn_g, dh * 4);
-        sq_container_writer_add(w, NAME("layer.%d.ln_ffn.beta", l), SQ_CDT_F32, 1, &dh, L->ln_ffn_b, dh * 4);
+        sq_container_writer_add(w, NAME("layer.%d.ln_attn.gamma", l), SQ_CDT_F32, 1, &da, L->n1_g, da * 4);
+        sq_container_writer_add(w, NAME("layer.%d.ln_attn.beta", l), SQ_CDT_F32, 1, &da, L->n1_b, da * 4);
+        sq_container_writer_add(w, NAME("layer.%d.ln_ffn.gamma", l), SQ_CDT_F32, 1, &dh, L->n2_g, dh * 4);
+        sq_container_writer_add(w, NAME("layer.%d.ln_ffn.beta", l), SQ_CDT_F32, 1, &dh, L->n2_b, dh * 4);
         for (int k = 0; k < SQ_LIN_KINDS; k++) {
             const sq_plan_linear *p = &pl[l * SQ_LIN_KINDS + k];
             const sq_linear *lin = &L->lin[k];

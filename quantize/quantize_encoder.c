@@ -34,13 +34,13 @@ static bool enc_can_fold(const sq_quant_target *t, int l, sq_linear_kind k)
 
 static int enc_fold(const sq_quant_target *t, int l, sq_linear_kind k, const float *s, sq_err *err)
 {
-    sq_encoder_layer *Ly = &model_of(t)->enc.layers[l];
+    sq_block *Ly = &model_of(t)->enc.layers[l];
     if (k == SQ_LIN_ATTN_OUT)
         return sq_smooth_fold_v_out(&Ly->lin[SQ_LIN_QKV], &Ly->lin[k], s, err);
     if (k == SQ_LIN_QKV)
-        sq_smooth_fold_layernorm(Ly->ln_attn_g, Ly->ln_attn_b, &Ly->lin[k], s);
+        sq_smooth_fold_layernorm(Ly->n1_g, Ly->n1_b, &Ly->lin[k], s);
     else
-        sq_smooth_fold_layernorm(Ly->ln_ffn_g, Ly->ln_ffn_b, &Ly->lin[k], s);
+        sq_smooth_fold_layernorm(Ly->n2_g, Ly->n2_b, &Ly->lin[k], s);
     return 0;
 }
 

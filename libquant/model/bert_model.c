@@ -59,7 +59,7 @@ static int load_qkv(const weights *w, int layer, int H, sq_linear *l, sq_err *er
     return 0;
 }
 
-static int load_layer(const weights *w, const sq_bert_config *c, int i, sq_encoder_layer *L,
+static int load_layer(const weights *w, const sq_bert_config *c, int i, sq_block *L,
                       sq_err *err)
 {
     const int H = c->hidden, F = c->ffn;
@@ -76,16 +76,16 @@ static int load_layer(const weights *w, const sq_bert_config *c, int i, sq_encod
     if (load_linear(w, base, H, F, &L->lin[SQ_LIN_FFN_DOWN], err) != 0)
         return -1;
     snprintf(name, sizeof name, "encoder.layer.%d.attention.output.LayerNorm.weight", i);
-    if (!(L->ln_attn_g = load(w, name, H, 0, err)))
+    if (!(L->n1_g = load(w, name, H, 0, err)))
         return -1;
     snprintf(name, sizeof name, "encoder.layer.%d.attention.output.LayerNorm.bias", i);
-    if (!(L->ln_attn_b = load(w, name, H, 0, err)))
+    if (!(L->n1_b = load(w, name, H, 0, err)))
         return -1;
     snprintf(name, sizeof name, "encoder.layer.%d.output.LayerNorm.weight", i);
-    if (!(L->ln_ffn_g = load(w, name, H, 0, err)))
+    if (!(L->n2_g = load(w, name, H, 0, err)))
         return -1;
     snprintf(name, sizeof name, "encoder.layer.%d.output.LayerNorm.bias", i);
-    if (!(L->ln_ffn_b = load(w, name, H, 0, err)))
+    if (!(L->n2_b = load(w, name, H, 0, err)))
         return -1;
     return 0;
 }

@@ -26,14 +26,8 @@ int sq_decoder_rope_tables(sq_decoder *d)
 void sq_decoder_free(sq_decoder *d)
 {
     if (d->layers)
-        for (int l = 0; l < d->cfg.n_layers; l++) {
-            for (int k = 0; k < SQ_DEC_LIN_KINDS; k++)
-                sq_linear_free(&d->layers[l].lin[k]);
-            if (!d->borrowed) {
-                free(d->layers[l].rms_att);
-                free(d->layers[l].rms_ffn);
-            }
-        }
+        for (int l = 0; l < d->cfg.n_layers; l++)
+            sq_block_free(&d->layers[l], d->borrowed);
     free(d->layers);
     sq_linear_free(&d->classifier);
     if (!d->borrowed) {

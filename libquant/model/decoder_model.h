@@ -8,23 +8,21 @@
 
 #include <stdbool.h>
 
+#include "block.h"
 #include "decoder_config.h"
 #include "linear.h"
 
-/* The linears of a layer are the encoder's kinds (decoder_config.h):
- * SQ_LIN_QKV (wq, wk, wv stacked), SQ_LIN_ATTN_OUT (wo), SQ_LIN_FFN_UP
- * (w1 the gate, then w3), SQ_LIN_FFN_DOWN (w2); lin[SQ_LIN_RES] is empty. */
+/* A layer is a block (block.h) of the encoder's linear kinds
+ * (decoder_config.h): SQ_LIN_QKV (wq, wk, wv stacked), SQ_LIN_ATTN_OUT
+ * (wo), SQ_LIN_FFN_UP (w1 the gate, then w3), SQ_LIN_FFN_DOWN (w2);
+ * lin[SQ_LIN_RES] is empty. Its norms are RMSNorm weights [dim]: n1_g
+ * before attention, n2_g before the FFN (no biases). */
 #define SQ_DEC_LIN_KINDS SQ_LIN_RES
-
-typedef struct sq_decoder_layer {
-    sq_linear lin[SQ_DEC_LIN_KINDS];
-    float *rms_att, *rms_ffn; /* [dim], owned (borrowed: see sq_decoder.borrowed) */
-} sq_decoder_layer;
 
 typedef struct sq_decoder {
     sq_decoder_config cfg;
     float *tok_emb;            /* [vocab][dim], owned */
-    sq_decoder_layer *layers;
+    sq_block *layers;
     float *rms_final;          /* [dim], owned */
     sq_linear classifier;      /* [vocab][dim]; tied: borrows tok_emb and cls_bias */
     float *cls_bias;           /* [vocab] zeros (the classifier has no bias) */

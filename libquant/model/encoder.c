@@ -14,13 +14,6 @@
 #include "quant_embed.h"
 #include "par_threads.h"
 
-const char *sq_linear_kind_name(sq_linear_kind k)
-{
-    static const char *const names[SQ_LIN_KINDS] = {"qkv", "attn_out", "ffn_up", "ffn_down",
-                                                    "res"};
-    return (unsigned)k < SQ_LIN_KINDS ? names[k] : "?";
-}
-
 int sq_layer_in_dim(const sq_bert_config *c, int layer)
 {
     return layer == 0 ? c->embed_dim : c->hidden;
@@ -46,6 +39,12 @@ bool sq_linear_shape(const sq_bert_config *c, int layer, sq_linear_kind k, int *
 int sq_ln_attn_dim(const sq_bert_config *c, int layer)
 {
     return c->norm == SQ_NORM_PRE ? sq_layer_in_dim(c, layer) : c->hidden;
+}
+
+sq_block_desc sq_encoder_block_desc(const sq_bert_config *c)
+{
+    return (sq_block_desc){.norm = SQ_NORM_LAYER, .place = c->norm, .act = c->act,
+                           .eps = (float)c->ln_eps};
 }
 
 void sq_encoder_apply_head(const sq_encoder *enc, float *x, int n, float *tmp)
@@ -273,18 +272,26 @@ static void attention(const sq_encoder *enc, const sq_batch *b, const float *qkv
     }
 }
 
-static void observe(const sq_observer *obs, int layer, sq_linear_kind k, const float *x, int rows,
-                    int cols)
+/* The encoder's attention core (block.h): bidirectional within each
+ * sequence of the batch, at the layer's input width. */
+typedef struct enc_attn {
+    const sq_encoder *enc;
+    const sq_batch *b;
+    const sq_workspace *ws;
+} enc_attn;
+
+static bool enc_attn_run(void *ctx, int layer, float *qkv, float *out, float *prange)
 {
-    if (obs && obs->linear_input)
-        obs->linear_input(obs->ctx, layer, k, x, rows, cols);
+    const enc_attn *a = ctx;
+    attention(a->enc, a->b, qkv, out, a->ws, sq_layer_in_dim(&a->enc->cfg, layer), prange,
+              a->ws->lin.prof);
+    return true;
 }
 
 int sq_encoder_forward(const sq_encoder *enc, sq_workspace *ws, const sq_batch *b,
                        float *hidden_out, const sq_observer *obs, sq_err *err)
 {
     const sq_bert_config *c = &enc->cfg;
-    const int H = c->hidden;
     if (b->n_seq <= 0 || b->offsets[0] != 0)
         return sq_err_set(err, "empty batch");
     int T = b->offsets[b->n_seq], max_len = 0;
@@ -305,100 +312,22 @@ int sq_encoder_forward(const sq_encoder *enc, sq_workspace *ws, const sq_batch *
     }
     if (sq_workspace_reserve(ws, enc, T, max_len) != 0)
         return sq_err_set(err, "out of memory for a batch of %d tokens", T);
-    float eps = (float)c->ln_eps;
     float *x = hidden_out;
     sq_op_profile *prof = ws->lin.prof;
     const double t_start = prof ? sq_op_now() : 0;
-    double t = t_start;
-#define OP(op)                                                                                     \
-    do {                                                                                           \
-        if (prof)                                                                                  \
-            t = sq_op_add(prof, op, t);                                                            \
-    } while (0)
-#define LIN(kind, in_, rows, out_)                                                                 \
-    do {                                                                                           \
-        ws->lin.gemm_op = (sq_op)(SQ_OP_GEMM_QKV + (kind));                                        \
-        sq_linear_forward(&L->lin[kind], in_, rows, out_, &ws->lin);                               \
-        if (prof)                                                                                  \
-            t = sq_op_now();                                                                       \
-    } while (0)
     embed(enc, b, x);
-    OP(SQ_OP_EMBED);
+    double t = prof ? sq_op_add(prof, SQ_OP_EMBED, t_start) : 0;
     if (enc->emb_ln_g)
-        sq_add_layernorm(x, NULL, T, c->embed_dim, enc->emb_ln_g, enc->emb_ln_b, eps);
-    OP(SQ_OP_LAYERNORM);
-    const bool pre = c->norm == SQ_NORM_PRE;
-    for (int l = 0; l < c->layers; l++) {
-        const sq_encoder_layer *L = &enc->layers[l];
-        const int in = sq_layer_in_dim(c, l);
-        /* Attention block. Pre-LN: x + attn(LN(x)); post-LN: LN(x + attn(x)).
-         * A widening layer projects its residual x (res linear) to H. */
-        const float *a_in = x;
-        if (pre) {
-            sq_layernorm_to(x, ws->tmp, T, in, L->ln_attn_g, L->ln_attn_b, eps);
-            a_in = ws->tmp;
-            OP(SQ_OP_LAYERNORM);
-        }
-        observe(obs, l, SQ_LIN_QKV, a_in, T, in);
-        LIN(SQ_LIN_QKV, a_in, T, ws->qkv);
-        float prange[2];
-        bool want_p = obs && obs->attn_probs;
-        attention(enc, b, ws->qkv, ws->ctx, ws, in, want_p ? prange : NULL,
-                  prof);
-        if (prof)
-            t = sq_op_now();
-        if (want_p)
-            obs->attn_probs(obs->ctx, l, prange[0], prange[1]);
-        observe(obs, l, SQ_LIN_ATTN_OUT, ws->ctx, T, in);
-        LIN(SQ_LIN_ATTN_OUT, ws->ctx, T, ws->tmp);
-        if (L->lin[SQ_LIN_RES].out > 0) {
-            observe(obs, l, SQ_LIN_RES, x, T, in);
-            LIN(SQ_LIN_RES, x, T, ws->res);
-            memcpy(x, ws->res, (size_t)T * H * sizeof(float)); /* x is H wide from here */
-            OP(SQ_OP_RESIDUAL);
-        }
-        if (pre) {
-            sq_add_inplace(x, ws->tmp, (int64_t)T * H);
-            OP(SQ_OP_RESIDUAL);
-        } else {
-            sq_add_layernorm(x, ws->tmp, T, H, L->ln_attn_g, L->ln_attn_b, eps);
-            OP(SQ_OP_LAYERNORM);
-        }
-        /* FFN block. */
-        const float *f_in = x;
-        if (pre) {
-            sq_layernorm_to(x, ws->tmp, T, H, L->ln_ffn_g, L->ln_ffn_b, eps);
-            f_in = ws->tmp;
-            OP(SQ_OP_LAYERNORM);
-        }
-        observe(obs, l, SQ_LIN_FFN_UP, f_in, T, H);
-        LIN(SQ_LIN_FFN_UP, f_in, T, ws->ffn);
-        if (obs) { /* the observer sees the activation's output */
-            if (c->act == SQ_ACT_RELU)
-                sq_relu_inplace(ws->ffn, (int64_t)T * c->ffn);
-            else
-                sq_gelu_inplace(ws->ffn, (int64_t)T * c->ffn);
-            OP(SQ_OP_ACTIVATION);
-            observe(obs, l, SQ_LIN_FFN_DOWN, ws->ffn, T, c->ffn);
-            LIN(SQ_LIN_FFN_DOWN, ws->ffn, T, ws->tmp);
-        } else { /* the activation inside ffn_down's quantize step (linear.h) */
-            ws->lin.gemm_op = SQ_OP_GEMM_FFN_DOWN;
-            sq_linear_forward_mapped(&L->lin[SQ_LIN_FFN_DOWN], ws->ffn, (size_t)c->ffn, T,
-                                     c->act == SQ_ACT_RELU ? sq_relu_row : sq_gelu_row, ws->ffn,
-                                     ws->tmp, &ws->lin);
-            if (prof)
-                t = sq_op_now();
-        }
-        if (pre) {
-            sq_add_inplace(x, ws->tmp, (int64_t)T * H);
-            OP(SQ_OP_RESIDUAL);
-        } else {
-            sq_add_layernorm(x, ws->tmp, T, H, L->ln_ffn_g, L->ln_ffn_b, eps);
-            OP(SQ_OP_LAYERNORM);
-        }
-    }
-#undef OP
-#undef LIN
+        sq_add_layernorm(x, NULL, T, c->embed_dim, enc->emb_ln_g, enc->emb_ln_b, (float)c->ln_eps);
+    if (prof)
+        sq_op_add(prof, SQ_OP_LAYERNORM, t);
+    const sq_block_desc desc = sq_encoder_block_desc(c);
+    enc_attn core = {enc, b, ws};
+    const sq_block_attn attn = {enc_attn_run, &core};
+    const sq_block_bufs bufs = {.tmp = ws->tmp, .qkv = ws->qkv, .ctx = ws->ctx, .ffn = ws->ffn,
+                                .act = ws->ffn, .res = ws->res, .lin = &ws->lin};
+    for (int l = 0; l < c->layers; l++)
+        sq_block_forward(&desc, &enc->layers[l], l, x, T, &bufs, &attn, obs);
     if (prof) {
         prof->total += sq_op_now() - t_start;
         prof->forwards++;
@@ -408,19 +337,9 @@ int sq_encoder_forward(const sq_encoder *enc, sq_workspace *ws, const sq_batch *
 
 void sq_encoder_free(sq_encoder *enc)
 {
-    if (enc->layers) {
-        for (int l = 0; l < enc->cfg.layers; l++) {
-            sq_encoder_layer *L = &enc->layers[l];
-            for (int k = 0; k < SQ_LIN_KINDS; k++)
-                sq_linear_free(&L->lin[k]);
-            if (!enc->borrowed) {
-                free(L->ln_attn_g);
-                free(L->ln_attn_b);
-                free(L->ln_ffn_g);
-                free(L->ln_ffn_b);
-            }
-        }
-    }
+    if (enc->layers)
+        for (int l = 0; l < enc->cfg.layers; l++)
+            sq_block_free(&enc->layers[l], enc->borrowed);
     free(enc->layers);
     sq_linear_free(&enc->head);
     sq_linear_free(&enc->score);

@@ -1,5 +1,6 @@
-/* THE encoder executor: one implementation for every precision and every
- * supported architecture variant (hf_config.h: post-LN BERT, pre-LN
+/* The encoder executor: embeddings, then every layer through the one block
+ * (block.h) with the encoder's attention core, for every precision and
+ * every supported architecture variant (hf_config.h: post-LN BERT, pre-LN
  * tensor2tensor encoders; GELU or ReLU; learned or sinusoidal positions; a
  * layer that widens its input). It runs a batch of variable-length sequences
  * packed without padding (token rows concatenated), so padding never enters
@@ -14,19 +15,9 @@
 #include <stdint.h>
 
 #include "attn_matmul.h"
+#include "block.h"
 #include "hf_config.h"
 #include "linear.h"
-
-typedef enum sq_linear_kind {
-    SQ_LIN_QKV = 0,   /* fused query/key/value: [3H][H] */
-    SQ_LIN_ATTN_OUT,  /* attention output projection [H][H] */
-    SQ_LIN_FFN_UP,    /* intermediate [F][H] */
-    SQ_LIN_FFN_DOWN,  /* output [H][F] */
-    SQ_LIN_RES,       /* residual projection [H][in] of a widening layer (in < H) */
-    SQ_LIN_KINDS
-} sq_linear_kind;
-
-const char *sq_linear_kind_name(sq_linear_kind k);
 
 /* Width of layer `layer`'s input: embed_dim for layer 0, hidden after. A
  * layer attends at its input width (qkv [3 in][in], attn_out [H][in]). */
@@ -38,11 +29,9 @@ bool sq_linear_shape(const sq_bert_config *c, int layer, sq_linear_kind k, int *
  * post-LN. The FFN-block LayerNorm is always H wide. */
 int sq_ln_attn_dim(const sq_bert_config *c, int layer);
 
-typedef struct sq_encoder_layer {
-    sq_linear lin[SQ_LIN_KINDS]; /* lin[k].out == 0: absent */
-    float *ln_attn_g, *ln_attn_b; /* post-LN: after attention; pre-LN: before it */
-    float *ln_ffn_g, *ln_ffn_b;   /* post-LN: after the FFN; pre-LN: before it */
-} sq_encoder_layer;
+/* The block description of the encoder variant c (block.h): LayerNorm,
+ * c->norm placement, c->act, c->ln_eps. */
+sq_block_desc sq_encoder_block_desc(const sq_bert_config *c);
 
 typedef struct sq_encoder {
     sq_bert_config cfg;
@@ -57,7 +46,7 @@ typedef struct sq_encoder {
     float *pos_emb;   /* [max_pos][E], learned or the sinusoid table */
     float *type_emb;  /* [type_vocab][E]; NULL when type_vocab == 0 */
     float *emb_ln_g, *emb_ln_b; /* NULL without an embedding LayerNorm */
-    sq_encoder_layer *layers;
+    sq_block *layers; /* LayerNorms (n1 after attention when post, before it when pre) */
     sq_linear head;   /* pooling head [H][H] (cfg.head != none), always f32 */
     sq_linear score;  /* sequence classifier [num_labels][H] on the head's output
                          (cfg.num_labels > 0), always f32 */
@@ -72,16 +61,6 @@ void sq_encoder_apply_head(const sq_encoder *enc, float *x, int n, float *tmp);
  * logits [n][num_labels] = x W^T + b. No-op without a classifier. */
 void sq_encoder_apply_score(const sq_encoder *enc, const float *x, int n, float *logits);
 
-/* Called with the rows feeding a linear (all rows are real tokens), from
- * outside any parallel region. The FFN_DOWN input is the GELU output.
- * attn_probs (optional) gets the range of the attention probabilities of a
- * layer after its attention has run. */
-typedef struct sq_observer {
-    void (*linear_input)(void *ctx, int layer, sq_linear_kind kind, const float *x, int rows,
-                         int cols);
-    void (*attn_probs)(void *ctx, int layer, float pmin, float pmax);
-    void *ctx;
-} sq_observer;
 
 /* A batch: n_seq sequences, sequence i is ids[offsets[i] .. offsets[i+1]). */
 typedef struct sq_batch {

@@ -115,7 +115,7 @@ static int check_graph(const sq_tfjs_model *m, int layers, sq_err *err)
     return 0;
 }
 
-static int load_layer(const sq_tfjs_model *m, const sq_bert_config *c, int l, sq_encoder_layer *L,
+static int load_layer(const sq_tfjs_model *m, const sq_bert_config *c, int l, sq_block *L,
                       sq_err *err)
 {
     char a[256], b[256];
@@ -128,8 +128,8 @@ static int load_layer(const sq_tfjs_model *m, const sq_bert_config *c, int l, sq
                                        "layer_prepostprocess/layer_norm/layer_norm_bias/"           \
                                        "ConcatPartitions/concat", l), 1, D, 0, err)))              \
         return -1;
-    LN(ln_attn_g, ln_attn_b, "", in)
-    LN(ln_ffn_g, ln_ffn_b, "FFN/", H)
+    LN(n1_g, n1_b, "", in)
+    LN(n2_g, n2_b, "FFN/", H)
 #undef LN
     if (load_linear(m, fmt(a, sizeof a, VARS "Layer_%d/TransformerLayer/MultiheadAttention/qkv_transform_single/kernel/part_0", l), true,
                     fmt(b, sizeof b, ENC "Layer_%d/TransformerLayer/MultiheadAttention/qkv_transform_single/bias/ConcatPartitions/concat", l),

@@ -38,12 +38,12 @@ int sq_sqm_load_decoder(const sq_container *c, sq_decoder *d, sq_tokenizer **tok
         goto fail;
     char name[96];
     for (int l = 0; l < k->n_layers; l++) {
-        sq_decoder_layer *L = &d->layers[l];
+        sq_block *L = &d->layers[l];
         snprintf(name, sizeof name, "layer.%d.rms_att.weight", l);
-        if (!(L->rms_att = (float *)sq_sqm_finite_f32(c, name, false, err)))
+        if (!(L->n1_g = (float *)sq_sqm_finite_f32(c, name, false, err)))
             goto fail;
         snprintf(name, sizeof name, "layer.%d.rms_ffn.weight", l);
-        if (!(L->rms_ffn = (float *)sq_sqm_finite_f32(c, name, false, err)))
+        if (!(L->n2_g = (float *)sq_sqm_finite_f32(c, name, false, err)))
             goto fail;
         for (int j = 0; j < NK; j++) {
             int N, K;

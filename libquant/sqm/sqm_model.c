@@ -435,15 +435,15 @@ int sq_sqm_load_encoder(const sq_container *c, sq_encoder *enc, sq_sqm_info *inf
     }
     char name[96];
     for (int l = 0; l < cfg->layers; l++) {
-        sq_encoder_layer *L = &enc->layers[l];
+        sq_block *L = &enc->layers[l];
 #define LN(field, fmt)                                                                             \
     snprintf(name, sizeof name, fmt, l);                                                           \
     if (!(L->field = (float *)sq_sqm_finite_f32(c, name, false, err)))                                 \
         goto fail;
-        LN(ln_attn_g, "layer.%d.ln_attn.gamma")
-        LN(ln_attn_b, "layer.%d.ln_attn.beta")
-        LN(ln_ffn_g, "layer.%d.ln_ffn.gamma")
-        LN(ln_ffn_b, "layer.%d.ln_ffn.beta")
+        LN(n1_g, "layer.%d.ln_attn.gamma")
+        LN(n1_b, "layer.%d.ln_attn.beta")
+        LN(n2_g, "layer.%d.ln_ffn.gamma")
+        LN(n2_b, "layer.%d.ln_ffn.beta")
 #undef LN
         for (int k = 0; k < SQ_LIN_KINDS; k++) {
             if (load_linear(c, l, (sq_linear_kind)k, cfg, &L->lin[k], err) != 0)

@@ -51,15 +51,15 @@ static void make_encoder(sq_encoder *e, int layers, int H, int A, int F, int V, 
     e->emb_ln_b = rand_vec(H, 0.1f, 0);
     e->layers = calloc((size_t)layers, sizeof *e->layers);
     for (int l = 0; l < layers; l++) {
-        sq_encoder_layer *L = &e->layers[l];
+        sq_block *L = &e->layers[l];
         make_linear(&L->lin[SQ_LIN_QKV], 3 * H, H);
         make_linear(&L->lin[SQ_LIN_ATTN_OUT], H, H);
         make_linear(&L->lin[SQ_LIN_FFN_UP], F, H);
         make_linear(&L->lin[SQ_LIN_FFN_DOWN], H, F);
-        L->ln_attn_g = rand_vec(H, 0.1f, 1);
-        L->ln_attn_b = rand_vec(H, 0.1f, 0);
-        L->ln_ffn_g = rand_vec(H, 0.1f, 1);
-        L->ln_ffn_b = rand_vec(H, 0.1f, 0);
+        L->n1_g = rand_vec(H, 0.1f, 1);
+        L->n1_b = rand_vec(H, 0.1f, 0);
+        L->n2_g = rand_vec(H, 0.1f, 1);
+        L->n2_b = rand_vec(H, 0.1f, 0);
     }
 }
 
@@ -104,7 +104,7 @@ static void ref_forward(const sq_encoder *e, const int32_t *ids, int T, double *
             x[t * H + c] = (double)e->word_emb[ids[t] * H + c] + e->pos_emb[t * H + c] + e->type_emb[c];
     ref_ln(x, NULL, T, H, e->emb_ln_g, e->emb_ln_b, e->cfg.ln_eps);
     for (int l = 0; l < e->cfg.layers; l++) {
-        const sq_encoder_layer *L = &e->layers[l];
+        const sq_block *L = &e->layers[l];
         ref_linear(&L->lin[SQ_LIN_QKV], x, T, qkv);
         for (int h = 0; h < A; h++)
             for (int i = 0; i < T; i++) {
@@ -126,12 +126,12 @@ static void ref_forward(const sq_encoder *e, const int32_t *ids, int T, double *
                 }
             }
         ref_linear(&L->lin[SQ_LIN_ATTN_OUT], ctx, T, tmp);
-        ref_ln(x, tmp, T, H, L->ln_attn_g, L->ln_attn_b, e->cfg.ln_eps);
+        ref_ln(x, tmp, T, H, L->n1_g, L->n1_b, e->cfg.ln_eps);
         ref_linear(&L->lin[SQ_LIN_FFN_UP], x, T, ff);
         for (int i = 0; i < T * F; i++)
             ff[i] = 0.5 * ff[i] * (1 + erf(ff[i] / sqrt(2.0)));
         ref_linear(&L->lin[SQ_LIN_FFN_DOWN], ff, T, tmp);
-        ref_ln(x, tmp, T, H, L->ln_ffn_g, L->ln_ffn_b, e->cfg.ln_eps);
+        ref_ln(x, tmp, T, H, L->n2_g, L->n2_b, e->cfg.ln_eps);
     }
     free(qkv);
     free(ctx);
