@@ -332,6 +332,7 @@ static void print_metadata(const json_t *m)
     if (json_object_get(m, "tokenizer"))
         print_flat("tokenizer:", json_object_get(m, "tokenizer"));
     const json_t *cfg = json_object_get(m, "config"), *labels = json_object_get(m, "labels");
+    const bool llama = json_object_get(m, "architecture") && !strcmp(str(m, "architecture"), "llama");
     const json_t *nl = cfg ? json_object_get(cfg, "num_labels") : NULL;
     if (nl && json_integer_value(nl) > 0) { /* a sequence classifier (SQM.md 6.11) */
         printf("classifier:  %lld label%s, scores %s:", (long long)json_integer_value(nl),
@@ -343,7 +344,7 @@ static void print_metadata(const json_t *m)
             printf(", ... (%zu more)", n - shown);
         printf("  ([CLS] pooler, max_seq %s; pairs: [CLS] query [SEP] document [SEP])\n",
                str(m, "max_seq"));
-    } else {
+    } else if (!llama) {
         printf("embedding:   pooling %s, normalize %s, max_seq %s\n", str(m, "pooling"),
                str(m, "normalize"), str(m, "max_seq"));
     }
@@ -355,7 +356,11 @@ static void print_metadata(const json_t *m)
     if (json_object_get(m, "attention") && !strcmp(str(m, "attention"), "bf16"))
         printf("attention:   bf16 matmuls (Q.K^T and P.V with bf16 operands, f32 sums; "
                "softmax f32)\n");
-    if (json_object_get(m, "architecture") && !strcmp(str(m, "architecture"), "llama"))
+    else if (json_object_get(m, "attention") && !strcmp(str(m, "attention"), "int8"))
+        printf("attention:   int8 matmuls (Q, K, V quantized per head dynamically, %s; 8-bit "
+               "probabilities; SQM.md 6.5)\n",
+               llama ? "V per token (causal)" : "V per channel");
+    if (llama)
         printf("lm head:     %s\n",
                json_object_get(m, "classifier_type") && !strcmp(str(m, "classifier_type"), "int8")
                    ? "int8 (packed \"classifier\": per-channel weights, per-token int8 "

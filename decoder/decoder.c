@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attn_bf16.h"
 #include "attn_f32.h"
+#include "attn_s8.h"
 #include "ops.h"
 #include "par_threads.h"
 
@@ -120,8 +122,9 @@ int sq_decoder_state_init(sq_decoder_state *st, const sq_decoder *d, int max_row
     st->n_threads = omp_get_max_threads();
     const size_t R = (size_t)max_rows;
     const size_t cache = (size_t)c->n_layers * max_pos * c->kv_dim;
-    st->k_cache = malloc(cache * sizeof(float));
-    st->v_cache = malloc(cache * sizeof(float));
+    const bool f32_cache = d->attn_matmul != SQ_ATTN_INT8; /* int8: its own cache, below */
+    st->k_cache = f32_cache ? malloc(cache * sizeof(float)) : NULL;
+    st->v_cache = f32_cache ? malloc(cache * sizeof(float)) : NULL;
     st->x = malloc(R * c->dim * sizeof(float));
     st->xb = malloc(R * c->dim * sizeof(float));
     st->qkv = malloc(R * (c->dim + 2 * c->kv_dim) * sizeof(float));
@@ -133,6 +136,26 @@ int sq_decoder_state_init(sq_decoder_state *st, const sq_decoder *d, int max_row
     void *scr = NULL;
     if (posix_memalign(&scr, 64, (size_t)st->n_threads * st->attn_scratch_floats * sizeof(float)) == 0)
         st->attn_scratch = scr;
+    bool attn_q_ok = true;
+    if (d->attn_matmul != SQ_ATTN_F32) {
+        const size_t b = d->attn_matmul == SQ_ATTN_INT8
+                             ? sq_attn_s8_causal_scratch_bytes(max_rows, max_pos, c->head_dim)
+                             : sq_attn_bf16_scratch_bytes_mn(max_rows, max_pos, c->head_dim);
+        st->attn_q_bytes = (b + 63) / 64 * 64;
+        void *q = NULL;
+        attn_q_ok = posix_memalign(&q, 64, (size_t)st->n_threads * st->attn_q_bytes) == 0;
+        st->attn_q = attn_q_ok ? q : NULL;
+    }
+    if (attn_q_ok && d->attn_matmul == SQ_ATTN_INT8) {
+        const size_t nc = (size_t)c->n_layers * c->n_kv_heads;
+        const size_t cb = (sq_attn_s8_cache_bytes(max_pos, c->head_dim) + 63) / 64 * 64;
+        void *mem = NULL;
+        st->s8_cache = calloc(nc, sizeof *st->s8_cache);
+        attn_q_ok = st->s8_cache && c->head_dim <= 2048 && posix_memalign(&mem, 64, nc * cb) == 0;
+        st->s8_cache_mem = attn_q_ok ? mem : NULL;
+        for (size_t i = 0; attn_q_ok && i < nc; i++)
+            sq_attn_s8_cache_init(&st->s8_cache[i], (char *)mem + i * cb, max_pos, c->head_dim);
+    }
     /* Quantized linears: the widest padded input (int4 pads K to 128) and
      * the widest output. */
     const size_t kmax = (size_t)(c->hidden > c->dim ? c->hidden : c->dim);
@@ -148,8 +171,9 @@ int sq_decoder_state_init(sq_decoder_state *st, const sq_decoder *d, int max_row
     if (posix_memalign(&acc, 64, R * nmax * sizeof(int32_t)) == 0)
         st->lin.acc = acc;
     st->lin.row_scale = malloc(R * sizeof(float));
-    if (!st->k_cache || !st->v_cache || !st->x || !st->xb || !st->qkv || !st->att || !st->gu ||
-        !st->hb || !st->scores || !st->attn_scratch || !st->lin.qa || !st->lin.acc || !st->lin.row_scale) {
+    if ((f32_cache && (!st->k_cache || !st->v_cache)) || !st->x || !st->xb || !st->qkv || !st->att || !st->gu ||
+        !st->hb || !st->scores || !st->attn_scratch || !attn_q_ok || !st->lin.qa || !st->lin.acc ||
+        !st->lin.row_scale) {
         sq_decoder_state_free(st);
         return sq_err_set(err, "out of memory for the decoder state (%d positions)", max_pos);
     }
@@ -168,6 +192,9 @@ void sq_decoder_state_free(sq_decoder_state *st)
     free(st->hb);
     free(st->scores);
     free(st->attn_scratch);
+    free(st->attn_q);
+    free(st->s8_cache);
+    free(st->s8_cache_mem);
     free(st->lin.qa);
     free(st->lin.acc);
     free(st->lin.row_scale);
@@ -192,12 +219,14 @@ static void rope(const sq_decoder *d, float *v, int n_heads_here, int p)
 
 /* The decoder's attention core (block.h): RoPE on the chunk's queries and
  * keys, K and V appended to the layer's cache, then per head the chunk's
- * rows against the cache's pos + n keys with libquant's f32 attention
- * kernels (attn_f32.h: every level gives the scalar fma chain's bits, and
- * a row's bits do not depend on how many rows run with it, so a prefill
- * equals token-by-token decoding); causal: row r attends to keys
- * 0 .. pos + r, the rest of its probabilities are 0. The probabilities'
- * range is not observed (calib/SQC.md: [1, 0] for decoders). */
+ * rows against the cache's pos + n keys with libquant's attention kernels
+ * in the model's precision; causal: row r attends to keys 0 .. pos + r.
+ * f32 and bf16 compute the scores of every cached key and zero the
+ * probabilities past each row's; int8 is attn_s8.h's causal form. Every
+ * path gives a row the same bits whatever the number of rows run with it
+ * (attn_f32.h, attn_bf16.h, attn_s8.h), so a prefill equals
+ * token-by-token decoding. The probabilities' range is not observed
+ * (calib/SQC.md: [1, 0] for decoders). */
 typedef struct dec_attn {
     const sq_decoder *d;
     sq_decoder_state *st;
@@ -214,12 +243,20 @@ static bool dec_attn_run(void *ctx, int layer, float *qkv, float *out, float *pr
     const int D = c->dim, KV = c->kv_dim, hd = c->head_dim, QKV = D + 2 * KV;
     const int group = c->n_heads / c->n_kv_heads, n = a->n, pos = a->pos;
     const float inv_sqrt = 1.0f / sqrtf((float)hd);
-    float *kc = st->k_cache + (size_t)layer * st->max_pos * KV;
-    float *vc = st->v_cache + (size_t)layer * st->max_pos * KV;
+    const sq_attn_matmul mm = d->attn_matmul;
+    float *kc = mm != SQ_ATTN_INT8 ? st->k_cache + (size_t)layer * st->max_pos * KV : NULL;
+    float *vc = mm != SQ_ATTN_INT8 ? st->v_cache + (size_t)layer * st->max_pos * KV : NULL;
+    const bool hw = mm == SQ_ATTN_INT8 ? sq_attn_s8_hw() : mm == SQ_ATTN_BF16 && sq_attn_bf16_hw();
+    sq_attn_s8_cache *s8c = st->s8_cache ? st->s8_cache + (size_t)layer * c->n_kv_heads : NULL;
     for (int r = 0; r < n; r++) {
         float *q = qkv + (size_t)r * QKV;
         rope(d, q, c->n_heads, pos + r);
         rope(d, q + D, c->n_kv_heads, pos + r);
+        if (mm == SQ_ATTN_INT8) { /* quantized once, into the int8 cache */
+            for (int g = 0; g < c->n_kv_heads; g++)
+                sq_attn_s8_cache_put(&s8c[g], pos + r, q + D + g * hd, q + D + KV + g * hd, hw);
+            continue;
+        }
         memcpy(kc + (size_t)(pos + r) * KV, q + D, (size_t)KV * sizeof(float));
         memcpy(vc + (size_t)(pos + r) * KV, q + D + KV, (size_t)KV * sizeof(float));
     }
@@ -231,17 +268,31 @@ static bool dec_attn_run(void *ctx, int layer, float *qkv, float *out, float *pr
     for (int h = 0; h < c->n_heads; h++) {
         const int tid = omp_get_thread_num();
         const int kvo = (h / group) * hd;
+        const float *Q = qkv + (size_t)h * hd;
+        float *o = out + (size_t)h * hd;
+        void *qscr = mm != SQ_ATTN_F32 ? (char *)st->attn_q + (size_t)tid * st->attn_q_bytes : NULL;
+        if (mm == SQ_ATTN_INT8) {
+            sq_attn_s8_causal_cached(Q, QKV, n, &s8c[h / group], N, pos + 1, inv_sqrt, o, D, qscr,
+                                     hw);
+            continue;
+        }
         float *S = st->scores + (size_t)tid * st->max_rows * st->max_pos;
-        float *scr = st->attn_scratch + (size_t)tid * st->attn_scratch_floats;
-        sq_attn_f32_scores_mn(qkv + (size_t)h * hd, QKV, n, kc + kvo, KV, N, hd, inv_sqrt, S,
-                              st->max_pos, scr);
+        if (mm == SQ_ATTN_BF16)
+            sq_attn_bf16_scores_mn(Q, QKV, n, kc + kvo, KV, N, hd, inv_sqrt, S, st->max_pos, qscr,
+                                   hw);
+        else
+            sq_attn_f32_scores_mn(Q, QKV, n, kc + kvo, KV, N, hd, inv_sqrt, S, st->max_pos,
+                                  st->attn_scratch + (size_t)tid * st->attn_scratch_floats);
         for (int r = 0; r < n; r++) {
             float *row = S + (size_t)r * st->max_pos;
             const int seen = pos + r + 1;
             sq_softmax_row(row, seen);
             memset(row + seen, 0, (size_t)(N - seen) * sizeof *row);
         }
-        sq_attn_f32_context_mn(S, st->max_pos, n, vc + kvo, KV, N, hd, out + (size_t)h * hd, D);
+        if (mm == SQ_ATTN_BF16)
+            sq_attn_bf16_context_mn(S, st->max_pos, n, vc + kvo, KV, N, hd, o, D, qscr, hw);
+        else
+            sq_attn_f32_context_mn(S, st->max_pos, n, vc + kvo, KV, N, hd, o, D);
     }
     return false;
 }

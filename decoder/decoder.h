@@ -8,8 +8,9 @@
  * RoPE as llama2.c applies it: adjacent pairs (2j, 2j+1) inside each head
  * rotated by pos * theta^(-2j / head_dim) (theta 10000). Grouped-query
  * attention: query head h reads key/value head h / (n_heads / n_kv_heads),
- * causal, over a KV cache, by libquant's f32 attention kernels
- * (attn_f32.h, M new rows x N cached keys). Every projection is an
+ * causal, over a KV cache, by libquant's attention kernels (M new rows x
+ * N cached keys) in the model's precision: f32 (attn_f32.h), bf16
+ * (attn_bf16.h) or int8 (attn_s8.h's causal form, V quantized per token). Every projection is an
  * sq_linear with a qtype (linear.h): the fused q|k|v projection, the
  * attention output, the fused gate|up projection (w1 then w3), the down
  * projection (w2), and the classifier; f32, int8 or int4 packed panels
@@ -27,6 +28,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "attn_s8.h"
 #include "decoder_model.h"
 #include "encoder.h"
 #include "llama_ckpt.h"
@@ -45,6 +47,12 @@ typedef struct sq_decoder_state {
     float *scores;            /* [n_threads][max_rows][max_pos]: attention probabilities */
     float *attn_scratch;      /* [n_threads][attn_scratch_floats], 64-byte aligned */
     size_t attn_scratch_floats;
+    void *attn_q;             /* [n_threads][attn_q_bytes]: bf16 / int8 attention (64-aligned) */
+    size_t attn_q_bytes;
+    /* int8 attention: the quantized KV cache, [n_layers][n_kv_heads], each
+     * token's key and value quantized once (attn_s8.h) */
+    sq_attn_s8_cache *s8_cache;
+    void *s8_cache_mem;
     sq_linear_scratch lin;    /* the quantized linears' int8 rows and accumulators */
     /* Calibration: sees the input of every linear of every layer (rows of
      * the chunk being run), as the encoder's observer. NULL: none. */

@@ -39,6 +39,8 @@ static char *build_metadata(const sq_llama_model *m, bool dynamic_acts, const sq
                  res->recipe->guard_rows ? "row" : "clip", dynamic_acts ? "dynamic" : "static");
     if (cls_plan) /* written only when int8: fp32 files stay as they were */
         sq_sb_printf(&sb, "classifier_type: int8\n");
+    if (res->recipe->attn_matmul != SQ_ATTN_F32) /* absent: f32, as files before the key */
+        sq_sb_printf(&sb, "attention: %s\n", sq_attn_matmul_name(res->recipe->attn_matmul));
     const sq_bpe *tok = sq_tokenizer_bpe(m->tok);
     if (sq_bpe_is_hf(tok)) {
         sq_bpe_hf h;

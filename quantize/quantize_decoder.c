@@ -35,10 +35,13 @@ static int dec_check_recipe(const sq_quant_target *t, const sq_recipe *r, sq_err
     if (r->architecture[0] && strcmp(r->architecture, "llama") != 0)
         return sq_err_set(err, "%s: the recipe is for architecture %s, the model is a causal LM "
                                "(llama)", r->source ? r->source : "recipe", r->architecture);
-    if (r->attn_matmul != SQ_ATTN_F32)
-        return sq_err_set(err, "%s: attention.matmul %s is for encoders; the decoder's attention "
-                               "runs in f32", r->source ? r->source : "recipe",
-                          sq_attn_matmul_name(r->attn_matmul));
+    const sq_decoder_config *c = &model_of(t)->dec.cfg;
+    const char *why = sq_attn_matmul_problem(r->attn_matmul, c->dim, c->dim, c->n_heads);
+    if (why)
+        return sq_err_set(err, "%s: attention.matmul %s: %s; this model has hidden %d and %d "
+                               "heads",
+                          r->source ? r->source : "recipe", sq_attn_matmul_name(r->attn_matmul),
+                          why, c->dim, c->n_heads);
     return 0;
 }
 

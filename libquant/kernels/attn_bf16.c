@@ -50,12 +50,13 @@ typedef struct parts {
     int lq, jb, j2, dhp;
 } parts;
 
-static parts layout(void *scratch, int L, int dh)
+/* M query rows, N keys. */
+static parts layout(void *scratch, int M, int N, int dh)
 {
     parts p;
-    p.lq = (L + RB - 1) / RB * RB;
-    p.jb = ((L + 15) / 16 + 1) / 2 * 2;
-    p.j2 = (L + 1) / 2;
+    p.lq = (M + RB - 1) / RB * RB;
+    p.jb = ((N + 15) / 16 + 1) / 2 * 2;
+    p.j2 = (N + 1) / 2;
     p.dhp = (dh + 31) / 32 * 32;
     char *c = scratch;
     p.qb = (uint16_t *)c;
@@ -68,12 +69,17 @@ static parts layout(void *scratch, int L, int dh)
     return p;
 }
 
-size_t sq_attn_bf16_scratch_bytes(int max_len, int dh)
+size_t sq_attn_bf16_scratch_bytes_mn(int max_rows, int max_keys, int dh)
 {
-    const int lq = (max_len + RB - 1) / RB * RB, jb = ((max_len + 15) / 16 + 1) / 2 * 2;
-    const int j2 = (max_len + 1) / 2, dhp = (dh + 31) / 32 * 32;
+    const int lq = (max_rows + RB - 1) / RB * RB, jb = ((max_keys + 15) / 16 + 1) / 2 * 2;
+    const int j2 = (max_keys + 1) / 2, dhp = (dh + 31) / 32 * 32;
     return up64((size_t)lq * dh * 2) + up64((size_t)jb * 16 * dh * 2) +
            up64((size_t)j2 * dhp * 2 * 2) + up64((size_t)RB * 2 * j2 * 2) + 64;
+}
+
+size_t sq_attn_bf16_scratch_bytes(int max_len, int dh)
+{
+    return sq_attn_bf16_scratch_bytes_mn(max_len, max_len, dh);
 }
 
 bool sq_attn_bf16_hw(void)
@@ -107,30 +113,30 @@ static float dot_pairs(const uint16_t *a, const uint16_t *b, size_t sb, int n)
     return acc;
 }
 
-static void scores_scalar(const float *Q, const float *K, int ld, int L, int dh, float c,
-                          float *S, parts *p)
+static void scores_scalar(const float *Q, int ldq, int M, const float *K, int ldk, int N, int dh,
+                          float c, float *S, int lds, parts *p)
 {
-    round_rows(Q, ld, L, dh, p->qb);
-    round_rows(K, ld, L, dh, p->kp);
-    for (int i = 0; i < L; i++)
-        for (int j = 0; j < L; j++)
-            S[(size_t)i * L + j] =
+    round_rows(Q, ldq, M, dh, p->qb);
+    round_rows(K, ldk, N, dh, p->kp);
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++)
+            S[(size_t)i * lds + j] =
                 c * dot_pairs(p->qb + (size_t)i * dh, p->kp + (size_t)j * dh, 1, dh / 2);
 }
 
-static void context_scalar(const float *P, const float *V, int ld, int L, int dh, float *ctx,
-                           int ldc, parts *p)
+static void context_scalar(const float *P, int ldp, int M, const float *V, int ldv, int N, int dh,
+                           float *ctx, int ldc, parts *p)
 {
     const int n2 = 2 * p->j2;
-    /* V as [n2][dh] bf16 (a zero row after an odd L), in the Vp space */
+    /* V as [n2][dh] bf16 (a zero row after an odd N), in the Vp space */
     uint16_t *vb = p->vp;
-    round_rows(V, ld, L, dh, vb);
-    memset(vb + (size_t)L * dh, 0, (size_t)(n2 - L) * dh * 2);
-    for (int i = 0; i < L; i++) {
+    round_rows(V, ldv, N, dh, vb);
+    memset(vb + (size_t)N * dh, 0, (size_t)(n2 - N) * dh * 2);
+    for (int i = 0; i < M; i++) {
         uint16_t *pb = p->pb;
-        round_rows(P + (size_t)i * L, L, 1, L, pb);
-        if (n2 > L)
-            pb[L] = 0;
+        round_rows(P + (size_t)i * ldp, ldp, 1, N, pb);
+        if (n2 > N)
+            pb[N] = 0;
         for (int d = 0; d < dh; d++)
             ctx[(size_t)i * ldc + d] = dot_pairs(pb, vb + d, (size_t)dh, p->j2);
     }
@@ -148,21 +154,21 @@ BF16_FN static void round_row16(const float *x, int n, uint16_t *out)
         out[c] = sq_bf16_round(x[c]);
 }
 
-BF16_FN static void scores_hw(const float *Q, const float *K, int ld, int L, int dh, float c,
-                              float *S, parts *p)
+BF16_FN static void scores_hw(const float *Q, int ldq, int M, const float *K, int ldk, int N,
+                              int dh, float c, float *S, int lds, parts *p)
 {
     const int h2 = dh / 2;
     for (int i = 0; i < p->lq; i++) {
-        if (i < L)
-            round_row16(Q + (size_t)i * ld, dh, p->qb + (size_t)i * dh);
+        if (i < M)
+            round_row16(Q + (size_t)i * ldq, dh, p->qb + (size_t)i * dh);
         else
             memset(p->qb + (size_t)i * dh, 0, (size_t)dh * 2);
     }
     /* Kp[jb][t][16][2] */
     memset(p->kp, 0, (size_t)p->jb * 16 * dh * 2);
     uint16_t krow[1024];
-    for (int j = 0; j < L; j++) {
-        round_row16(K + (size_t)j * ld, dh, krow);
+    for (int j = 0; j < N; j++) {
+        round_row16(K + (size_t)j * ldk, dh, krow);
         uint16_t *dst = p->kp + (size_t)(j / 16) * 16 * dh + (size_t)(j % 16) * 2;
         for (int t = 0; t < h2; t++) {
             dst[(size_t)t * 32] = krow[2 * t];
@@ -171,7 +177,7 @@ BF16_FN static void scores_hw(const float *Q, const float *K, int ld, int L, int
     }
     const __m512 vc = _mm512_set1_ps(c);
     const uint32_t *q32 = (const uint32_t *)p->qb;
-    for (int i0 = 0; i0 < L; i0 += RB) {
+    for (int i0 = 0; i0 < M; i0 += RB) {
         for (int b = 0; b < p->jb; b += 2) {
             __m512 a[RB][2];
             for (int r = 0; r < RB; r++)
@@ -187,40 +193,40 @@ BF16_FN static void scores_hw(const float *Q, const float *K, int ld, int L, int
                     a[r][1] = _mm512_dpbf16_ps(a[r][1], kv1, qv);
                 }
             }
-            for (int r = 0; r < RB && i0 + r < L; r++)
+            for (int r = 0; r < RB && i0 + r < M; r++)
                 for (int h = 0; h < 2; h++) {
                     const int j0 = (b + h) * 16;
-                    if (j0 >= L)
+                    if (j0 >= N)
                         break;
-                    const __mmask16 m = L - j0 >= 16 ? 0xffff : (__mmask16)((1u << (L - j0)) - 1);
-                    _mm512_mask_storeu_ps(S + (size_t)(i0 + r) * L + j0, m,
+                    const __mmask16 m = N - j0 >= 16 ? 0xffff : (__mmask16)((1u << (N - j0)) - 1);
+                    _mm512_mask_storeu_ps(S + (size_t)(i0 + r) * lds + j0, m,
                                           _mm512_mul_ps(vc, a[r][h]));
                 }
         }
     }
 }
 
-BF16_FN static void context_hw(const float *P, const float *V, int ld, int L, int dh, float *ctx,
-                               int ldc, parts *p)
+BF16_FN static void context_hw(const float *P, int ldp, int M, const float *V, int ldv, int N,
+                               int dh, float *ctx, int ldc, parts *p)
 {
     const int dhp = p->dhp, j2n = p->j2;
     /* Vp[j2][dhp][2] */
     memset(p->vp, 0, (size_t)j2n * dhp * 2 * 2);
     uint16_t vrow[1024];
-    for (int j = 0; j < L; j++) {
-        round_row16(V + (size_t)j * ld, dh, vrow);
+    for (int j = 0; j < N; j++) {
+        round_row16(V + (size_t)j * ldv, dh, vrow);
         uint16_t *dst = p->vp + (size_t)(j / 2) * dhp * 2 + (j % 2);
         for (int d = 0; d < dh; d++)
             dst[(size_t)d * 2] = vrow[d];
     }
     const int pw = 2 * j2n; /* a row of Pb */
-    for (int i0 = 0; i0 < L; i0 += RB) {
+    for (int i0 = 0; i0 < M; i0 += RB) {
         for (int r = 0; r < RB; r++) {
             uint16_t *pr = p->pb + (size_t)r * pw;
-            if (i0 + r < L) {
-                round_row16(P + (size_t)(i0 + r) * L, L, pr);
-                if (pw > L)
-                    pr[L] = 0;
+            if (i0 + r < M) {
+                round_row16(P + (size_t)(i0 + r) * ldp, N, pr);
+                if (pw > N)
+                    pr[N] = 0;
             } else
                 memset(pr, 0, (size_t)pw * 2);
         }
@@ -239,7 +245,7 @@ BF16_FN static void context_hw(const float *P, const float *V, int ld, int L, in
                     a[r][1] = _mm512_dpbf16_ps(a[r][1], v1, pv);
                 }
             }
-            for (int r = 0; r < RB && i0 + r < L; r++)
+            for (int r = 0; r < RB && i0 + r < M; r++)
                 for (int h = 0; h < 2; h++) {
                     const int d0 = db + 16 * h;
                     if (d0 >= dh)
@@ -251,22 +257,34 @@ BF16_FN static void context_hw(const float *P, const float *V, int ld, int L, in
     }
 }
 
+void sq_attn_bf16_scores_mn(const float *Q, int ldq, int M, const float *K, int ldk, int N,
+                            int dh, float c, float *S, int lds, void *scratch, bool hw)
+{
+    parts p = layout(scratch, M, N, dh);
+    if (hw && dh <= 1024)
+        scores_hw(Q, ldq, M, K, ldk, N, dh, c, S, lds, &p);
+    else
+        scores_scalar(Q, ldq, M, K, ldk, N, dh, c, S, lds, &p);
+}
+
+void sq_attn_bf16_context_mn(const float *P, int ldp, int M, const float *V, int ldv, int N,
+                             int dh, float *ctx, int ldc, void *scratch, bool hw)
+{
+    parts p = layout(scratch, M, N, dh);
+    if (hw && dh <= 1024)
+        context_hw(P, ldp, M, V, ldv, N, dh, ctx, ldc, &p);
+    else
+        context_scalar(P, ldp, M, V, ldv, N, dh, ctx, ldc, &p);
+}
+
 void sq_attn_bf16_scores(const float *Q, const float *K, int ld, int L, int dh, float c,
                          float *S, void *scratch, bool hw)
 {
-    parts p = layout(scratch, L, dh);
-    if (hw && dh <= 1024)
-        scores_hw(Q, K, ld, L, dh, c, S, &p);
-    else
-        scores_scalar(Q, K, ld, L, dh, c, S, &p);
+    sq_attn_bf16_scores_mn(Q, ld, L, K, ld, L, dh, c, S, L, scratch, hw);
 }
 
 void sq_attn_bf16_context(const float *P, const float *V, int ld, int L, int dh, float *ctx,
                           int ldc, void *scratch, bool hw)
 {
-    parts p = layout(scratch, L, dh);
-    if (hw && dh <= 1024)
-        context_hw(P, V, ld, L, dh, ctx, ldc, &p);
-    else
-        context_scalar(P, V, ld, L, dh, ctx, ldc, &p);
+    sq_attn_bf16_context_mn(P, L, L, V, ld, L, dh, ctx, ldc, scratch, hw);
 }

@@ -47,4 +47,16 @@ void sq_attn_bf16_scores(const float *Q, const float *K, int ld, int L, int dh, 
 void sq_attn_bf16_context(const float *P, const float *V, int ld, int L, int dh, float *ctx,
                           int ldc, void *scratch, bool hw);
 
+/* The same two products for M query rows against N keys (a decoder's new
+ * rows against its KV cache): Q M rows (stride ldq), K N rows (stride
+ * ldk), S [M][N] (stride lds); P [M][N] (stride ldp), V N rows (stride
+ * ldv), ctx M rows (stride ldc). Row i's bits depend on its own Q or P
+ * row and on K or V only, never on M: the square calls above are these
+ * with M = N = L. scratch: sq_attn_bf16_scratch_bytes_mn(M, N, dh). */
+size_t sq_attn_bf16_scratch_bytes_mn(int max_rows, int max_keys, int dh);
+void sq_attn_bf16_scores_mn(const float *Q, int ldq, int M, const float *K, int ldk, int N,
+                            int dh, float c, float *S, int lds, void *scratch, bool hw);
+void sq_attn_bf16_context_mn(const float *P, int ldp, int M, const float *V, int ldv, int N,
+                             int dh, float *ctx, int ldc, void *scratch, bool hw);
+
 #endif

@@ -28,5 +28,7 @@ const char *sq_attn_matmul_problem(sq_attn_matmul m, int hidden, int embed_dim, 
 {
     if (m == SQ_ATTN_BF16 && (heads <= 0 || (hidden / heads) % 2 != 0 || (embed_dim / heads) % 2 != 0))
         return "bf16 attention needs even head widths (hidden / heads and embed_dim / heads)";
+    if (m == SQ_ATTN_INT8 && (heads <= 0 || hidden / heads > 2048 || embed_dim / heads > 2048))
+        return "int8 attention takes head widths up to 2048";
     return NULL;
 }

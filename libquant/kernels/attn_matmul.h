@@ -1,6 +1,8 @@
-/* The precision of an encoder's attention matmuls (formats/SQM.md 6.5):
+/* The precision of a model's attention matmuls (formats/SQM.md 6.5, 10.3):
  * the one table of its names, shared by the recipe (`attention.matmul`),
- * the .sqm metadata (`attention`) and the loader. */
+ * the .sqm metadata (`attention`) and the loaders: encoders, and decoders
+ * (f32 / bf16 kernels over the KV cache, or int8 with a quantized KV
+ * cache: attn_s8.h's causal form). */
 #ifndef SQ_ATTN_MATMUL_H
 #define SQ_ATTN_MATMUL_H
 
@@ -17,9 +19,10 @@ const char *sq_attn_matmul_name(sq_attn_matmul m);
 int sq_attn_matmul_parse(const char *s, sq_attn_matmul *out);
 /* "f32, bf16, int8": the names, for messages. */
 const char *sq_attn_matmul_names(void);
-/* Why m cannot run an encoder whose attention inputs are hidden or
- * embed_dim wide, with heads heads, or NULL when it can (bf16 pairs along
- * the head width, so it needs both widths / heads even). */
+/* Why m cannot run a model whose attention inputs are hidden or embed_dim
+ * wide, with heads heads, or NULL when it can (bf16 pairs along the head
+ * width, so it needs both widths / heads even; int8 keeps a head's codes
+ * on the stack, up to 2048). */
 const char *sq_attn_matmul_problem(sq_attn_matmul m, int hidden, int embed_dim, int heads);
 
 #endif

@@ -34,21 +34,23 @@ static size_t up(size_t n, size_t m)
     return (n + m - 1) / m * m;
 }
 
+/* M query rows against N keys (M == N == L for an encoder's head);
+ * first > 0: causal (attn_s8.h), row i sees keys 0 .. first + i - 1. */
 typedef struct parts {
-    int L, dh, lr, lk, lj, dq, dv;
+    int M, N, first, dh, lr, lk, lj, dq, dv;
     uint8_t *qc, *kc, *kp, *pc, *vc, *vp;
     int32_t *ksum;
-    float *u, *sk, *rz, *sv, *mv, *mrow, *strip;
+    float *u, *sk, *rz, *sv, *mv, *mrow, *strip, *svt;
 } parts;
 
 /* Lay the parts out from base (or only measure them, base NULL): returns
  * the bytes used. */
-static size_t layout(char *base, int L, int dh, parts *p)
+static size_t layout(char *base, int M, int N, int dh, parts *p)
 {
-    p->L = L, p->dh = dh;
-    p->lr = (int)up((size_t)L, CROWS);
-    p->lk = (int)up((size_t)L, 64);
-    p->lj = (int)up((size_t)L, 4);
+    p->M = M, p->N = N, p->first = 0, p->dh = dh;
+    p->lr = (int)up((size_t)M, CROWS);
+    p->lk = (int)up((size_t)N, 64);
+    p->lj = (int)up((size_t)N, 4);
     p->dq = (int)up((size_t)dh, 4);
     p->dv = (int)up((size_t)dh, 32);
     size_t off = 0;
@@ -69,6 +71,7 @@ static size_t layout(char *base, int L, int dh, parts *p)
     PART(mv, float, p->dv)
     PART(mrow, float, p->dq)
     PART(strip, float, (size_t)SROWS * p->lk)
+    PART(svt, float, p->lj)
 #undef PART
     return off;
 }
@@ -76,7 +79,7 @@ static size_t layout(char *base, int L, int dh, parts *p)
 size_t sq_attn_s8_scratch_bytes(int max_len, int dh)
 {
     parts p;
-    return layout(NULL, max_len, dh, &p);
+    return layout(NULL, max_len, max_len, dh, &p);
 }
 
 bool sq_attn_s8_hw(void)
@@ -153,25 +156,38 @@ T_512 static void quantize_rows_zmm(const float *X, int ld, int n, int dh, int d
     }
 }
 
-/* Q, K and V quantized into the parts (rows and columns beyond L zero). */
+static void rows_of(const float *X, int ld, int n, int width, int8_t *codes, float *step,
+                    const parts *p, bool hw)
+{
+    if (hw)
+        quantize_rows_zmm(X, ld, n, p->dh, width, codes, step);
+    else
+        quantize_rows(X, ld, n, p->dh, width, p->mrow, codes, step);
+}
+
+/* rows(Q) into u (times c) and rows(K) into sk: Q rows beyond M and K rows
+ * beyond N zero. */
+static void quantize_qk(const float *Q, int ldq, const float *K, int ldk, float c, parts *p,
+                        bool hw)
+{
+    const int M = p->M, N = p->N;
+    rows_of(Q, ldq, M, p->dq, (int8_t *)p->qc, p->u, p, hw);
+    memset(p->qc + (size_t)M * p->dq, 0, (size_t)(p->lr - M) * p->dq);
+    for (int i = 0; i < M; i++)
+        p->u[i] = c * p->u[i];
+    rows_of(K, ldk, N, p->dq, (int8_t *)p->kc, p->sk, p, hw);
+    memset(p->kc + (size_t)N * p->dq, 0, (size_t)(p->lk - N) * p->dq);
+    for (int j = N; j < p->lk; j++)
+        p->sk[j] = 0.0f;
+}
+
+/* Q, K and V of an encoder's head quantized into the parts (rows and
+ * columns beyond L zero); V by columns. */
 static void quantize_qkv(const float *Q, const float *K, const float *V, int ld, float c,
                          parts *p, bool hw)
 {
-    const int L = p->L, dh = p->dh;
-    if (hw)
-        quantize_rows_zmm(Q, ld, L, dh, p->dq, (int8_t *)p->qc, p->u);
-    else
-        quantize_rows(Q, ld, L, dh, p->dq, p->mrow, (int8_t *)p->qc, p->u);
-    memset(p->qc + (size_t)L * p->dq, 0, (size_t)(p->lr - L) * p->dq);
-    for (int i = 0; i < L; i++)
-        p->u[i] = c * p->u[i];
-    if (hw)
-        quantize_rows_zmm(K, ld, L, dh, p->dq, (int8_t *)p->kc, p->sk);
-    else
-        quantize_rows(K, ld, L, dh, p->dq, p->mrow, (int8_t *)p->kc, p->sk);
-    memset(p->kc + (size_t)L * p->dq, 0, (size_t)(p->lk - L) * p->dq);
-    for (int j = L; j < p->lk; j++)
-        p->sk[j] = 0.0f;
+    const int L = p->N, dh = p->dh;
+    quantize_qk(Q, ld, K, ld, c, p, hw);
     /* cols(V): each channel's range over the sequence, then one pass of
      * the quantizer with the channels' multipliers */
     for (int d = 0; d < dh; d++)
@@ -192,16 +208,47 @@ static void quantize_qkv(const float *Q, const float *K, const float *V, int ld,
     memset(p->vc + (size_t)L * p->dv, 0, (size_t)(p->lj - L) * p->dv);
 }
 
+/* The causal form's row: p over the n = first + i keys row i sees, then
+ * each p[j] times its token's V step, requantized to 8 bits (attn_s8.h);
+ * g_i into rz. */
+static void prob_row_causal(const float *S, parts *p, int i)
+{
+    uint8_t *pr = p->pc + (size_t)i * p->lj;
+    const int n = p->first + i;
+    const int z = sq_softmax_row_u8(S, n, pr);
+    float a = 0.0f;
+    for (int j = 0; j < n; j++) {
+        const float w = (float)pr[j] * p->svt[j];
+        a = w > a ? w : a;
+    }
+    if (!(a > 0.0f) || !isfinite(a) || z <= 0) {
+        memset(pr, 0, (size_t)p->lj);
+        p->rz[i] = 0.0f;
+        return;
+    }
+    const float m = 255.0f / a;
+    for (int j = 0; j < n; j++) {
+        const float e = ((float)pr[j] * p->svt[j]) * m;
+        pr[j] = (uint8_t)(int)(e + 0.5f > 255.0f ? 255.0f : e + 0.5f);
+    }
+    memset(pr + n, 0, (size_t)(p->lj - n));
+    p->rz[i] = (a / 255.0f) * (1.0f / (float)z);
+}
+
 /* One row of probability codes from S, its r_i, and the range of p / Z. */
 static void prob_row(const float *S, parts *p, int i, float *lo, float *hi)
 {
+    if (p->first > 0) {
+        prob_row_causal(S, p, i);
+        return;
+    }
     uint8_t *pr = p->pc + (size_t)i * p->lj;
-    const int z = sq_softmax_row_u8(S, p->L, pr);
-    memset(pr + p->L, 0, (size_t)(p->lj - p->L));
+    const int z = sq_softmax_row_u8(S, p->N, pr);
+    memset(pr + p->N, 0, (size_t)(p->lj - p->N));
     p->rz[i] = z > 0 ? 1.0f / (float)z : 0.0f;
     if (lo) {
         int cmin = 255, cmax = 0;
-        for (int j = 0; j < p->L; j++) {
+        for (int j = 0; j < p->N; j++) {
             cmin = pr[j] < cmin ? pr[j] : cmin;
             cmax = pr[j] > cmax ? pr[j] : cmax;
         }
@@ -216,13 +263,13 @@ static void prob_row(const float *S, parts *p, int i, float *lo, float *hi)
 static void head_scalar(parts *p, float *ctx, int ldc, float *lo, float *hi,
                         sq_attn_s8_times *tm)
 {
-    const int L = p->L, dh = p->dh;
+    const int M = p->M, N = p->N, dh = p->dh;
     const int8_t *q = (const int8_t *)p->qc, *k = (const int8_t *)p->kc;
     const int8_t *v = (const int8_t *)p->vc;
     double t = tm ? sq_op_now() : 0, t1;
-    for (int i = 0; i < L; i++) {
+    for (int i = 0; i < M; i++) {
         float *S = p->strip;
-        for (int j = 0; j < L; j++) {
+        for (int j = 0; j < N; j++) {
             int32_t acc = 0;
             for (int d = 0; d < dh; d++)
                 acc += (int32_t)q[(size_t)i * p->dq + d] * k[(size_t)j * p->dq + d];
@@ -234,11 +281,11 @@ static void head_scalar(parts *p, float *ctx, int ldc, float *lo, float *hi,
         if (tm)
             t1 = sq_op_now(), tm->softmax += t1 - t, t = t1;
     }
-    for (int i = 0; i < L; i++) {
+    for (int i = 0; i < M; i++) {
         const uint8_t *pr = p->pc + (size_t)i * p->lj;
         for (int d = 0; d < dh; d++) {
             int32_t acc = 0;
-            for (int j = 0; j < L; j++)
+            for (int j = 0; j < N; j++)
                 acc += (int32_t)pr[j] * v[(size_t)j * p->dv + d];
             ctx[(size_t)i * ldc + d] = (p->rz[i] * p->sv[d]) * (float)acc;
         }
@@ -249,8 +296,15 @@ static void head_scalar(parts *p, float *ctx, int ldc, float *lo, float *hi,
 
 /* ---- AVX512-VNNI ---- */
 
+/* Q's codes turned into u8 (code + 128, the xor of the sign bit). */
+static void flip_q(parts *p)
+{
+    for (size_t t = 0; t < (size_t)p->lr * p->dq; t++)
+        p->qc[t] ^= 0x80;
+}
+
 /* Kp from Kc (a quad of one key is one int32) and ksum = 128 sum_t k[j][t];
- * Q's codes turned into u8 (code + 128, the xor of the sign bit). */
+ * Q flipped. */
 static void pack_qk(parts *p)
 {
     const int G = p->dq / 4;
@@ -267,8 +321,7 @@ static void pack_qk(parts *p)
             s += kr[t];
         p->ksum[j] = 128 * s;
     }
-    for (size_t t = 0; t < (size_t)p->lr * p->dq; t++)
-        p->qc[t] ^= 0x80;
+    flip_q(p);
 }
 
 /* Vp from Vc: quad t of the sequence, block b of 16 channels, lane n holds
@@ -371,7 +424,7 @@ T_512 static void context_tile(const parts *p, int i0, int cb, float *ctx, int l
     const __mmask16 m1 = n1 >= 16 ? (__mmask16)0xffff : n1 > 0 ? (__mmask16)((1u << n1) - 1) : 0;
     const __m512 s0 = _mm512_loadu_ps(p->sv + d0), s1 = _mm512_loadu_ps(p->sv + d0 + 16);
 #define OUT(r)                                                                                     \
-    if (i0 + (r) < p->L) {                                                                         \
+    if (i0 + (r) < p->M) {                                                                         \
         const __m512 rz = _mm512_set1_ps(p->rz[i0 + (r)]);                                         \
         float *o = ctx + (size_t)(i0 + (r)) * ldc + d0;                                            \
         _mm512_mask_storeu_ps(o, m0, _mm512_mul_ps(_mm512_mul_ps(rz, s0), _mm512_cvtepi32_ps(a##r##0))); \
@@ -383,26 +436,33 @@ T_512 static void context_tile(const parts *p, int i0, int cb, float *ctx, int l
 #undef OUT
 }
 
-static void head_hw(parts *p, float *ctx, int ldc, float *lo, float *hi, sq_attn_s8_times *tm)
+/* The kernels on packed parts (K and V packed, Q flipped). */
+static void head_packed(parts *p, float *ctx, int ldc, float *lo, float *hi,
+                        sq_attn_s8_times *tm)
 {
-    pack_qk(p);
-    pack_v(p);
     double t = tm ? sq_op_now() : 0, t1;
-    for (int i0 = 0; i0 < p->L; i0 += SROWS) {
+    for (int i0 = 0; i0 < p->M; i0 += SROWS) {
         scores_strip(p, i0);
         if (tm)
             t1 = sq_op_now(), tm->scores += t1 - t, t = t1;
-        for (int r = 0; r < SROWS && i0 + r < p->L; r++)
+        for (int r = 0; r < SROWS && i0 + r < p->M; r++)
             prob_row(p->strip + (size_t)r * p->lk, p, i0 + r, lo, hi);
         if (tm)
             t1 = sq_op_now(), tm->softmax += t1 - t, t = t1;
     }
-    memset(p->pc + (size_t)p->L * p->lj, 0, (size_t)(p->lr - p->L) * p->lj);
-    for (int i0 = 0; i0 < p->L; i0 += CROWS)
+    memset(p->pc + (size_t)p->M * p->lj, 0, (size_t)(p->lr - p->M) * p->lj);
+    for (int i0 = 0; i0 < p->M; i0 += CROWS)
         for (int cb = 0; cb < p->dv / 32; cb++)
             context_tile(p, i0, cb, ctx, ldc);
     if (tm)
         tm->context += sq_op_now() - t;
+}
+
+static void head_hw(parts *p, float *ctx, int ldc, float *lo, float *hi, sq_attn_s8_times *tm)
+{
+    pack_qk(p);
+    pack_v(p);
+    head_packed(p, ctx, ldc, lo, hi, tm);
 }
 
 void sq_attn_s8_head(const float *Q, const float *K, const float *V, int ld, int L, int dh,
@@ -412,7 +472,7 @@ void sq_attn_s8_head(const float *Q, const float *K, const float *V, int ld, int
     if (L <= 0 || dh <= 0)
         return;
     parts p;
-    layout(scratch, L, dh, &p);
+    layout(scratch, L, L, dh, &p);
     double t = times ? sq_op_now() : 0;
     quantize_qkv(Q, K, V, ld, c, &p, hw);
     if (times) /* the quantize steps count with the matmul they feed */
@@ -422,4 +482,124 @@ void sq_attn_s8_head(const float *Q, const float *K, const float *V, int ld, int
         head_hw(&p, ctx, ldc, lo, hi, times);
     else
         head_scalar(&p, ctx, ldc, lo, hi, times);
+}
+
+/* ---- the causal form over a packed KV cache ---- */
+
+size_t sq_attn_s8_cache_bytes(int max_keys, int dh)
+{
+    const size_t lk = up((size_t)max_keys, 64), lj = up((size_t)max_keys, 4);
+    const size_t dq = up((size_t)dh, 4), dv = up((size_t)dh, 32);
+    return up(lk * dq, 64) + up(lj * dv, 64) + up(lk * 4, 64) + up(lk * 4, 64) + up(lj * 4, 64) +
+           up(dq * 4, 64);
+}
+
+void sq_attn_s8_cache_init(sq_attn_s8_cache *kv, void *mem, int max_keys, int dh)
+{
+    const size_t lk = up((size_t)max_keys, 64), lj = up((size_t)max_keys, 4);
+    kv->max_keys = max_keys, kv->dh = dh;
+    kv->dq = (int)up((size_t)dh, 4), kv->dv = (int)up((size_t)dh, 32);
+    memset(mem, 0, sq_attn_s8_cache_bytes(max_keys, dh));
+    char *c = mem;
+    kv->kp = (uint8_t *)c, c += up(lk * kv->dq, 64);
+    kv->vp = (uint8_t *)c, c += up(lj * kv->dv, 64);
+    kv->ksum = (int32_t *)c, c += up(lk * 4, 64);
+    kv->sk = (float *)c, c += up(lk * 4, 64);
+    kv->svt = (float *)c, c += up(lj * 4, 64);
+    kv->mrow = (float *)c;
+}
+
+void sq_attn_s8_cache_put(sq_attn_s8_cache *kv, int pos, const float *k, const float *v, bool hw)
+{
+    if (pos < 0 || pos >= kv->max_keys)
+        return;
+    const int dh = kv->dh, dq = kv->dq, dv = kv->dv, G = dq / 4, B = dv / 16;
+    int8_t codes[2048]; /* dv <= 2048: sq_attn_s8_cache_init's callers keep dh <= 2048 */
+    if (dv > (int)sizeof codes)
+        return;
+    /* K: rows(K) of this key, its quads into block pos / 16, its ksum */
+    if (hw)
+        quantize_rows_zmm(k, dh, 1, dh, dq, codes, &kv->sk[pos]);
+    else
+        quantize_rows(k, dh, 1, dh, dq, kv->mrow, codes, &kv->sk[pos]);
+    int32_t *kp = (int32_t *)kv->kp, quad, sum = 0;
+    for (int g = 0; g < G; g++) {
+        memcpy(&quad, codes + 4 * g, 4);
+        kp[((size_t)(pos / 16) * G + g) * 16 + pos % 16] = quad;
+    }
+    for (int t = 0; t < dq; t++)
+        sum += codes[t];
+    kv->ksum[pos] = 128 * sum;
+    /* V: rows(V) of this token, its codes into lane pos % 4 of quad pos / 4 */
+    if (hw)
+        quantize_rows_zmm(v, dh, 1, dh, dv, codes, &kv->svt[pos]);
+    else
+        quantize_rows(v, dh, 1, dh, dv, kv->mrow, codes, &kv->svt[pos]);
+    for (int b = 0; b < B; b++) {
+        uint8_t *dst = kv->vp + ((size_t)(pos / 4) * B + b) * 64 + pos % 4;
+        for (int n = 0; n < 16; n++)
+            dst[n * 4] = (uint8_t)codes[16 * b + n];
+    }
+}
+
+size_t sq_attn_s8_causal_scratch_bytes(int max_rows, int max_keys, int dh)
+{
+    parts p;
+    return layout(NULL, max_rows, max_keys, dh, &p);
+}
+
+void sq_attn_s8_causal_cached(const float *Q, int ldq, int M, const sq_attn_s8_cache *kv, int N,
+                              int first, float c, float *ctx, int ldc, void *scratch, bool hw)
+{
+    const int dh = kv->dh;
+    if (M <= 0 || dh <= 0 || first < 1 || first + M - 1 > N || N > kv->max_keys)
+        return;
+    parts p;
+    layout(scratch, M, N, dh, &p);
+    p.first = first;
+    rows_of(Q, ldq, M, p.dq, (int8_t *)p.qc, p.u, &p, hw);
+    memset(p.qc + (size_t)M * p.dq, 0, (size_t)(p.lr - M) * p.dq);
+    for (int i = 0; i < M; i++)
+        p.u[i] = c * p.u[i];
+    for (int d = 0; d < p.dv; d++)
+        p.sv[d] = 1.0f; /* the V steps are per token, folded into the probabilities */
+    p.ksum = kv->ksum, p.sk = kv->sk, p.svt = kv->svt;
+    if (hw) { /* the kernels read the cache's packed blocks */
+        p.kp = kv->kp, p.vp = kv->vp;
+        flip_q(&p);
+        head_packed(&p, ctx, ldc, NULL, NULL, NULL);
+        return;
+    }
+    /* the scalar definition on plain codes taken out of the blocks */
+    const int G = p.dq / 4, B = p.dv / 16;
+    const int32_t *kp = (const int32_t *)kv->kp;
+    memset(p.kc, 0, (size_t)p.lk * p.dq);
+    memset(p.vc, 0, (size_t)p.lj * p.dv);
+    for (int j = 0; j < N; j++) {
+        for (int g = 0; g < G; g++)
+            memcpy(p.kc + (size_t)j * p.dq + 4 * g, &kp[((size_t)(j / 16) * G + g) * 16 + j % 16], 4);
+        for (int b = 0; b < B; b++)
+            for (int n = 0; n < 16; n++)
+                p.vc[(size_t)j * p.dv + 16 * b + n] = kv->vp[((size_t)(j / 4) * B + b) * 64 + n * 4 + j % 4];
+    }
+    head_scalar(&p, ctx, ldc, NULL, NULL, NULL);
+}
+
+size_t sq_attn_s8_causal_bytes(int M, int N, int dh)
+{
+    return up(sq_attn_s8_cache_bytes(N, dh), 64) + sq_attn_s8_causal_scratch_bytes(M, N, dh);
+}
+
+void sq_attn_s8_causal(const float *Q, int ldq, int M, const float *K, int ldk, const float *V,
+                       int ldv, int N, int first, int dh, float c, float *ctx, int ldc,
+                       void *scratch, bool hw)
+{
+    if (M <= 0 || dh <= 0 || first < 1 || first + M - 1 > N)
+        return;
+    sq_attn_s8_cache kv;
+    sq_attn_s8_cache_init(&kv, scratch, N, dh);
+    for (int j = 0; j < N; j++)
+        sq_attn_s8_cache_put(&kv, j, K + (size_t)j * ldk, V + (size_t)j * ldv, hw);
+    sq_attn_s8_causal_cached(Q, ldq, M, &kv, N, first, c, ctx, ldc,
+                             (char *)scratch + up(sq_attn_s8_cache_bytes(N, dh), 64), hw);
 }

@@ -23,12 +23,30 @@
  * unit-attn_s8 holds the two to the same bits.
  *
  * Both paths round as the activation quantize step does: the scalar one
- * through sq_gemm_quantizer, the vector one with round_s8_zmm.h. */
+ * through sq_gemm_quantizer, the vector one with round_s8_zmm.h.
+ *
+ * The causal form (decoders: M new query rows against N cached keys, row i
+ * seeing keys 0 .. n_i - 1, n_i = first + i) cannot quantize V by columns:
+ * a column's range over the sequence would let later tokens change an
+ * earlier row's output, and a prefill would no longer equal token-by-token
+ * decoding. It quantizes V by rows, each token on its own, and folds the
+ * token's step into the probabilities before the second 8-bit rounding:
+ *   q, sq = rows(Q); k, sk = rows(K); v, sv = rows(V) (sv_j per token);
+ *   S[i][j] as above, for j < n_i;
+ *   p[i][j] = sq_softmax_row_u8 of S[i][0 .. n_i), Z_i = sum_j p[i][j];
+ *   w_j = fl((float) p[i][j] sv_j), a_i = max_j w_j;
+ *   e[i][j] = (int) min(fl(fl(w_j fl(255 / a_i)) + 0.5), 255) (0 beyond n_i);
+ *   g_i = fl(fl(a_i / 255) fl(1 / (float) Z_i));
+ *   ctx[i][d] = fl(fl(g_i 1) (float) sum_j e[i][j] v[j][d])
+ * (a_i 0 or not finite: e and g_i 0). Row i depends on Q_i and the first n_i
+ * keys and values only, never on M or on later keys: the same bits for a
+ * row whether it runs in a prefill or alone. */
 #ifndef SQ_ATTN_S8_H
 #define SQ_ATTN_S8_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Bytes of scratch one head needs at length <= max_len, head width dh. */
 size_t sq_attn_s8_scratch_bytes(int max_len, int dh);
@@ -51,5 +69,45 @@ typedef struct sq_attn_s8_times {
 void sq_attn_s8_head(const float *Q, const float *K, const float *V, int ld, int L, int dh,
                      float c, float *ctx, int ldc, void *scratch, bool hw, float *prange,
                      sq_attn_s8_times *times);
+
+/* The causal form's KV cache of one (layer, kv head): each key's and
+ * value's codes and step, quantized once when the token enters (rows() of
+ * that row alone), kept in the vpdpbusd kernels' packed layout so a step
+ * of decoding reads them as they are. Positions hold stale codes beyond
+ * the current length; nothing reads them into a result. */
+typedef struct sq_attn_s8_cache {
+    int max_keys, dh, dq, dv;
+    uint8_t *kp;   /* K codes in blocks of 16 keys, quads along dh */
+    uint8_t *vp;   /* V codes in quads along the sequence, 16 channels a block */
+    int32_t *ksum; /* 128 x the sum of a key's codes */
+    float *sk;     /* a key's step */
+    float *svt;    /* a value row's step */
+    float *mrow;   /* the quantize step's multipliers (scratch of put) */
+} sq_attn_s8_cache;
+
+/* Bytes of a cache of max_keys positions at head width dh (<= 2048). */
+size_t sq_attn_s8_cache_bytes(int max_keys, int dh);
+/* Lay a cache out in mem (64-byte aligned, sq_attn_s8_cache_bytes), zeroed. */
+void sq_attn_s8_cache_init(sq_attn_s8_cache *kv, void *mem, int max_keys, int dh);
+/* Quantize and store the key k and value v (dh floats each) at pos. hw:
+ * the zmm quantize step (only when sq_attn_s8_hw()); the same codes. */
+void sq_attn_s8_cache_put(sq_attn_s8_cache *kv, int pos, const float *k, const float *v, bool hw);
+
+/* Bytes of scratch of sq_attn_s8_causal_cached: up to max_rows queries,
+ * max_keys keys. */
+size_t sq_attn_s8_causal_scratch_bytes(int max_rows, int max_keys, int dh);
+
+/* The causal form above: Q M rows (stride ldq) against the cache's first N
+ * positions, first >= 1 and first + M - 1 <= N <= max_keys; ctx gets M rows
+ * of dh (stride ldc). Same scratch alignment and hw as sq_attn_s8_head. */
+void sq_attn_s8_causal_cached(const float *Q, int ldq, int M, const sq_attn_s8_cache *kv, int N,
+                              int first, float c, float *ctx, int ldc, void *scratch, bool hw);
+
+/* The same from float K and V (N rows, strides ldk, ldv), through a cache
+ * built in the scratch: sq_attn_s8_causal_bytes(M, N, dh) bytes. */
+size_t sq_attn_s8_causal_bytes(int M, int N, int dh);
+void sq_attn_s8_causal(const float *Q, int ldq, int M, const float *K, int ldk, const float *V,
+                       int ldv, int N, int first, int dh, float c, float *ctx, int ldc,
+                       void *scratch, bool hw);
 
 #endif

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 
+#include "attn_matmul.h"
 #include "block.h"
 #include "decoder_config.h"
 #include "linear.h"
@@ -27,6 +28,9 @@ typedef struct sq_decoder {
     sq_linear classifier;      /* [vocab][dim]; tied: borrows tok_emb and cls_bias */
     float *cls_bias;           /* [vocab] zeros (the classifier has no bias) */
     float *rope_cos, *rope_sin; /* [max_pos][head_dim / 2] */
+    /* the attention matmuls' precision (.sqm `attention`; checkpoints: f32);
+     * int8 is attn_s8.h's causal form */
+    sq_attn_matmul attn_matmul;
     /* tok_emb, the RMSNorm weights and the classifier point into a mapped
      * .sqm (dec_sqm.h): not freed */
     bool borrowed;

@@ -26,6 +26,7 @@ int sq_sqm_load_decoder(const sq_container *c, sq_decoder *d, sq_tokenizer **tok
     if (sq_sqm_check_schema(c, &ctx, 0, err) != 0)
         goto fail;
     d->cfg = ctx.dec;
+    d->attn_matmul = info.attn_matmul;
     d->borrowed = true;
     const sq_decoder_config *k = &d->cfg;
     if (!(d->layers = calloc((size_t)k->n_layers, sizeof *d->layers)) ||

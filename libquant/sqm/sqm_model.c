@@ -71,6 +71,26 @@ static int hf_bool(const sq_container *c, const yt_node *tok, const char *key, b
 
 /* A causal LM's metadata (SQM.md section 10): its config, the tokenizer's
  * vocabulary size, embeddings_type fp32 and the guard. */
+/* Metadata attention (absent: f32, SQM.md 2.2) of a model whose attention
+ * inputs are hidden or embed_dim wide, with heads heads. */
+static int read_attention(const sq_container *c, const yt_node *r, int hidden, int embed_dim,
+                          int heads, sq_sqm_info *info, sq_err *err)
+{
+    const char *s;
+    info->attn_matmul = SQ_ATTN_F32;
+    if (!yt_get(r, "attention"))
+        return 0;
+    if (yt_get_string(r, "attention", &s, err) != 0 ||
+        sq_attn_matmul_parse(s, &info->attn_matmul) != 0)
+        return sq_err_set(err, "%s: metadata attention must be one of %s", c->path,
+                          sq_attn_matmul_names());
+    const char *why = sq_attn_matmul_problem(info->attn_matmul, hidden, embed_dim, heads);
+    if (why)
+        return sq_err_set(err, "%s: metadata attention %s: %s (hidden %d, embed_dim %d, %d heads)",
+                          c->path, s, why, hidden, embed_dim, heads);
+    return 0;
+}
+
 static int read_decoder_meta(const sq_container *c, const yt_node *r, const yt_node *conf,
                              sq_sqm_schema_ctx *ctx, sq_sqm_info *info, sq_err *err)
 {
@@ -99,6 +119,8 @@ static int read_decoder_meta(const sq_container *c, const yt_node *r, const yt_n
             return sq_err_set(err, "%s: metadata activation_guard must be row or clip", c->path);
         info->guard_rows = strcmp(s, "row") == 0;
     }
+    if (read_attention(c, r, ctx->dec.dim, ctx->dec.dim, ctx->dec.n_heads, info, err) != 0)
+        return -1;
     /* informative (10.4), but a value must be one the spec names; the
      * loader checks it against the act_scale tensors */
     ctx->dec_acts = 0;
@@ -202,22 +224,8 @@ int sq_sqm_read_meta(const sq_container *c, sq_sqm_schema_ctx *ctx, sq_sqm_info 
         }
         info->guard_rows = strcmp(s, "row") == 0;
     }
-    info->attn_matmul = SQ_ATTN_F32;
-    if (yt_get(r, "attention")) {
-        if (yt_get_string(r, "attention", &s, err) != 0 ||
-            sq_attn_matmul_parse(s, &info->attn_matmul) != 0) {
-            sq_err_set(err, "%s: metadata attention must be one of %s", c->path,
-                       sq_attn_matmul_names());
-            goto out;
-        }
-        const char *why =
-            sq_attn_matmul_problem(info->attn_matmul, cfg->hidden, cfg->embed_dim, cfg->heads);
-        if (why) {
-            sq_err_set(err, "%s: metadata attention %s: %s (hidden %d, embed_dim %d, %d heads)",
-                       c->path, s, why, cfg->hidden, cfg->embed_dim, cfg->heads);
-            goto out;
-        }
-    }
+    if (read_attention(c, r, cfg->hidden, cfg->embed_dim, cfg->heads, info, err) != 0)
+        goto out;
     /* What the tokenizer tensors depend on; the tokenizer's own parser
      * (sqm_tokenizer.c) refuses a bad type or vocab_size with its message. */
     const yt_node *tok = yt_get(r, "tokenizer");

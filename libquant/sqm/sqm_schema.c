@@ -164,7 +164,7 @@ const sq_sqm_meta_rule sq_sqm_meta_rules[] = {
     {"max_seq", NULL, SQ_MT_INT, true, NULL, "3 .. config.max_positions", L},
     {"embeddings_type", NULL, SQ_MT_STRING, true, NULL, "fp32 | int8 | int4-g128", L},
     {"activation_guard", NULL, SQ_MT_STRING, false, "clip", "row | clip", L},
-    {"attention", NULL, SQ_MT_STRING, false, "f32", "f32 | bf16 (the attention matmuls, 6.5)", L},
+    {"attention", NULL, SQ_MT_STRING, false, "f32", "f32 | bf16 | int8 (the attention matmuls, 6.5)", L},
     {"classifier_type", NULL, SQ_MT_STRING, false, "fp32",
      "fp32 | int8 (llama: the classifier, section 10.6)", L},
     {"tokenizer", NULL, SQ_MT_MAPPING, true, NULL, "section 2.4", T},

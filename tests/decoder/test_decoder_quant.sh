@@ -165,4 +165,27 @@ expect_error "unknown activations value" "activations must be static or dynamic"
 expect_error "activations static, act_scales 0" "metadata activations is static" "" -- "$SQ" generate "$W/f.sqm" --max-tokens 4 --threads 1
 "$POKE" "$W/c8.sqm" "$W/f.sqm" classifier.wsum 7 --add 1 2>/dev/null
 expect_error "int8 classifier wsum off by one" "f.sqm" "" -- "$SQ" generate "$W/f.sqm" --max-tokens 4 --threads 1
+# decoder attention in bf16 and int8 (recipe attention.matmul, SQM.md 10.3):
+# written into the file, named by inspect, a perplexity close to f32
+# attention's but not equal to it (it runs), greedy assisted generation
+# (a verify pass of several rows) equal to the target alone at 1 and 2
+# threads: the quantized linears and the attention kernels give a row the
+# same bits in a prefill and in a step, so decoding equals prefill exactly
+for a in bf16 int8; do
+  { cat "$R/stories260K-int8.yaml"; printf 'attention:\n  matmul: %s\n' "$a"; } >"$W/a-$a.yaml"
+  q --recipe "$W/a-$a.yaml" -o "$W/a-$a.sqm" --threads 1 || fail "quantize with $a attention: $(cat "$W/err")"
+  "$SQ" verify "$W/a-$a.sqm" >/dev/null 2>&1 && pass "$a attention: verify accepts it" || fail "verify a-$a"
+  "$SQ" inspect "$W/a-$a.sqm" 2>&1 | grep -q "^attention: *$a" && pass "inspect names $a attention" || fail "inspect a-$a"
+  pa=$(ppl "$W/a-$a.sqm")
+  echo "# perplexity with $a attention: $pa (f32 attention: $p8)"
+  within "$pa" "$p8" 1.01 && [[ $pa != "$p8" ]] && pass "$a attention: within 1% of f32 attention's perplexity, and runs" \
+    || fail "$a attention perplexity $pa vs $p8"
+  g1=$("$SQ" generate "$W/a-$a.sqm" --prompt "Once upon a time" --max-tokens 96 --threads 1 --quiet 2>&1)
+  g2=$("$SQ" generate "$W/a-$a.sqm" --prompt "Once upon a time" --max-tokens 96 --threads 2 --quiet \
+         --draft "$W/int4.sqm" --draft-tokens 4 2>&1)
+  [[ ${#g1} -gt 100 && $g1 == "$g2" ]] && pass "$a attention: greedy assisted output = target alone, 1 vs 2 threads" \
+    || fail "$a attention assisted: [$g1] vs [$g2]"
+done
+"$POKE" "$W/a-int8.sqm" "$W/f.sqm" --replace "attention: int8" "attention: int9" 2>/dev/null
+expect_error "unknown attention value" "attention must be one of" "" -- "$SQ" generate "$W/f.sqm" --max-tokens 4 --threads 1
 finish

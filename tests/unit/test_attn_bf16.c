@@ -233,6 +233,62 @@ START_TEST(hw_rounding_specials)
 }
 END_TEST
 
+/* M query rows against N keys with their own strides (a decoder's new
+ * rows against its cache): each row's bits equal the square problem's
+ * (the last M rows of an N x N head) and that row alone (M = 1), on the
+ * scalar path and, where the CPU has it, vdpbf16ps. */
+START_TEST(rectangular_and_row_independent)
+{
+    static const int shapes[][3] = {{1, 1, 2}, {1, 17, 8}, {3, 40, 8}, {8, 9, 16}, {9, 33, 64},
+                                    {17, 100, 32}, {5, 257, 80}};
+    for (int hw = 0; hw <= 1; hw++) {
+        if (hw && !sq_attn_bf16_hw()) {
+            printf("SKIPPED: rectangular bf16 attention on vdpbf16ps (this CPU lacks "
+                   "AVX512-BF16 or the AVX-512 ops level)\n");
+            break;
+        }
+        for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++) {
+            const int M = shapes[k][0], N = shapes[k][1], dh = shapes[k][2];
+            head h;
+            make(&h, N, dh);
+            run(&h, hw, h.S, h.ctx); /* the square problem: S is the softmax after */
+            const float c = 1.0f / sqrtf((float)dh);
+            const int lds = N + 5, ldc = dh + 2;
+            float *S = malloc(sizeof(float) * (size_t)M * lds), *C = malloc(sizeof(float) * (size_t)M * ldc);
+            void *scr = NULL;
+            ck_assert(posix_memalign(&scr, 64, sq_attn_bf16_scratch_bytes_mn(M, N, dh)) == 0);
+            const float *Q = h.qkv + (size_t)(N - M) * h.ld;
+            sq_attn_bf16_scores_mn(Q, h.ld, M, h.qkv + dh, h.ld, N, dh, c, S, lds, scr, hw);
+            /* the square scores again (run() overwrote S with the softmax) */
+            float *Sq = malloc(sizeof(float) * (size_t)N * N);
+            sq_attn_bf16_scores(h.qkv, h.qkv + dh, h.ld, N, dh, c, Sq, h.scratch, hw);
+            for (int r = 0; r < M; r++)
+                ck_assert_msg(memcmp(S + (size_t)r * lds, Sq + (size_t)(N - M + r) * N,
+                                     sizeof(float) * N) == 0,
+                              "hw %d: scores row %d differ at M %d N %d dh %d", hw, r, M, N, dh);
+            /* the context of the square softmax's last M rows */
+            for (int r = 0; r < M; r++)
+                memcpy(S + (size_t)r * lds, h.S + (size_t)(N - M + r) * N, sizeof(float) * N);
+            sq_attn_bf16_context_mn(S, lds, M, h.qkv + 2 * dh, h.ld, N, dh, C, ldc, scr, hw);
+            for (int r = 0; r < M; r++)
+                ck_assert_msg(memcmp(C + (size_t)r * ldc, h.ctx + (size_t)(N - M + r) * (dh + 3),
+                                     sizeof(float) * dh) == 0,
+                              "hw %d: context row %d differs at M %d N %d dh %d", hw, r, M, N, dh);
+            /* the last row alone */
+            float S1[300], C1[100];
+            sq_attn_bf16_scores_mn(Q + (size_t)(M - 1) * h.ld, h.ld, 1, h.qkv + dh, h.ld, N, dh, c,
+                                   S1, N, scr, hw);
+            ck_assert(memcmp(S1, Sq + (size_t)(N - 1) * N, sizeof(float) * N) == 0);
+            sq_attn_bf16_context_mn(h.S + (size_t)(N - 1) * N, N, 1, h.qkv + 2 * dh, h.ld, N, dh,
+                                    C1, dh, scr, hw);
+            ck_assert(memcmp(C1, h.ctx + (size_t)(N - 1) * (dh + 3), sizeof(float) * dh) == 0);
+            free(S), free(C), free(Sq), free(scr);
+            unmake(&h);
+        }
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("attn_bf16");
@@ -243,6 +299,7 @@ int main(void)
     tcase_add_test(tc, scalar_close_to_f64);
     tcase_add_test(tc, hw_same_bits_as_scalar);
     tcase_add_test(tc, hw_rounding_specials);
+    tcase_add_test(tc, rectangular_and_row_independent);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);

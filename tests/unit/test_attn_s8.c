@@ -2,7 +2,9 @@
  * f64 attention (an int8-sized tolerance that a broken quantizer fails),
  * the int8 softmax codes at every ops level, and the AVX512-VNNI kernels
  * against the scalar code bit for bit at lengths and head widths around
- * every block size (skipped, and said so, without AVX512-VNNI). */
+ * every block size (skipped, and said so, without AVX512-VNNI). The
+ * causal form (decoders): against an f64 causal attention, each row's bits
+ * alone equal to a prefill's, and the two paths' bits. */
 #include <check.h>
 #include <math.h>
 #include <stdint.h>
@@ -188,6 +190,167 @@ START_TEST(hw_same_bits_as_scalar)
 }
 END_TEST
 
+/* ---- the causal form (decoders) ---- */
+
+/* One causal problem: N rows of q|k|v in qkv (stride ld); the last M rows
+ * are the queries, first = N - M + 1 (the first query sees N - M + 1 keys). */
+static void run_causal(const head *h, int M, bool hw, float *ctx)
+{
+    const int N = h->L, dh = h->dh;
+    void *scr = NULL;
+    ck_assert(posix_memalign(&scr, 64, sq_attn_s8_causal_bytes(M, N, dh)) == 0);
+    const float *Q = h->qkv + (size_t)(N - M) * h->ld;
+    sq_attn_s8_causal(Q, h->ld, M, h->qkv + dh, h->ld, h->qkv + 2 * dh, h->ld, N, N - M + 1, dh,
+                      1.0f / sqrtf((float)dh), ctx, h->ldc, scr, hw);
+    free(scr);
+}
+
+/* max |ctx - f64 causal attention| over the last M rows */
+static double causal_error(const head *h, int M, const float *ctx)
+{
+    const int N = h->L, dh = h->dh;
+    const double c = 1.0f / sqrtf((float)dh);
+    double worst = 0, *s = malloc(sizeof(double) * (size_t)N);
+    for (int r = 0; r < M; r++) {
+        const int i = N - M + r, n = i + 1;
+        double m = -1e300, tot = 0;
+        for (int j = 0; j < n; j++) {
+            double d = 0;
+            for (int t = 0; t < dh; t++)
+                d += (double)h->qkv[(size_t)i * h->ld + t] * h->qkv[(size_t)j * h->ld + dh + t];
+            s[j] = c * d;
+            m = fmax(m, s[j]);
+        }
+        for (int j = 0; j < n; j++)
+            tot += s[j] = exp(s[j] - m);
+        for (int d = 0; d < dh; d++) {
+            double want = 0;
+            for (int j = 0; j < n; j++)
+                want += s[j] / tot * h->qkv[(size_t)j * h->ld + 2 * dh + d];
+            worst = fmax(worst, fabs(ctx[(size_t)r * h->ldc + d] - want));
+        }
+    }
+    free(s);
+    return worst;
+}
+
+START_TEST(causal_close_to_f64)
+{
+    head h;
+    make(&h, 77, 32, 3.0f);
+    run_causal(&h, 77, false, h.ctx); /* a whole prefill */
+    double worst = causal_error(&h, 77, h.ctx);
+    ck_assert_msg(worst < 0.06, "causal int8 ctx vs f64: max |diff| %g", worst);
+    ck_assert_msg(worst > 1e-4, "max |diff| %g: the operands were not quantized", worst);
+    /* row 0 sees key 0 only: its context is V row 0, quantized */
+    for (int d = 0; d < 32; d++)
+        ck_assert(fabsf(h.ctx[d] - h.qkv[64 + d]) <= 3.0f / 127.0f);
+    /* the check can fail: attending to every key (no mask) is far outside it */
+    float *full = malloc(sizeof(float) * (size_t)h.L * h.ldc);
+    memcpy(full, h.ctx, sizeof(float) * (size_t)h.L * h.ldc);
+    run(&h, false, full, NULL);
+    ck_assert_msg(causal_error(&h, 77, full) > 0.2, "the mask makes no difference here");
+    free(full);
+    unmake(&h);
+}
+END_TEST
+
+START_TEST(causal_row_alone_equals_prefill)
+{
+    /* each row's bits do not depend on how many rows run with it: the
+     * last M rows at once against each of them alone (M = 1), at every
+     * path this CPU has */
+    static const int Ns[] = {1, 2, 5, 9, 16, 17, 40, 64, 65, 130};
+    static const int dhs[] = {3, 4, 8, 16, 64};
+    for (int hw = 0; hw <= 1; hw++) {
+        if (hw && !sq_attn_s8_hw()) {
+            printf("SKIPPED: causal int8 attention on vpdpbusd (this CPU lacks AVX512-VNNI or "
+                   "AVX-512)\n");
+            break;
+        }
+        for (size_t a = 0; a < sizeof Ns / sizeof *Ns; a++)
+            for (size_t b = 0; b < sizeof dhs / sizeof *dhs; b++) {
+                head h;
+                make(&h, Ns[a], dhs[b], 2.0f);
+                const int N = h.L, M = N < 41 ? N : 41;
+                run_causal(&h, M, hw, h.ctx);
+                float *one = malloc(sizeof(float) * (size_t)h.ldc);
+                for (int r = 0; r < M; r++) {
+                    head k = h; /* the first N - M + r + 1 rows: the cache then */
+                    k.L = N - M + r + 1;
+                    run_causal(&k, 1, hw, one);
+                    ck_assert_msg(memcmp(one, h.ctx + (size_t)r * h.ldc, sizeof(float) * h.dh) == 0,
+                                  "row %d of %d differs alone (N %d, dh %d, hw %d)", r, M, N, h.dh, hw);
+                }
+                free(one);
+                unmake(&h);
+            }
+    }
+}
+END_TEST
+
+START_TEST(causal_hw_same_bits_as_scalar)
+{
+    if (!sq_attn_s8_hw()) {
+        printf("SKIPPED: causal int8 attention on vpdpbusd (this CPU lacks AVX512-VNNI or "
+               "AVX-512)\n");
+        return;
+    }
+    static const int Ns[] = {1, 2, 3, 4, 7, 8, 9, 63, 64, 65, 100, 129, 256};
+    static const int dhs[] = {1, 3, 8, 16, 20, 32, 48, 64, 80};
+    for (size_t a = 0; a < sizeof Ns / sizeof *Ns; a++)
+        for (size_t b = 0; b < sizeof dhs / sizeof *dhs; b++)
+            for (int M = 1; M <= Ns[a]; M = M < 9 ? M + 4 : M * 3) {
+                head h;
+                make(&h, Ns[a], dhs[b], 2.0f);
+                float *c2 = malloc(sizeof(float) * (size_t)h.L * h.ldc);
+                memcpy(c2, h.ctx, sizeof(float) * (size_t)h.L * h.ldc);
+                run_causal(&h, M, false, h.ctx);
+                run_causal(&h, M, true, c2);
+                ck_assert_msg(memcmp(h.ctx, c2, sizeof(float) * (size_t)M * h.ldc) == 0,
+                              "causal ctx differs at N %d, M %d, dh %d", h.L, M, h.dh);
+                free(c2);
+                unmake(&h);
+            }
+}
+END_TEST
+
+START_TEST(causal_cache_decoding_equals_prefill)
+{
+    /* a decoder's use: one cache, each step puts its key and value and runs
+     * its one row; every row equals the prefill's (the same quantize step
+     * per row, whatever the path) */
+    for (int hw = 0; hw <= 1; hw++) {
+        if (hw && !sq_attn_s8_hw()) {
+            printf("SKIPPED: the causal int8 cache on vpdpbusd (this CPU lacks AVX512-VNNI or "
+                   "AVX-512)\n");
+            break;
+        }
+        head h;
+        make(&h, 70, 8, 2.0f);
+        run_causal(&h, 70, hw, h.ctx);
+        const int cap = 100;
+        void *mem = NULL, *scr = NULL;
+        ck_assert(posix_memalign(&mem, 64, sq_attn_s8_cache_bytes(cap, 8)) == 0);
+        ck_assert(posix_memalign(&scr, 64, sq_attn_s8_causal_scratch_bytes(1, cap, 8)) == 0);
+        sq_attn_s8_cache kv;
+        sq_attn_s8_cache_init(&kv, mem, cap, 8);
+        float one[8];
+        for (int i = 0; i < 70; i++) {
+            const float *row = h.qkv + (size_t)i * h.ld;
+            sq_attn_s8_cache_put(&kv, i, row + 8, row + 16, hw);
+            sq_attn_s8_causal_cached(row, h.ld, 1, &kv, i + 1, i + 1, 1.0f / sqrtf(8.0f), one, 8,
+                                     scr, hw);
+            ck_assert_msg(memcmp(one, h.ctx + (size_t)i * h.ldc, sizeof one) == 0,
+                          "step %d differs from the prefill's row (hw %d)", i, hw);
+        }
+        free(mem);
+        free(scr);
+        unmake(&h);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("attn_s8");
@@ -197,6 +360,10 @@ int main(void)
     tcase_add_test(tc, zero_and_constant_rows);
     tcase_add_test(tc, softmax_codes_every_level);
     tcase_add_test(tc, hw_same_bits_as_scalar);
+    tcase_add_test(tc, causal_close_to_f64);
+    tcase_add_test(tc, causal_row_alone_equals_prefill);
+    tcase_add_test(tc, causal_hw_same_bits_as_scalar);
+    tcase_add_test(tc, causal_cache_decoding_equals_prefill);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
