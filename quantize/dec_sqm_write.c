@@ -1,5 +1,6 @@
-/* A causal LM's .sqm writer (formats/SQM.md section 10), from the quantizer's
- * plans; the loader is decoder/dec_sqm.c. */
+/* A causal LM's part of the .sqm writer (formats/SQM.md section 10): its
+ * metadata and where each schema row's values are (the one writer,
+ * sqm_write.h, walks the schema); the loader is libquant/sqm/sqm_decoder.c. */
 #include "dec_sqm_write.h"
 
 #include <inttypes.h>
@@ -12,12 +13,12 @@
 #include "quant_plan.h"
 #include "sqm_model.h"
 #include "sqm_schema.h"
+#include "sqm_write.h"
 #include "squint_version.h"
 #include "strbuf.h"
 #include "tokenizer_bpe.h"
 #include "yaml_tree.h"
 
-#define NK SQ_DEC_LIN_KINDS
 
 /* The packed classifier's plan (SQM.md 10.6), after the layers', or NULL. */
 static const sq_plan_linear *classifier_plan(const sq_llama_model *m, const sq_quant_result *res)
@@ -89,94 +90,100 @@ static char *build_metadata(const sq_llama_model *m, bool dynamic_acts, const sq
 }
 
 
-/* What dec_tensors lists. */
+/* Where a causal LM's tensors are (sqm_write.h: the schema says which). */
 typedef struct dec_src {
     const sq_llama_model *m;
     const sq_quant_result *res;
 } dec_src;
 
-static int dec_tensors(const void *ctx, sq_container_writer *w, sq_keep *kp, sq_err *err)
+/* tokenizer.vocab (pieces in id order, NUL after each), .scores as f64, or
+ * .merges in rank order (SQM.md 10.5). */
+static int tokenizer_rows(const sq_bpe *tok, enum sq_sqm_row row, sq_keep *kp, sq_sqm_data *out,
+                          sq_err *err)
 {
-    const dec_src *s = ctx;
-    const sq_llama_model *m = s->m;
-    const sq_quant_result *res = s->res;
-    const sq_plan_linear *cls_plan = classifier_plan(m, res);
-    const sq_decoder *d = &m->dec;
-    const sq_decoder_config *c = &d->cfg;
-    const int32_t V = sq_bpe_vocab_size(sq_tokenizer_bpe(m->tok));
+    const int32_t V = sq_bpe_vocab_size(tok);
+    if (row == SQ_ROW_TOK_MERGES) {
+        sq_bpe_hf hs;
+        sq_bpe_hf_settings(tok, &hs);
+        if (hs.n_merges < 1) /* the path is put in front by sq_sqm_write */
+            return sq_err_set(err, "the tokenizer has no merges (the format stores at least one)");
+        int32_t *merges = sq_keep_add(kp, malloc((size_t)hs.n_merges * 2 * sizeof *merges));
+        if (!merges)
+            return sq_err_set(err, "out of memory");
+        for (int32_t r = 0; r < hs.n_merges; r++)
+            sq_bpe_merge_pair(tok, r, &merges[2 * r], &merges[2 * r + 1]);
+        *out = (sq_sqm_data){merges, (uint64_t)hs.n_merges};
+        return 0;
+    }
+    if (row == SQ_ROW_TOK_SCORES) {
+        double *scores = sq_keep_add(kp, malloc((size_t)V * sizeof *scores));
+        if (!scores)
+            return sq_err_set(err, "out of memory");
+        for (int32_t i = 0; i < V; i++)
+            scores[i] = (double)sq_bpe_score(tok, i);
+        out->p = scores;
+        return 0;
+    }
     uint64_t vbytes = 0;
     for (int32_t i = 0; i < V; i++) {
         size_t n;
-        sq_bpe_token(sq_tokenizer_bpe(m->tok), i, &n);
+        sq_bpe_token(tok, i, &n);
         vbytes += n + 1;
     }
-    const bool hf = sq_bpe_is_hf(sq_tokenizer_bpe(m->tok));
-    sq_bpe_hf hs;
-    sq_bpe_hf_settings(sq_tokenizer_bpe(m->tok), &hs);
-    char *vocab = sq_keep_add(kp, malloc(vbytes));
-    double *scores = sq_keep_add(kp, malloc((size_t)V * sizeof *scores));
-    int32_t *merges = sq_keep_add(kp, malloc(((size_t)hs.n_merges * 2 + 1) * sizeof *merges));
-    if (!vocab || !scores || !merges)
+    char *vocab = sq_keep_add(kp, malloc(vbytes ? vbytes : 1));
+    if (!vocab)
         return sq_err_set(err, "out of memory");
-    /* tokenizer.vocab: pieces in id order, NUL after each; scores as f64 */
     for (int32_t i = 0, o = 0; i < V; i++) {
         size_t n;
-        const char *t = sq_bpe_token(sq_tokenizer_bpe(m->tok), i, &n);
+        const char *t = sq_bpe_token(tok, i, &n);
         memcpy(vocab + o, t, n + 1);
         o += (int)n + 1;
-        scores[i] = (double)sq_bpe_score(sq_tokenizer_bpe(m->tok), i);
     }
-    uint64_t nv = (uint64_t)V, D = (uint64_t)c->dim, dve[2] = {(uint64_t)c->vocab, D};
-    sq_container_writer_add(w, "tokenizer.vocab", SQ_CDT_U8, 1, &vbytes, vocab, vbytes);
-    if (hf) {
-        /* the merges, rank order (SQM.md 10.5) */
-        if (hs.n_merges < 1) /* the path is put in front by sq_plan_write_sqm */
-            return sq_err_set(err, "the tokenizer has no merges (the format stores at least one)");
-        for (int32_t r = 0; r < hs.n_merges; r++)
-            sq_bpe_merge_pair(sq_tokenizer_bpe(m->tok), r, &merges[2 * r], &merges[2 * r + 1]);
-        uint64_t dm[2] = {(uint64_t)hs.n_merges, 2};
-        sq_container_writer_add(w, "tokenizer.merges", SQ_CDT_I32, 2, dm, merges, dm[0] * 8);
-    } else {
-        sq_container_writer_add(w, "tokenizer.scores", SQ_CDT_F64, 1, &nv, scores, nv * 8);
-    }
-    sq_container_writer_add(w, "embeddings.word", SQ_CDT_F32, 2, dve, d->tok_emb, dve[0] * D * 4);
-    char name[96];
-#define NAME(...) (snprintf(name, sizeof name, __VA_ARGS__), name)
-    for (int l = 0; l < c->n_layers; l++) {
-        const sq_block *Ly = &d->layers[l];
-        sq_container_writer_add(w, NAME("layer.%d.rms_att.weight", l), SQ_CDT_F32, 1, &D, Ly->n1_g, D * 4);
-        sq_container_writer_add(w, NAME("layer.%d.rms_ffn.weight", l), SQ_CDT_F32, 1, &D, Ly->n2_g, D * 4);
-        for (int k = 0; k < NK; k++) {
-            const sq_plan_linear *p = &res->plans[l * SQ_LIN_KINDS + k];
-            const sq_linear *lin = &Ly->lin[k];
-            const char *kn = sq_linear_kind_name((sq_linear_kind)k);
-            uint64_t N = (uint64_t)lin->out, K = (uint64_t)lin->in, dw[2] = {N, K};
-            if (p->res.qtype == SQ_QT_F32) {
-                sq_container_writer_add(w, NAME("layer.%d.%s.weight", l, kn), SQ_CDT_F32, 2, dw, lin->w, N * K * 4);
-                sq_container_writer_add(w, NAME("layer.%d.%s.bias", l, kn), SQ_CDT_F32, 1, &N, lin->b, N * 4);
-            } else if (sq_plan_add_packed(w, kp, NAME("layer.%d.%s", l, kn), lin, p, err) != 0) {
-                return -1;
-            }
-        }
-    }
-    sq_container_writer_add(w, "final_norm.weight", SQ_CDT_F32, 1, &D, d->rms_final, D * 4);
-    if (cls_plan) { /* packed; a tied model keeps embeddings.word for the lookup */
-        if (sq_plan_add_packed(w, kp, SQ_SQM_CLASSIFIER_PREFIX, &d->classifier, cls_plan,
-                               err) != 0)
-            return -1;
-    } else if (!c->tied_classifier) {
-        sq_container_writer_add(w, "classifier.weight", SQ_CDT_F32, 2, dve, d->classifier.w, dve[0] * D * 4);
-    }
-#undef NAME
+    *out = (sq_sqm_data){vocab, vbytes};
     return 0;
+}
+
+static int dec_tensor(void *ctx, enum sq_sqm_row row, int l, sq_keep *kp, sq_sqm_data *out,
+                      sq_err *err)
+{
+    const dec_src *s = ctx;
+    const sq_decoder *d = &s->m->dec;
+    *out = (sq_sqm_data){NULL, 0};
+    switch (row) {
+    case SQ_ROW_TOK_VOCAB:
+    case SQ_ROW_TOK_SCORES:
+    case SQ_ROW_TOK_MERGES: return tokenizer_rows(sq_tokenizer_bpe(s->m->tok), row, kp, out, err);
+    case SQ_ROW_WORD: out->p = d->tok_emb; break;
+    case SQ_ROW_RMS_ATT: out->p = d->layers[l].n1_g; break;
+    case SQ_ROW_RMS_FFN: out->p = d->layers[l].n2_g; break;
+    case SQ_ROW_FINAL_NORM: out->p = d->rms_final; break;
+    case SQ_ROW_CLASSIFIER: out->p = d->classifier.w; break;
+    default: break;
+    }
+    return 0;
+}
+
+static const sq_linear *dec_linear(void *ctx, int l, sq_linear_kind k, const sq_plan_linear **plan)
+{
+    const dec_src *s = ctx;
+    const sq_decoder *d = &s->m->dec;
+    if (l == SQ_SQM_CLASSIFIER) {
+        *plan = classifier_plan(s->m, s->res);
+        return *plan ? &d->classifier : NULL;
+    }
+    if (k >= SQ_DEC_LIN_KINDS)
+        return NULL;
+    *plan = &s->res->plans[l * SQ_LIN_KINDS + k];
+    return &d->layers[l].lin[k];
 }
 
 int sq_dec_sqm_write(const sq_llama_model *m, bool dynamic_acts, const sq_quant_result *res,
                      int zstd_level, const char *path, sq_err *err)
 {
     char *meta = build_metadata(m, dynamic_acts, res);
-    const dec_src src = {m, res};
-    int rc = sq_plan_write_sqm(meta, dec_tensors, &src, zstd_level, path, err);
+    dec_src ds = {m, res};
+    const sq_sqm_source src = {dec_tensor, dec_linear, &ds};
+    int rc = sq_sqm_write(meta, &src, zstd_level, path, err);
     free(meta);
     return rc;
 }

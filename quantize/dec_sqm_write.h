@@ -1,5 +1,6 @@
-/* A causal LM's .sqm writer (formats/SQM.md section 10): the fp32 model, the
- * quantizer's per-linear plans and the provenance -> one verified file. */
+/* A causal LM's .sqm (formats/SQM.md section 10): the fp32 model, the
+ * quantizer's per-linear plans and the provenance -> one verified file,
+ * through the one writer (sqm_write.h). */
 #ifndef SQ_DEC_SQM_WRITE_H
 #define SQ_DEC_SQM_WRITE_H
 

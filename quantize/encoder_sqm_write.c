@@ -1,6 +1,7 @@
-/* An encoder's .sqm writer (formats/SQM.md sections 2-9): the fp32 model,
- * the quantizer's per-linear plans and the provenance -> one file, read back
- * against the schema before it counts as written. */
+/* An encoder's part of the .sqm writer (formats/SQM.md sections 2-9): its
+ * metadata and provenance, and where each schema row's values are; the one
+ * writer (sqm_write.h) takes the tensors' names, order and shapes from the
+ * schema. */
 #include "encoder_sqm_write.h"
 
 #include <inttypes.h>
@@ -14,6 +15,7 @@
 #include "quant_embed.h"
 #include "quant_plan.h"
 #include "sqm_schema.h"
+#include "sqm_write.h"
 #include "squint_version.h"
 #include "strbuf.h"
 #include "yaml_tree.h"
@@ -112,119 +114,96 @@ static char *build_metadata(const sq_embed_model *m, const sq_calib_stats *st, u
 }
 
 
-/* What enc_tensors lists. */
+/* Where an encoder's tensors are (sqm_write.h: the schema says which). */
 typedef struct enc_src {
     const sq_embed_model *m;
     const sq_plan_linear *pl;
     sq_qtype emb_qt;
     const sq_sqm_class_head *ch;
+    const void *word_scale; /* the quantized embeddings' scales, made with their codes */
 } enc_src;
 
-static int enc_tensors(const void *ctx, sq_container_writer *w, sq_keep *kp, sq_err *err)
+/* tokenizer.vocab: token strings in id order, NUL after each. */
+static int vocab_bytes(const sq_wordpiece_spec *ts, sq_keep *kp, sq_sqm_data *out, sq_err *err)
 {
-    const enc_src *s = ctx;
-    const sq_embed_model *m = s->m;
-    const sq_plan_linear *pl = s->pl;
-    const sq_qtype emb_qt = s->emb_qt;
-    const sq_sqm_class_head *ch = s->ch;
-    const sq_encoder *e = &m->enc;
-    const sq_bert_config *c = &e->cfg;
-    const int H = c->hidden;
-    /* tokenizer.vocab: token strings in id order, NUL after each */
-    const sq_wordpiece_spec *ts = &m->tok_spec;
     uint64_t vbytes = 0;
     for (int i = 0; i < ts->vocab_size; i++)
         vbytes += strlen(ts->vocab[i]) + 1;
     char *vocab = sq_keep_add(kp, malloc(vbytes ? vbytes : 1));
-    if (!vocab) {
+    if (!vocab)
         return sq_err_set(err, "out of memory");
-    }
     for (int i = 0, o = 0; i < ts->vocab_size; i++) {
         size_t n = strlen(ts->vocab[i]) + 1;
         memcpy(vocab + o, ts->vocab[i], n);
         o += (int)n;
     }
-    sq_container_writer_add(w, "tokenizer.vocab", SQ_CDT_U8, 1, &vbytes, vocab, vbytes);
-    if (ts->type == SQ_TOK_UNIGRAM) {
-        uint64_t nv = (uint64_t)ts->vocab_size;
-        sq_container_writer_add(w, "tokenizer.scores", SQ_CDT_F64, 1, &nv, ts->scores, nv * 8);
-    }
+    *out = (sq_sqm_data){vocab, vbytes};
+    return 0;
+}
 
-    const int E = c->embed_dim; /* embedding width (layer 0 input) */
-    uint64_t V = (uint64_t)c->vocab_size, d2[2] = {V, (uint64_t)E};
-    if (emb_qt == SQ_QT_F32) {
-        sq_container_writer_add(w, "embeddings.word", SQ_CDT_F32, 2, d2, e->word_emb, V * E * 4);
-    } else if (emb_qt == SQ_QT_S8) {
-        int8_t *q = sq_keep_add(kp, malloc(V * E));
-        float *sc = sq_keep_add(kp, malloc(V * 4));
-        if (!q || !sc) {
-            return sq_err_set(err, "out of memory");
-        }
-        sq_embed_quant_s8(e->word_emb, (int)V, E, q, sc);
-        sq_container_writer_add(w, "embeddings.word", SQ_CDT_I8, 2, d2, q, V * E);
-        sq_container_writer_add(w, "embeddings.word.scale", SQ_CDT_F32, 1, &V, sc, V * 4);
-    } else {
-        uint64_t G = (uint64_t)sq_embed_s4_groups(E), dq[2] = {V, (uint64_t)E / 2}, ds[2] = {V, G};
-        uint8_t *q = sq_keep_add(kp, calloc(V * E / 2, 1));
-        float *sc = sq_keep_add(kp, malloc(V * G * 4));
-        if (!q || !sc) {
-            return sq_err_set(err, "out of memory");
-        }
-        sq_embed_quant_s4(e->word_emb, (int)V, E, q, sc);
-        sq_container_writer_add(w, "embeddings.word", SQ_CDT_U8, 2, dq, q, V * E / 2);
-        sq_container_writer_add(w, "embeddings.word.scale", SQ_CDT_F32, 2, ds, sc, V * G * 4);
+/* embeddings.word as embeddings_type says; the scales kept for the next row. */
+static int word_rows(enc_src *s, sq_keep *kp, sq_sqm_data *out, sq_err *err)
+{
+    const sq_encoder *e = &s->m->enc;
+    const int V = e->cfg.vocab_size, E = e->cfg.embed_dim;
+    if (s->emb_qt == SQ_QT_F32) {
+        out->p = e->word_emb;
+        return 0;
     }
-    uint64_t dp[2] = {(uint64_t)c->max_pos, (uint64_t)E}, dt[2] = {(uint64_t)c->type_vocab, (uint64_t)E},
-             de = (uint64_t)E, dh = (uint64_t)H;
-    sq_container_writer_add(w, "embeddings.position", SQ_CDT_F32, 2, dp, e->pos_emb, dp[0] * E * 4);
-    if (c->type_vocab > 0)
-        sq_container_writer_add(w, "embeddings.token_type", SQ_CDT_F32, 2, dt, e->type_emb, dt[0] * E * 4);
-    if (c->emb_ln) {
-        sq_container_writer_add(w, "embeddings.ln.gamma", SQ_CDT_F32, 1, &de, e->emb_ln_g, de * 4);
-        sq_container_writer_add(w, "embeddings.ln.beta", SQ_CDT_F32, 1, &de, e->emb_ln_b, de * 4);
-    }
-    if (c->head != SQ_HEAD_NONE) {
-        uint64_t dhh[2] = {dh, dh};
-        sq_container_writer_add(w, "head.weight", SQ_CDT_F32, 2, dhh, e->head.w, dh * dh * 4);
-        sq_container_writer_add(w, "head.bias", SQ_CDT_F32, 1, &dh, e->head.b, dh * 4);
-    }
-    if (c->num_labels > 0) {
-        uint64_t nl = (uint64_t)c->num_labels, dlh[2] = {nl, dh};
-        sq_container_writer_add(w, "score.weight", SQ_CDT_F32, 2, dlh, e->score.w, nl * dh * 4);
-        sq_container_writer_add(w, "score.bias", SQ_CDT_F32, 1, &nl, e->score.b, nl * 4);
-    }
-    char name[96];
-    for (int l = 0; l < c->layers; l++) {
-        const sq_block *L = &e->layers[l];
-        uint64_t da = (uint64_t)sq_ln_attn_dim(c, l);
-#define NAME(...) (snprintf(name, sizeof name, __VA_ARGS__), name)
-        sq_container_writer_add(w, NAME("layer.%d.ln_attn.gamma", l), SQ_CDT_F32, 1, &da, L->n1_g, da * 4);
-        sq_container_writer_add(w, NAME("layer.%d.ln_attn.beta", l), SQ_CDT_F32, 1, &da, L->n1_b, da * 4);
-        sq_container_writer_add(w, NAME("layer.%d.ln_ffn.gamma", l), SQ_CDT_F32, 1, &dh, L->n2_g, dh * 4);
-        sq_container_writer_add(w, NAME("layer.%d.ln_ffn.beta", l), SQ_CDT_F32, 1, &dh, L->n2_b, dh * 4);
-        for (int k = 0; k < SQ_LIN_KINDS; k++) {
-            const sq_plan_linear *p = &pl[l * SQ_LIN_KINDS + k];
-            const sq_linear *lin = &L->lin[k];
-            if (p->absent)
-                continue;
-            const char *kn = sq_linear_kind_name((sq_linear_kind)k);
-            uint64_t N = (uint64_t)lin->out, K = (uint64_t)lin->in, dw[2] = {N, K};
-            if (p->res.qtype == SQ_QT_F32) {
-                sq_container_writer_add(w, NAME("layer.%d.%s.weight", l, kn), SQ_CDT_F32, 2, dw, lin->w, N * K * 4);
-                sq_container_writer_add(w, NAME("layer.%d.%s.bias", l, kn), SQ_CDT_F32, 1, &N, lin->b, N * 4);
-                continue;
-            }
-            if (sq_plan_add_packed(w, kp, NAME("layer.%d.%s", l, kn), lin, p, err) != 0)
-                return -1;
-#undef NAME
-        }
-    }
-    if (ch) { /* the classification head, last (SQM.md 3.1, 9) */
-        uint64_t dc[2] = {(uint64_t)ch->classes, (uint64_t)ch->dim};
-        sq_container_writer_add(w, "class_head.weight", SQ_CDT_F64, 2, dc, ch->W, dc[0] * dc[1] * 8);
-        sq_container_writer_add(w, "class_head.bias", SQ_CDT_F64, 1, dc, ch->b, dc[0] * 8);
+    const bool s8 = s->emb_qt == SQ_QT_S8;
+    const size_t G = s8 ? 1 : (size_t)sq_embed_s4_groups(E);
+    void *q = sq_keep_add(kp, s8 ? malloc((size_t)V * E) : calloc((size_t)V * E / 2, 1));
+    float *sc = sq_keep_add(kp, malloc((size_t)V * G * 4));
+    if (!q || !sc)
+        return sq_err_set(err, "out of memory");
+    if (s8)
+        sq_embed_quant_s8(e->word_emb, V, E, q, sc);
+    else
+        sq_embed_quant_s4(e->word_emb, V, E, q, sc);
+    s->word_scale = sc;
+    out->p = q;
+    return 0;
+}
+
+static int enc_tensor(void *ctx, enum sq_sqm_row row, int l, sq_keep *kp, sq_sqm_data *out,
+                      sq_err *err)
+{
+    enc_src *s = ctx;
+    const sq_encoder *e = &s->m->enc;
+    const sq_block *L = row >= SQ_ROW_LN_ATTN_GAMMA && row <= SQ_ROW_LN_FFN_BETA ? &e->layers[l] : NULL;
+    *out = (sq_sqm_data){NULL, 0};
+    switch (row) {
+    case SQ_ROW_TOK_VOCAB: return vocab_bytes(&s->m->tok_spec, kp, out, err);
+    case SQ_ROW_TOK_SCORES: out->p = s->m->tok_spec.scores; break;
+    case SQ_ROW_WORD: return word_rows(s, kp, out, err);
+    case SQ_ROW_WORD_SCALE: out->p = s->word_scale; break;
+    case SQ_ROW_POSITION: out->p = e->pos_emb; break;
+    case SQ_ROW_TOKEN_TYPE: out->p = e->type_emb; break;
+    case SQ_ROW_EMB_LN_GAMMA: out->p = e->emb_ln_g; break;
+    case SQ_ROW_EMB_LN_BETA: out->p = e->emb_ln_b; break;
+    case SQ_ROW_HEAD_WEIGHT: out->p = e->head.w; break;
+    case SQ_ROW_HEAD_BIAS: out->p = e->head.b; break;
+    case SQ_ROW_SCORE_WEIGHT: out->p = e->score.w; break;
+    case SQ_ROW_SCORE_BIAS: out->p = e->score.b; break;
+    case SQ_ROW_LN_ATTN_GAMMA: out->p = L->n1_g; break;
+    case SQ_ROW_LN_ATTN_BETA: out->p = L->n1_b; break;
+    case SQ_ROW_LN_FFN_GAMMA: out->p = L->n2_g; break;
+    case SQ_ROW_LN_FFN_BETA: out->p = L->n2_b; break;
+    case SQ_ROW_CLASS_HEAD_WEIGHT: out->p = s->ch ? s->ch->W : NULL; break;
+    case SQ_ROW_CLASS_HEAD_BIAS: out->p = s->ch ? s->ch->b : NULL; break;
+    default: break;
     }
     return 0;
+}
+
+static const sq_linear *enc_linear(void *ctx, int l, sq_linear_kind k, const sq_plan_linear **plan)
+{
+    const enc_src *s = ctx;
+    const sq_plan_linear *p = &s->pl[l * SQ_LIN_KINDS + k];
+    if (l < 0 || p->absent)
+        return NULL;
+    *plan = p;
+    return &s->m->enc.layers[l].lin[k];
 }
 
 int sq_enc_sqm_write(const sq_embed_model *m, const sq_sqm_class_head *ch,
@@ -234,8 +213,9 @@ int sq_enc_sqm_write(const sq_embed_model *m, const sq_sqm_class_head *ch,
     char *meta = build_metadata(m, res->st, res->st_hash, res->model_digest, res->model_arg,
                                 res->recipe, res->scale, res->plans, res->rep,
                                 sq_qtype_get(emb_qt)->name, ch);
-    const enc_src src = {m, res->plans, emb_qt, ch};
-    int rc = sq_plan_write_sqm(meta, enc_tensors, &src, zstd_level, path, err);
+    enc_src es = {m, res->plans, emb_qt, ch, NULL};
+    const sq_sqm_source src = {enc_tensor, enc_linear, &es};
+    int rc = sq_sqm_write(meta, &src, zstd_level, path, err);
     free(meta);
     return rc;
 }

@@ -1,6 +1,6 @@
-/* An encoder's .sqm writer (formats/SQM.md sections 2-9): the fp32 model,
- * the quantizer's per-linear plans and the provenance -> one verified file.
- * The decoder's is dec_sqm_write.h. */
+/* An encoder's .sqm (formats/SQM.md sections 2-9): the fp32 model, the
+ * quantizer's per-linear plans and the provenance -> one verified file,
+ * through the one writer (sqm_write.h). The decoder's is dec_sqm_write.h. */
 #ifndef SQ_ENCODER_SQM_WRITE_H
 #define SQ_ENCODER_SQM_WRITE_H
 

@@ -200,35 +200,6 @@ void sq_keep_free(sq_keep *k)
     free(k->p);
 }
 
-/* The writer's self-check (debug builds, or SQUINT_WRITE_CHECK set: the CLI
- * tests set it): the file just written, read back as the loader reads it,
- * matches the schema (libquant/sqm/sqm_schema.c) with every tensor accounted
- * for. A failure is a writer bug; the file is removed. */
-int sq_sqm_check_written(const char *path, sq_err *err)
-{
-#ifdef NDEBUG
-    const char *env = getenv("SQUINT_WRITE_CHECK");
-    if (!env || !*env || strcmp(env, "0") == 0)
-        return 0;
-#endif
-    sq_container c;
-    sq_sqm_schema_ctx ctx;
-    sq_sqm_info info;
-    int rc = sq_container_open(path, SQ_KIND_SQM, &c, err);
-    if (rc == 0) {
-        rc = sq_sqm_read_meta(&c, &ctx, &info, err) != 0 ||
-                     sq_sqm_check_schema(&c, &ctx, SQ_SQM_STRICT, err) != 0
-                 ? -1
-                 : 0;
-        sq_container_close(&c);
-    }
-    if (rc != 0) {
-        sq_err_prefix(err, "internal error: the written file fails the .sqm schema");
-        remove(path);
-    }
-    return rc;
-}
-
 float sq_plan_safe_amax(float a)
 {
     return isfinite(a) && a > 0 ? a : 1e-6f; /* an all-zero input: any scale works */
@@ -295,51 +266,6 @@ void sq_plan_free(sq_plan_linear *pl, int n, float **w_orig)
     free(pl);
     free(w_orig);
 }
-
-#define NAME(...) (snprintf(name, sizeof name, __VA_ARGS__), name)
-int sq_plan_add_packed(sq_container_writer *w, sq_keep *kp, const char *pre,
-                       const sq_linear *lin, const sq_plan_linear *p, sq_err *err)
-{
-    char name[96];
-    uint64_t N = (uint64_t)lin->out, K = (uint64_t)lin->in, dw[2] = {N, K};
-        const sq_qweight *q = &p->qw;
-        const sq_qtype_traits *qt = sq_qtype_get(q->qtype);
-        /* scales and sums are 2-D for a grouped type, even with one group */
-        int sdim = qt->block ? 2 : 1;
-        uint64_t G = (uint64_t)sq_qweight_groups(q), NP = (uint64_t)q->n_pad;
-        uint64_t dsc[2] = {N, G}, dws[2] = {NP, G}, one = 1;
-        sq_container_writer_add(w, NAME("%s.weight", pre), qt->cdtype, 2, dw, q->data, q->data_size);
-        sq_container_writer_add(w, NAME("%s.scale", pre), SQ_CDT_F32, sdim, dsc, q->scale, N * G * 4);
-        sq_container_writer_add(w, NAME("%s.wsum", pre), SQ_CDT_I32, sdim, dws, q->wsum, NP * G * 4);
-        sq_container_writer_add(w, NAME("%s.bias", pre), SQ_CDT_F32, 1, &N, lin->b, N * 4);
-        if (p->s && !p->folded)
-            sq_container_writer_add(w, NAME("%s.smooth", pre), SQ_CDT_F32, 1, &K, p->s, K * 4);
-        float *as = sq_keep_add(kp, malloc(4));
-        if (!as) {
-            sq_err_set(err, "out of memory");
-            return -1;
-        }
-        *as = p->act_scale;
-        sq_container_writer_add(w, NAME("%s.act_scale", pre), SQ_CDT_F32, 1, &one, as, 4);
-        if (p->act_zero != 0) {
-            int32_t *az = sq_keep_add(kp, malloc(4));
-            if (!az) {
-                sq_err_set(err, "out of memory");
-                return -1;
-            }
-            *az = p->act_zero;
-            sq_container_writer_add(w, NAME("%s.act_zero", pre), SQ_CDT_I32, 1, &one, az, 4);
-        }
-        if (p->n_outl > 0) {
-            uint64_t no = (uint64_t)p->n_outl, dow[2] = {no, N};
-            sq_container_writer_add(w, NAME("%s.outlier_index", pre), SQ_CDT_I32, 1, &no, p->outl_idx,
-                    no * 4);
-            sq_container_writer_add(w, NAME("%s.outlier_weight", pre), SQ_CDT_F32, 2, dow, p->outl_w,
-                    no * N * 4);
-        }
-    return 0;
-}
-#undef NAME
 
 void sq_quantize_log(const sq_quantize_opts *o, const char *fmt, ...)
 {
@@ -428,27 +354,3 @@ void sq_plan_yaml_provenance(sq_strbuf *sb, const sq_calib_stats *st, uint64_t s
     free(ry);
 }
 
-int sq_plan_write_sqm(const char *meta, sq_sqm_tensors_fn tensors, const void *ctx,
-                      int zstd_level, const char *path, sq_err *err)
-{
-    sq_container_writer *w = sq_container_writer_new(SQ_KIND_SQM);
-    sq_keep kp = {0};
-    int rc = -1;
-    if (!w || !meta) {
-        sq_err_set(err, "%s: out of memory", path);
-        goto out;
-    }
-    if (sq_container_writer_set_metadata(w, meta, strlen(meta), err) != 0 ||
-        tensors(ctx, w, &kp, err) != 0) {
-        sq_err_prefix(err, "%s", path);
-        goto out;
-    }
-    sq_container_writer_set_zstd(w, zstd_level);
-    if (sq_container_writer_write(w, path, err) != 0 || sq_sqm_check_written(path, err) != 0)
-        goto out;
-    rc = 0;
-out:
-    sq_container_writer_free(w);
-    sq_keep_free(&kp);
-    return rc;
-}

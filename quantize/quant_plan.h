@@ -102,23 +102,6 @@ void *sq_keep_add(sq_keep *k, void *p);
 
 void sq_keep_free(sq_keep *k);
 
-/* The tensors of a .sqm as a family lists them: added to w (by reference),
- * whatever must live until the write kept in kp. 0, or -1 with err set. */
-typedef int (*sq_sqm_tensors_fn)(const void *ctx, sq_container_writer *w, sq_keep *kp,
-                                 sq_err *err);
-
-/* The one way a .sqm is written: the metadata, the family's tensors, zstd
- * when asked, the atomic write, then the file read back against the schema
- * (sq_sqm_check_written). Every failure names path; nothing is left there. */
-int sq_plan_write_sqm(const char *meta, sq_sqm_tensors_fn tensors, const void *ctx,
-                      int zstd_level, const char *path, sq_err *err);
-
-/* The writer's self-check (debug builds, or SQUINT_WRITE_CHECK set: the CLI
- * tests set it): the file just written, read back as the loader reads it,
- * matches the schema (libquant/sqm/sqm_schema.c) with every tensor accounted
- * for. A failure is a writer bug; the file is removed. */
-int sq_sqm_check_written(const char *path, sq_err *err);
-
 float sq_plan_safe_amax(float a);
 
 /* The int8 step and zero point of an input clipped at amax whose smallest
@@ -137,12 +120,6 @@ void sq_plan_act_range(float amax, bool use_zero, bool lo_known, float lo, float
 int sq_plan_select_act(const sq_hist *h, const sq_scale_params *sp, bool use_zero, bool lo_known,
                       float lo, float *amax, float *scale, int *zero, sq_err *err);
 
-/* Add a packed linear's tensors (SQM.md 3.3: weight, scale, wsum, bias,
- * smooth unless folded, act_scale, act_zero, outliers) named "<pre>.weight"
- * ... (pre from sq_sqm_linear_prefix: "layer.3.qkv", "classifier"); scalars
- * live in kp until the writer has written. */
-int sq_plan_add_packed(sq_container_writer *w, sq_keep *kp, const char *pre,
-                       const sq_linear *lin, const sq_plan_linear *p, sq_err *err);
 
 /* Outlier channels of a packed linear (outlier_select.h) from the
  * calibrated channel maxima xs and its weights: p->outl_idx, n_outl, and

@@ -19,7 +19,7 @@ R=$root/recipes
 mkdir -p "$OUT"
 OUT=$(realpath "$OUT")
 cd "$OUT" || exit 1
-rm -f ./*.sqc ./*.sqm ./*.npy ./*.txt ./*.json* SHA256SUMS
+rm -rf ./*.sqc ./*.sqm ./*.npy ./*.txt ./*.json* ./*.yaml hf gqa SHA256SUMS
 export SOURCE_DATE_EPOCH=0 SQUINT_THREAD_MIN_NS=0 SQUINT_DATA=$root/calib/data
 fails=0
 run() { # NAME -- command...: run it, say when it fails
@@ -61,6 +61,22 @@ for m in ce ce-int8.sqm; do
   run "rerank-$m" -- sh -c "'$SQ' rerank '$m' --query 'the cat' --docs '$texts' --threads 2 >rerank-${m%.sqm}.json"
 done
 
+# a stored classification head (SST-2 sentences), an outlier recipe, bf16 and
+# int8 attention: the .sqm rows the recipes above do not write
+SST=$data/sst2-glue/train.tsv
+if [[ -f $SST ]]; then
+  head -n 200 "$SST" >sst.tsv
+  run head-train -- "$SQ" train-head bert --train sst.tsv --quiet -o head.json
+  run bert-head -- "$SQ" quantize bert --calib bert.sqc --head head.json -o bert-head.sqm --threads 2
+else echo "absent: SST-2 ($SST)"; fi
+printf 'version: 1\noutliers: {enabled: true, ratio: 2, max_channels: 4}\n' >outl.yaml
+run bert-outl -- "$SQ" quantize bert --calib bert.sqc --recipe outl.yaml -o bert-outl.sqm --threads 2
+for a in bf16 int8; do
+  printf 'version: 1\nattention: {matmul: %s}\n' "$a" >"att-$a.yaml"
+  run "bert-att-$a" -- "$SQ" quantize bert --calib bert.sqc --recipe "att-$a.yaml" -o "bert-att-$a.sqm" --threads 2
+  run "emb-bert-att-$a" -- "$SQ" embed "bert-att-$a.sqm" --input "$texts" -o "emb-bert-att-$a.npy" --threads 2 --quiet
+done
+
 # USE Lite (real): int8 (its recipe), int4-g128, mixed
 U=$data/use-lite-tfjs
 if [[ -d $U ]]; then
@@ -83,7 +99,23 @@ if [[ -f $S/stories260K.bin && -f $T ]]; then
   run st-calib -- "$SQ" calibrate "$S/stories260K.bin" --corpus calib-stories.txt --samples 0 --window --threads 1 --quiet -o st.sqc
   run st-int8 -- "$SQ" quantize "$S/stories260K.bin" --calib st.sqc --recipe "$R/stories260K-int8.yaml" -o st-int8.sqm --threads 2
   run st-int4 -- "$SQ" quantize "$S/stories260K.bin" --calib st.sqc --recipe "$R/stories260K-int4.yaml" --dynamic-acts -o st-int4.sqm --threads 2
-  for m in "$S/stories260K.bin" st-int8.sqm st-int4.sqm; do
+  for a in bf16 int8; do # decoder attention (int8: the quantized KV cache)
+    { cat "$R/stories260K-int8.yaml"; printf 'attention:\n  matmul: %s\n' "$a"; } >"st-att-$a.yaml"
+    run "st-att-$a" -- "$SQ" quantize "$S/stories260K.bin" --calib st.sqc --recipe "st-att-$a.yaml" -o "st-att-$a.sqm" --threads 2
+  done
+  # the Hugging Face layout (hf-bpe merges) and an untied GQA fixture (numpy)
+  PY=/usr/bin/python3 FX=$root/tests/fixture
+  if [[ -x $PY ]] && $PY -c 'import numpy' 2>/dev/null; then
+    $PY "$FX/llama2c_to_hf.py" --tokenizer "$S/tok512.bin" --checkpoint "$S/stories260K.bin" hf >/dev/null
+    $PY "$FX/gen_llama_fixture.py" --shape gqa-small --tokenizer "$S/tok512.bin" gqa >/dev/null
+    for m in hf gqa; do
+      run "$m-calib" -- "$SQ" calibrate "$m" --corpus calib-stories.txt --samples 0 --window --threads 1 --quiet -o "$m.sqc"
+      run "$m-int8" -- "$SQ" quantize "$m" --calib "$m.sqc" --recipe "$R/stories260K-int8.yaml" -o "$m-int8.sqm" --threads 2
+    done
+    sed '/^classifier:/,$d' "$R/stories260K-int8.yaml" >c32.yaml
+    run gqa-c32 -- "$SQ" quantize gqa --calib gqa.sqc --recipe c32.yaml -o gqa-c32.sqm --threads 2
+  else echo "absent: /usr/bin/python3 with numpy (the HF and GQA decoder fixtures)"; fi
+  for m in "$S/stories260K.bin" st-int8.sqm st-int4.sqm st-att-bf16.sqm st-att-int8.sqm; do
     b=$(basename "${m%.*}")
     run "gen-$b" -- sh -c "'$SQ' generate '$m' --prompt 'Once upon a time' --max-tokens 96 --threads 2 --quiet >gen-$b.txt"
     run "ppl-$b" -- sh -c "'$SQ' perplexity '$m' --input held-stories.txt --docs lines --threads 2 --json | sed 's/, \"seconds\": [0-9.e+-]*//' >ppl-$b.json"
