@@ -8,7 +8,7 @@
 #   diff /tmp/before/SHA256SUMS /tmp/after/SHA256SUMS && echo identical
 # Real models are used where present (USE Lite and stories260K under
 # SHARED_DATA, all-MiniLM-L6-v2 in out/cache/models); each one absent is said.
-# Takes ~15 s on 2 cores.
+# Takes ~20 s on 2 cores.
 # usage: tests/bench/output_digests.sh SQUINT GEN_FIXTURE OUTDIR [SHARED_DATA]
 set -uo pipefail
 SQ=$(realpath "$1") GEN=$(realpath "$2") OUT=$3
