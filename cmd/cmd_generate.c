@@ -50,6 +50,7 @@ static const char *const help =
 typedef struct out_ctx {
     bool ids;
     int n;
+    int write_errno; /* the failed write's errno (0: none) */
 } out_ctx;
 
 static int emit_token(void *vctx, int32_t id, const char *piece, size_t len)
@@ -61,7 +62,12 @@ static int emit_token(void *vctx, int32_t id, const char *piece, size_t len)
         fwrite(piece, 1, len, stdout);
     o->n++;
     /* A failed write (a closed pipe, a full disk) ends generation. */
-    return fflush(stdout) != 0 || ferror(stdout);
+    errno = 0;
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        o->write_errno = errno ? errno : EIO;
+        return 1;
+    }
+    return 0;
 }
 
 int cmd_generate(int argc, char **argv)
@@ -169,8 +175,11 @@ int cmd_generate(int argc, char **argv)
     sq_llama_model_close(&m);
     if (rc != 0)
         return cli_fail("generate", &err);
-    if (stats.stop == SQ_GEN_STOP_CALLER)
-        return SQ_EXIT_BADINPUT; /* stdout failed: main's check reports it */
+    if (stats.stop == SQ_GEN_STOP_CALLER) { /* the text could not be written */
+        fprintf(stderr, "squint generate: error: writing standard output: %s\n",
+                strerror(oc.write_errno));
+        return SQ_EXIT_BADINPUT;
+    }
     fputc('\n', stdout);
     fflush(stdout);
     if (!quiet) {

@@ -127,7 +127,9 @@ int sq_llama_model_open(const char *path, const char *tokenizer, sq_llama_model 
                                    "apply", path);
         return sq_dec_sqm_open(path, m, err);
     }
-    const bool hf = sq_hf_dir_is_causal_lm(path);
+    /* any folder is read as a Hugging Face one, so its config.json's problem
+     * (broken JSON, another architecture) is the one named */
+    const bool hf = sq_hf_dir_is_causal_lm(path) || sq_dir_exists(path);
     sq_llama_ckpt ck;
     if ((hf ? sq_hf_llama_load(path, &ck, err) : sq_llama_ckpt_load(path, &ck, err)) != 0)
         return -1;

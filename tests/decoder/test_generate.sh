@@ -101,4 +101,15 @@ expect_error "bad --top-p" "--top-p" "" -- "$SQ" generate "$M" --top-p 0
 expect_error "bad --temperature" "--temperature" "" -- "$SQ" generate "$M" --temperature nan
 expect_error "perplexity without --input" "--input is required" "" -- "$SQ" perplexity "$M"
 expect_error "perplexity --ctx beyond the model" "exceeds the context" "" -- "$SQ" perplexity "$M" --input "$S" --ctx 1024
+# issue 38 item 10: output that cannot be written is said (exit 2)
+if [[ -w /dev/full ]]; then
+  msg=$("$SQ" generate "$M" --max-tokens 8 2>&1 >/dev/full); rc=$?
+  [[ $rc -eq 2 && "$msg" == *"writing standard output"* ]] && pass "generate > /dev/full: exit 2, said so" ||
+    fail "generate > /dev/full: exit $rc ($msg)"
+  msg=$("$SQ" perplexity "$M" --input "$S" --docs lines 2>&1 >/dev/full); rc=$?
+  [[ $rc -eq 2 && "$msg" == *"writing standard output"* ]] && pass "perplexity > /dev/full: exit 2, said so" ||
+    fail "perplexity > /dev/full: exit $rc ($msg)"
+else
+  echo "skip - /dev/full tests (no writable /dev/full)"
+fi
 finish

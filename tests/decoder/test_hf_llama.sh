@@ -118,6 +118,12 @@ mk; edit "$W/bad/config.json" 'd["num_key_value_heads"]=3'
 expect_error "heads not a multiple of kv heads" "not a multiple of num_key_value_heads 3" "" -- "$SQ" generate "$W/bad"
 mk; edit "$W/bad/config.json" 'd["num_key_value_heads"]=8'
 expect_error "k_proj of the wrong shape" "self_attn.k_proj.weight\" has shape [32, 64], expected [64, 64]" "" -- "$SQ" generate "$W/bad"
+# issue 38 item 9: a broken config.json was "not a regular file"
+mk; printf '{"architectures": ["LlamaForCausalLM"' >"$W/bad/config.json"
+expect_error "broken config.json named by generate" "$W/bad/config.json: invalid JSON" "" -- "$SQ" generate "$W/bad"
+expect_error "broken config.json named by perplexity" "$W/bad/config.json: invalid JSON" "" -- "$SQ" perplexity "$W/bad" --input "$W/calib.txt"
+mk; rm "$W/bad/config.json"
+expect_error "a folder without config.json" "$W/bad/config.json: cannot open" "" -- "$SQ" generate "$W/bad"
 mk; truncate -s 100000 "$W/bad/model.safetensors"
 expect_error "truncated safetensors" "$W/bad/model.safetensors" "" -- "$SQ" generate "$W/bad"
 mk; rm "$W/bad/tokenizer.json"
