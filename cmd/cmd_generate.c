@@ -31,6 +31,9 @@ static const char *const help =
     "                      same tokenizer, any MODEL kind) proposes tokens that MODEL checks\n"
     "                      in one forward; greedy output is the same as without it\n"
     "  --draft-tokens K    tokens the draft proposes per check, 1..15 (default 4)\n"
+    "  --draft-tokenizer FILE\n"
+    "                      DRAFT's llama2.c tokenizer, as --tokenizer is MODEL's (default:\n"
+    "                      the one next to DRAFT); it must be the same tokenizer\n"
     "  --threads N         worker threads (default: $OMP_NUM_THREADS, else the CPUs available)\n"
     "  --quiet             no statistics on standard error\n"
     "\n"
@@ -72,7 +75,7 @@ static int emit_token(void *vctx, int32_t id, const char *piece, size_t len)
 
 int cmd_generate(int argc, char **argv)
 {
-    enum { O_MAX = 256, O_TEMP, O_TOPP, O_SEED, O_TOK, O_IDS, O_QUIET, O_DRAFT, O_DRAFT_K };
+    enum { O_MAX = 256, O_TEMP, O_TOPP, O_SEED, O_TOK, O_IDS, O_QUIET, O_DRAFT, O_DRAFT_K, O_DRAFT_TOK };
     static const struct option opts[] = {
         {"prompt", required_argument, 0, 'p'},       {"max-tokens", required_argument, 0, O_MAX},
         {"temperature", required_argument, 0, O_TEMP}, {"top-p", required_argument, 0, O_TOPP},
@@ -80,8 +83,9 @@ int cmd_generate(int argc, char **argv)
         {"ids", no_argument, 0, O_IDS},              {"threads", required_argument, 0, 't'},
         {"quiet", no_argument, 0, O_QUIET},          {"help", no_argument, 0, 'h'},
         {"draft", required_argument, 0, O_DRAFT},    {"draft-tokens", required_argument, 0, O_DRAFT_K},
+        {"draft-tokenizer", required_argument, 0, O_DRAFT_TOK},
         {0, 0, 0, 0}};
-    const char *prompt = "", *tokenizer = NULL, *draft_path = NULL;
+    const char *prompt = "", *tokenizer = NULL, *draft_path = NULL, *draft_tok = NULL;
     long max_tokens = 256, threads = 0, draft_tokens = 4;
     double temperature = 0.0, top_p = 0.9;
     unsigned long long seed = 0;
@@ -119,6 +123,7 @@ int cmd_generate(int argc, char **argv)
             break;
         case O_QUIET: quiet = true; break;
         case O_DRAFT: draft_path = optarg; break;
+        case O_DRAFT_TOK: draft_tok = optarg; break;
         case O_DRAFT_K:
             if (!cli_parse_int(optarg, 1, SQ_GEN_MAX_DRAFT, &draft_tokens))
                 return cli_usage_error("generate", "--draft-tokens must be an integer in [1, 15]");
@@ -135,8 +140,12 @@ int cmd_generate(int argc, char **argv)
     if (sq_llama_model_open(argv[optind], tokenizer, &m, &err) != 0)
         return cli_fail("generate", &err);
     sq_llama_model dm;
+    if (draft_tok && !draft_path) {
+        sq_llama_model_close(&m);
+        return cli_usage_error("generate", "--draft-tokenizer applies to a --draft model");
+    }
     if (draft_path) {
-        if (sq_llama_model_open(draft_path, NULL, &dm, &err) != 0) {
+        if (sq_llama_draft_open(draft_path, draft_tok, &dm, &err) != 0) {
             sq_llama_model_close(&m);
             return cli_fail("generate", &err);
         }

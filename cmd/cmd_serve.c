@@ -71,6 +71,7 @@ static const char *const help =
     "                        (default 4); each uses --threads threads\n"
     "  --draft DRAFT         a causal LM: assisted generation, as `squint generate --draft`\n"
     "  --draft-tokens K      tokens the draft proposes per check, 1..15 (default 4)\n"
+    "  --draft-tokenizer FILE  the draft's llama2.c tokenizer (default: next to DRAFT)\n"
     "  --instances N         N worker processes, each pinned to its own --threads cores\n"
     "                        (default: the usable cores / N), behind the one address; a worker\n"
     "                        that dies is restarted; /metrics, /health and /info answer for\n"
@@ -93,7 +94,7 @@ int cmd_serve(int argc, char **argv)
 {
     enum { O_HOST = 256, O_PORT, O_NAME, O_MAXB, O_WAIT, O_QUEUE, O_BODY, O_INPUTS, O_TOKENS,
            O_TIMEOUT, O_CONNS, O_KEY, O_QUIET, O_HEAD, O_HELP, O_INST, O_TUNE, O_NOTUNE,
-           O_TOK, O_GENS, O_DRAFT, O_DRAFT_K };
+           O_TOK, O_GENS, O_DRAFT, O_DRAFT_K, O_DRAFT_TOK };
     static const struct option opts[] = {
         {"host", required_argument, 0, O_HOST},       {"port", required_argument, 0, O_PORT},
         {"model-name", required_argument, 0, O_NAME}, {"threads", required_argument, 0, 't'},
@@ -111,6 +112,7 @@ int cmd_serve(int argc, char **argv)
         {"max-generations", required_argument, 0, O_GENS},
         {"draft", required_argument, 0, O_DRAFT},
         {"draft-tokens", required_argument, 0, O_DRAFT_K},
+        {"draft-tokenizer", required_argument, 0, O_DRAFT_TOK},
         {"help", no_argument, 0, O_HELP},             {0, 0, 0, 0}};
 #ifdef SQ_HAVE_SERVE
     sq_serve_opts o = {.host = "127.0.0.1", .port = 8080, .batch = 32, .max_batch = 256,
@@ -156,6 +158,7 @@ int cmd_serve(int argc, char **argv)
         case O_GENS: NUM("--max-generations", 1, 1024, o.max_generations = (int)v); break;
         case O_DRAFT: o.draft_path = optarg; break;
         case O_DRAFT_K: NUM("--draft-tokens", 1, 15, o.draft_tokens = (int)v); break;
+        case O_DRAFT_TOK: o.draft_tokenizer_path = optarg; break;
 #else
         case O_HOST: case O_PORT: case O_NAME: case 't': case 'b': case O_MAXB: case O_WAIT:
         case O_QUEUE: case O_BODY: case O_INPUTS: case O_TOKENS: case O_TIMEOUT: case O_CONNS:
@@ -180,6 +183,8 @@ int cmd_serve(int argc, char **argv)
     sq_err err = {0};
     if (tune_path && no_tune)
         return cli_usage_error("serve", "--tune and --no-tune contradict each other");
+    if (o.draft_tokenizer_path && !o.draft_path)
+        return cli_usage_error("serve", "--draft-tokenizer applies to a --draft model");
     if (tune_path || (!no_tune && !instances && !threads && !batch_given)) {
         sq_tune_file t;
         int got = tune_load_for("serve", o.model_path, tune_path, &t, &err);

@@ -22,7 +22,8 @@ static char *dir_of(const char *path)
     return d;
 }
 
-static int open_tokenizer(const char *path, const char *tokenizer, const sq_decoder_config *c,
+static int open_tokenizer(const char *path, const char *tokenizer, const char *opt,
+                          const sq_decoder_config *c,
                           sq_llama_model *m, sq_err *err)
 {
     const int vocab = c->vocab;
@@ -67,25 +68,26 @@ static int open_tokenizer(const char *path, const char *tokenizer, const sq_deco
     }
     free(dir);
     return sq_err_set(err, "%s: no tokenizer of %d tokens next to it (tokenizer.bin, tok512.bin%s%s): "
-                           "give one with --tokenizer",
-                      path, vocab, found[0] ? found : "", found[0] ? ")" : "");
+                           "give one with %s",
+                      path, vocab, found[0] ? found : "", found[0] ? ")" : "", opt);
 }
 
-/* An HF folder: --tokenizer, else its tokenizer.json. */
-static int open_hf_tokenizer(const char *dir, const char *tokenizer, const sq_decoder_config *c,
+/* An HF folder: the tokenizer option (opt), else its tokenizer.json. */
+static int open_hf_tokenizer(const char *dir, const char *tokenizer, const char *opt,
+                             const sq_decoder_config *c,
                              sq_llama_model *m, sq_err *err)
 {
     if (tokenizer)
-        return open_tokenizer(dir, tokenizer, c, m, err);
+        return open_tokenizer(dir, tokenizer, opt, c, m, err);
     char *p = sq_path_join(dir, "tokenizer.json");
     if (!p)
         return sq_err_set(err, "out of memory");
     if (!sq_file_exists(p)) {
-        sq_err_set(err, "%s: no tokenizer.json (give a tokenizer with --tokenizer)", dir);
+        sq_err_set(err, "%s: no tokenizer.json (give a tokenizer with %s)", dir, opt);
         free(p);
         return -1;
     }
-    int rc = open_tokenizer(dir, p, c, m, err);
+    int rc = open_tokenizer(dir, p, opt, c, m, err);
     free(p);
     return rc;
 }
@@ -117,14 +119,16 @@ bool sq_llama_is_checkpoint(const char *path)
            want == (uint64_t)sb.st_size;
 }
 
-int sq_llama_model_open(const char *path, const char *tokenizer, sq_llama_model *m, sq_err *err)
+/* opt: the command-line option that names the tokenizer, for messages. */
+static int model_open(const char *path, const char *tokenizer, const char *opt, sq_llama_model *m,
+                      sq_err *err)
 {
     memset(m, 0, sizeof *m);
     struct stat sb;
     if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && sq_sqm_sniff(path)) { /* never a FIFO */
         if (tokenizer)
-            return sq_err_set(err, "%s: a packed model holds its tokenizer: --tokenizer does not "
-                                   "apply", path);
+            return sq_err_set(err, "%s: a packed model holds its tokenizer: %s does not "
+                                   "apply", path, opt);
         return sq_dec_sqm_open(path, m, err);
     }
     /* any folder is read as a Hugging Face one, so its config.json's problem
@@ -135,11 +139,23 @@ int sq_llama_model_open(const char *path, const char *tokenizer, sq_llama_model 
         return -1;
     if (sq_decoder_from_llama(&ck, &m->dec, err) != 0)
         return -1;
-    if ((hf ? open_hf_tokenizer(path, tokenizer, &m->dec.cfg, m, err)
-            : open_tokenizer(path, tokenizer, &m->dec.cfg, m, err)) != 0) {
+    if ((hf ? open_hf_tokenizer(path, tokenizer, opt, &m->dec.cfg, m, err)
+            : open_tokenizer(path, tokenizer, opt, &m->dec.cfg, m, err)) != 0) {
         sq_llama_model_close(m);
         return -1;
     }
+    return 0;
+}
+
+int sq_llama_model_open(const char *path, const char *tokenizer, sq_llama_model *m, sq_err *err)
+{
+    return model_open(path, tokenizer, "--tokenizer", m, err);
+}
+
+int sq_llama_draft_open(const char *path, const char *tokenizer, sq_llama_model *m, sq_err *err)
+{
+    if (model_open(path, tokenizer, "--draft-tokenizer", m, err) != 0)
+        return sq_err_prefix(err, "--draft");
     return 0;
 }
 

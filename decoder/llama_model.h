@@ -27,6 +27,9 @@ bool sq_llama_is_checkpoint(const char *path);
 /* A llama2.c checkpoint, an HF Llama folder, or a decoder .sqm (dec_sqm.h: tokenizer must be
  * NULL, the file holds it). tokenizer NULL: look next to the checkpoint. */
 int sq_llama_model_open(const char *path, const char *tokenizer, sq_llama_model *m, sq_err *err);
+/* The same for an assisted generation's draft (its tokenizer option is
+ * --draft-tokenizer; messages start "--draft"). */
+int sq_llama_draft_open(const char *path, const char *tokenizer, sq_llama_model *m, sq_err *err);
 void sq_llama_model_close(sq_llama_model *m);
 
 #endif

@@ -566,7 +566,7 @@ static int open_decoder(server *s, sq_err *err)
         return -1;
     s->lm_open = true;
     if (o->draft_path) {
-        if (sq_llama_model_open(o->draft_path, NULL, &s->draft, err) != 0)
+        if (sq_llama_draft_open(o->draft_path, o->draft_tokenizer_path, &s->draft, err) != 0)
             return -1;
         s->has_draft = true;
         if (sq_gen_check_draft(&s->lm, &s->draft, err) != 0)

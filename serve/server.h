@@ -46,6 +46,7 @@ typedef struct sq_serve_opts {
     /* a causal LM (POST /v1/completions, completions.h) */
     const char *tokenizer_path; /* NULL: found next to the checkpoint (llama_model.h) */
     const char *draft_path;  /* assisted generation; NULL: none */
+    const char *draft_tokenizer_path; /* the draft's llama2.c tokenizer; NULL: next to it */
     int draft_tokens;        /* 1 .. SQ_GEN_MAX_DRAFT */
     int max_generations;     /* concurrent generations; beyond: 503 */
     bool quiet;              /* no access log */

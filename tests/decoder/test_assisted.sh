@@ -123,4 +123,18 @@ expect_error "--draft-tokens 16" "--draft-tokens must be an integer in [1, 15]" 
 expect_error "a missing draft" "$W/none.sqm" "" -- "$SQ" generate "$M" --draft "$W/none.sqm"
 head -c 3000 "$W/int8.sqm" >"$W/trunc.sqm"
 expect_error "a truncated draft" "trunc.sqm" "" -- "$SQ" generate "$M" --draft "$W/trunc.sqm"
+# issue 38 item 13: a llama2.c draft without its tokenizer beside it takes
+# --draft-tokenizer (the message named --tokenizer, which is the target's)
+mkdir "$W/bare"; cp "$M" "$W/bare/d.bin"
+expect_error "a draft without its tokenizer names --draft-tokenizer" \
+  "--draft: $W/bare/d.bin: no tokenizer of 512 tokens next to it (tokenizer.bin, tok512.bin): give one with --draft-tokenizer" "" \
+  -- "$SQ" generate "$M" --draft "$W/bare/d.bin" --max-tokens 4
+gen "$M" "Once upon a time" >"$W/alone" 2>/dev/null
+gen "$M" "Once upon a time" --draft "$W/bare/d.bin" --draft-tokenizer "$D/tok512.bin" >"$W/assisted" 2>"$W/err"
+[[ -s $W/alone ]] && cmp -s "$W/alone" "$W/assisted" && pass "--draft-tokenizer: the draft runs, the target's tokens" \
+  || fail "--draft-tokenizer: $(cat "$W/err")"
+expect_error "--draft-tokenizer without --draft" "--draft-tokenizer applies to a --draft model" "" \
+  -- "$SQ" generate "$M" --draft-tokenizer "$D/tok512.bin" --max-tokens 4
+expect_error "--draft-tokenizer with a packed draft" "a packed model holds its tokenizer: --draft-tokenizer does not apply" "" \
+  -- "$SQ" generate "$M" --draft "$W/int8.sqm" --draft-tokenizer "$D/tok512.bin" --max-tokens 4
 finish
