@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "f32_rows.h"
 #include "ops.h"
 #include "quant_embed.h"
 #include "par_threads.h"
@@ -47,12 +48,24 @@ sq_block_desc sq_encoder_block_desc(const sq_bert_config *c)
                            .eps = (float)c->ln_eps};
 }
 
+/* y = x W^T + b for n pooled rows, each row on its own (f32_rows.h) in
+ * chunks of up to SQ_F32_ROWS_MAX: a text's embedding or score does not
+ * depend on the batch it was pooled in (sgemm rounds a many-row product
+ * differently from a few-row one). */
+static void pooled_linear(const sq_linear *l, const float *x, int n, float *y)
+{
+    for (int r = 0; r < n; r += SQ_F32_ROWS_MAX) {
+        const int m = n - r < SQ_F32_ROWS_MAX ? n - r : SQ_F32_ROWS_MAX;
+        sq_f32_rows(x + (size_t)r * l->in, m, l->in, l->w, l->b, l->out, y + (size_t)r * l->out);
+    }
+}
+
 void sq_encoder_apply_head(const sq_encoder *enc, float *x, int n, float *tmp)
 {
     if (enc->cfg.head == SQ_HEAD_NONE || n <= 0)
         return;
     const int H = enc->cfg.hidden;
-    sq_linear_forward(&enc->head, x, n, tmp, NULL);
+    pooled_linear(&enc->head, x, n, tmp);
     if (enc->cfg.head == SQ_HEAD_IDENTITY)
         memcpy(x, tmp, (size_t)n * H * sizeof *x);
     else
@@ -64,7 +77,7 @@ void sq_encoder_apply_score(const sq_encoder *enc, const float *x, int n, float 
 {
     if (enc->cfg.num_labels <= 0 || n <= 0)
         return;
-    sq_linear_forward(&enc->score, x, n, logits, NULL);
+    pooled_linear(&enc->score, x, n, logits);
 }
 
 static float *alloc_floats(size_t n)

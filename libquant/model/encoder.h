@@ -54,7 +54,8 @@ typedef struct sq_encoder {
 } sq_encoder;
 
 /* The pooling head in place on n pooled rows: x = tanh(x W^T + b). tmp holds
- * n x H floats. No-op without a head. */
+ * n x H floats. No-op without a head. Each row alone: the same bits at any
+ * n (as the score below). */
 void sq_encoder_apply_head(const sq_encoder *enc, float *x, int n, float *tmp);
 
 /* A sequence classifier's logits of n pooled rows (after the head):

@@ -62,6 +62,23 @@ else
   echo "SKIPPED: STS-B gate (no $sts)"
 fi
 
+# issue 38 item 14: the int8 embeddings do not depend on the batch (the
+# dense+tanh head ran through sgemm above 16 pooled rows, row by row below):
+# 40 texts of different lengths at --batch 1, 7, 17, 32 and 33, byte for byte
+python3 - "$W/b.txt" <<'PY'
+import random, sys
+r = random.Random(11)
+w = "the a river cold night music city dog runs quickly under bright blue sky".split()
+open(sys.argv[1], "w").write("".join(" ".join(r.choice(w) for _ in range(r.randint(1, 30))) + "\n" for _ in range(40)))
+PY
+same=0
+for b in 1 7 17 32 33; do
+  "$SQ" embed "$W/use.sqm" --input "$W/b.txt" --batch $b -o "$W/b$b.npy" --quiet 2>/dev/null &&
+    cmp -s "$W/b1.npy" "$W/b$b.npy" && same=$((same + 1))
+done
+[[ $same -eq 5 ]] && pass "int8 embeddings byte-identical at --batch 1, 7, 17, 32, 33" ||
+  fail "int8 embeddings depend on the batch ($same of 5 equal to --batch 1)"
+
 # Damaged exports: a short shard, a model.json that is not the manifest.
 mkdir -p "$W/bad"
 cp "$M"/* "$W/bad/"
