@@ -89,6 +89,18 @@ def library_version():
     return _lib.squint_version().decode()
 
 
+def _c_int(name, v):
+    """v as a C int, or SquintError(argument): no silent wrap modulo 2**32, no
+    float or str taken for a count (a bool counts as 0 / 1)."""
+    try:
+        i = v.__index__()
+    except (AttributeError, TypeError):
+        raise SquintError("argument", "%s must be an integer, not %s" % (name, type(v).__name__))
+    if not -2**31 <= i < 2**31:
+        raise SquintError("argument", "%s %d is out of range" % (name, i))
+    return i
+
+
 def _raise(err):
     name = _lib.squint_status_name(err.code).decode()
     raise SquintError(name, err.message.decode("utf-8", "replace"))
@@ -114,15 +126,22 @@ class Model:
             raise ValueError("the model is closed")
         if isinstance(texts, str):
             texts = [texts]
-        data = [t.encode("utf-8") for t in texts]
+        data = []
+        for i, t in enumerate(texts):
+            if not isinstance(t, str):
+                raise SquintError("argument", "texts[%d] must be a str, not %s" % (i, type(t).__name__))
+            data.append(t.encode("utf-8"))
         n = len(data)
         out = np.empty((n, self.dim), dtype=np.float32)
         if n == 0:
             return out
         opts = _Options()
         _lib.squint_embed_options_init(ctypes.byref(opts))
-        opts.threads, opts.max_seq, opts.batch = threads, max_seq, batch
-        opts.normalize = -1 if normalize is None else int(bool(normalize))
+        opts.threads = _c_int("threads", threads)
+        opts.max_seq = _c_int("max_seq", max_seq)
+        opts.batch = _c_int("batch", batch)
+        # None: the model's; a bool or 0 / 1 as given (the library refuses the rest)
+        opts.normalize = -1 if normalize is None else _c_int("normalize", normalize)
         if pooling not in _POOLING:
             raise ValueError("pooling must be None, 'cls' or 'mean'")
         opts.pooling = _POOLING[pooling]

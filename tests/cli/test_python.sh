@@ -41,6 +41,24 @@ with squint.Model(W + "/m.sqm") as m:
         check(False, "max_seq out of range raises")
     except squint.SquintError as ex:
         check(ex.status == "argument" and "max_seq" in str(ex), "max_seq out of range: SquintError(argument)")
+    # issue 38 item 11: no silent wrap modulo 2**32, non-str texts and normalize=2
+    # raise SquintError(argument) as the library's own checks do
+    for kw, needle in ((dict(max_seq=2**32 + 8), "max_seq 4294967304 is out of range"),
+                       (dict(threads=-2**40), "threads"), (dict(batch=1.5), "batch must be an integer"),
+                       (dict(normalize=2), "normalize must be -1, 0 or 1")):
+        try:
+            m.embed(["x"], **kw)
+            check(False, "%s raises" % kw)
+        except squint.SquintError as ex:
+            check(ex.status == "argument" and needle in str(ex), "%s: SquintError(argument) %s" % (kw, ex))
+    for bad in ([1], ["a", None], [b"x"]):
+        try:
+            m.embed(bad)
+            check(False, "texts %r raise" % bad)
+        except squint.SquintError as ex:
+            check(ex.status == "argument" and "must be a str" in str(ex), "texts %r: SquintError(argument)" % bad)
+    check(np.array_equal(m.embed(texts, normalize=True, threads=True), m.embed(texts, normalize=1, threads=1)),
+          "bools count as 0 / 1")
 with squint.Model(W + "/m") as f:
     check(np.array_equal(f.embed(texts), np.load(W + "/f.npy")) and not f.quantized, "fp32 checkpoint = squint embed")
 try:
