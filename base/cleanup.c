@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 enum { SLOTS = 32, PATH_CAP = 4096, TREE_DEPTH = 24 };
-enum { FREE = 0, CLAIMED = 1, FILE_LIVE = 2, TREE_LIVE = 3 };
+enum { FREE = 0, CLAIMED = 1, FILE_LIVE = 2, TREE_LIVE = 3, MAPPED = 4 };
 
 static struct {
     int state; /* atomics only */
@@ -42,6 +42,11 @@ int sq_cleanup_add_file(const char *path)
 int sq_cleanup_add_tree(const char *path)
 {
     return add(path, TREE_LIVE);
+}
+
+int sq_cleanup_add_mapped(const char *path)
+{
+    return add(path, MAPPED);
 }
 
 void sq_cleanup_forget(int id)
@@ -90,9 +95,37 @@ static void empty_dir(int dfd, int depth)
     close(dfd);
 }
 
+static void say(const char *s)
+{
+    size_t n = strlen(s);
+    while (n > 0) {
+        ssize_t w = write(STDERR_FILENO, s, n);
+        if (w <= 0)
+            return;
+        s += w, n -= (size_t)w;
+    }
+}
+
+/* SIGBUS: a mapped file changed under the process (a page past a truncated
+ * end, or a file rewritten in place); name the mapped files. */
+static void say_bus(void)
+{
+    say("squint: bus error (SIGBUS) reading a mapped file: a file it reads was truncated or "
+        "rewritten in place while in use. Mapped now:");
+    for (int i = 0; i < SLOTS; i++)
+        if (__atomic_load_n(&slots[i].state, __ATOMIC_ACQUIRE) == MAPPED) {
+            say(" ");
+            say(slots[i].path);
+        }
+    say(". Replace a model file by writing a new file and renaming it over the old one "
+        "(squint's own writers do; cp onto it does not): docs/limits.md\n");
+}
+
 static void on_signal(int sig)
 {
     int saved = errno;
+    if (sig == SIGBUS)
+        say_bus();
     for (int i = 0; i < SLOTS; i++) {
         int st = __atomic_load_n(&slots[i].state, __ATOMIC_ACQUIRE);
         if (st == FILE_LIVE) {
@@ -112,7 +145,7 @@ static void on_signal(int sig)
 
 void sq_cleanup_install_signals(void)
 {
-    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGBUS};
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;

@@ -116,13 +116,16 @@ int sq_map_file(const char *path, sq_mapped_file *mf, sq_err *err)
     }
     close(fd);
     mf->path = strdup(path);
+    mf->watch = mf->data ? sq_cleanup_add_mapped(path) : -1;
     return 0;
 }
 
 void sq_unmap_file(sq_mapped_file *mf)
 {
-    if (mf->data)
+    if (mf->data) {
+        sq_cleanup_forget(mf->watch);
         munmap((void *)mf->data, mf->size);
+    }
     free(mf->path);
     memset(mf, 0, sizeof *mf);
 }

@@ -14,6 +14,7 @@ typedef struct sq_mapped_file {
     const uint8_t *data;
     size_t size;
     char *path;
+    int watch; /* its cleanup.h slot (named if the mapping faults), -1: none */
 } sq_mapped_file;
 
 /* Open a regular file read-only (symlinks to one are fine; O_NONBLOCK keeps

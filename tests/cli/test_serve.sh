@@ -140,4 +140,20 @@ fi
 brc=$?
 [[ $brc -eq 2 ]] && grep -q "nope.sqm" "$W/bad.log" && echo "ok   - a missing model: exit 2 naming it" ||
   { echo "FAIL - missing model: exit $brc: $(cat "$W/bad.log")"; rc=1; }
+# issue 38 item 12: a served model truncated in place (cp onto it, a failed
+# copy) gives SIGBUS; the server says which file and how to replace one safely
+cp "$W/m.sqm" "$W/live.sqm"
+start live "$SQ" serve "$W/live.sqm" --port 0 --quiet
+LPID=$PID
+truncate -s 4096 "$W/live.sqm"
+"$PY" -c "import json,sys,urllib.request as u
+try: u.urlopen(u.Request(sys.argv[1] + '/v1/embeddings', json.dumps({'input': ['a text']}).encode(), {'Content-Type': 'application/json'}), timeout=20)
+except Exception: pass" "$URL"
+wait "$LPID"
+lrc=$?
+if [[ $lrc -eq $((128 + 7)) ]] && grep -q "SIGBUS.*rewritten in place.*live.sqm.*renaming it over" "$W/live.log"; then
+  echo "ok   - a model truncated under the server: SIGBUS, the file and the safe way named"
+else
+  echo "FAIL - truncated model: exit $lrc: $(tail -2 "$W/live.log")"; rc=1
+fi
 exit $rc
