@@ -108,6 +108,13 @@ void sq_metrics_rejected(sq_serve_metrics *m)
     pthread_mutex_unlock(&m->mu);
 }
 
+void sq_metrics_deadline_cut(sq_serve_metrics *m)
+{
+    pthread_mutex_lock(&m->mu);
+    m->deadline_cut++;
+    pthread_mutex_unlock(&m->mu);
+}
+
 void sq_metrics_completion(sq_serve_metrics *m, int64_t prompt_tokens, int64_t generated,
                            double seconds, bool cancelled, bool failed)
 {
@@ -159,6 +166,12 @@ void sq_metrics_render(sq_serve_metrics *m, const char *model_name, sq_strbuf *s
                 sq_sb_printf(sb, "squint_requests_total{endpoint=\"%s\",code=\"%d\"} %llu\n",
                              sq_endpoint_label((sq_endpoint)e), status_codes[s],
                              (unsigned long long)m->requests[e][s]);
+    sq_sb_printf(sb,
+                 "# HELP squint_request_deadline_closed_total Connections shut down because "
+                 "their request (headers and body) did not arrive within --timeout.\n"
+                 "# TYPE squint_request_deadline_closed_total counter\n"
+                 "squint_request_deadline_closed_total %llu\n",
+                 (unsigned long long)m->deadline_cut);
     sq_sb_printf(sb,
                  "# HELP squint_texts_total Texts embedded.\n# TYPE squint_texts_total counter\n"
                  "squint_texts_total{model=\"%s\"} %llu\n"

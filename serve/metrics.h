@@ -34,6 +34,7 @@ typedef struct sq_serve_metrics {
     uint64_t requests[SQ_EP_COUNT][SQ_STATUS_SLOTS];
     uint64_t texts, tokens;            /* embedded */
     uint64_t rejected_full;            /* 503: the queue was full */
+    uint64_t deadline_cut;             /* connections shut down: request not received in time */
     /* request latency (embedding endpoints, arrival to response) */
     uint64_t lat_bucket[SQ_LAT_BUCKETS + 1];
     double lat_sum;
@@ -63,6 +64,8 @@ void sq_metrics_texts(sq_serve_metrics *m, int64_t texts);
 void sq_metrics_add_gauge(sq_serve_metrics *m, int64_t *gauge, int64_t delta);
 int64_t sq_metrics_get_gauge(sq_serve_metrics *m, const int64_t *gauge);
 void sq_metrics_rejected(sq_serve_metrics *m);
+/* A connection shut down for not sending its request within --timeout. */
+void sq_metrics_deadline_cut(sq_serve_metrics *m);
 /* One generation over: its tokens, and whether it was cut short by the
  * client or failed. */
 void sq_metrics_completion(sq_serve_metrics *m, int64_t prompt_tokens, int64_t generated,

@@ -30,6 +30,7 @@
 #include "metrics.h"
 #include "instances.h"
 #include "completions.h"
+#include "conn_deadline.h"
 #include "dec_sqm.h"
 #include "generate.h"
 #include "llama_model.h"
@@ -51,6 +52,8 @@ typedef struct server {
     bool has_draft;
     sq_cmpl_engine cmpl;
     char draft_name[256];
+    /* the whole-request deadline (conn_deadline.h) */
+    sq_deadline *deadline;
     /* what is open, for close_server */
     bool model_open, lm_open, metrics_ok, cmpl_ok;
 } server;
@@ -171,6 +174,7 @@ static enum MHD_Result reply_error(server *s, struct MHD_Connection *c, conn_req
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    sq_deadline_received(s->deadline, c); /* answered: no longer a request on its way */
     sq_strbuf sb = {0};
     /* TEI's error style on its endpoints (/embed, /rerank, /classify), OpenAI's elsewhere */
     const bool tei = r->ep == SQ_EP_EMBED || r->ep == SQ_EP_RERANK || r->ep == SQ_EP_CLASSIFY;
@@ -437,8 +441,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             return reply_error(s, c, r, 401, www,
                                "missing or wrong API key (Authorization: Bearer KEY)");
         }
-        if (!post)
+        if (!post) {
+            sq_deadline_received(s->deadline, c);
             return handle_get(s, c, r);
+        }
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
         if (cl) {
             char *end;
@@ -478,6 +484,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         r->body[r->len] = '\0';
         return MHD_YES;
     }
+    sq_deadline_received(s->deadline, c); /* the body is in: the work may take longer */
     if (r->too_big)
         return reply_error(s, c, r, 413, NULL, "the body is over %zu bytes (--max-body)",
                            s->o->max_body);
@@ -489,8 +496,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void on_completed(void *cls, struct MHD_Connection *c, void **ctx,
                          enum MHD_RequestTerminationCode why)
 {
-    (void)c, (void)why;
+    (void)why;
     server *s = cls;
+    sq_deadline_rearm(s->deadline, c); /* a keep-alive client's next request starts now */
     conn_req *r = *ctx;
     if (!r)
         return;
@@ -651,7 +659,9 @@ static struct MHD_Daemon *start_daemon(server *s, int *port, bool *v6, sq_err *e
                          MHD_OPTION_ARRAY, where,
                          MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)o->timeout_s,
                          MHD_OPTION_CONNECTION_LIMIT, (unsigned)o->max_connections,
-                         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
+                         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                         MHD_OPTION_NOTIFY_CONNECTION, sq_deadline_notify, s->deadline,
+                         MHD_OPTION_END);
     if (!d) {
         sq_err_set(err, "cannot listen on %s port %d (in use, or not an address of this host)",
                    o->host, o->port);
@@ -768,7 +778,10 @@ int sq_serve_run(const sq_serve_opts *o, sq_err *err)
     sanitize_name(s->name);
     int port;
     bool v6 = false;
-    if (start_engine(s, err) != 0 || !(d = start_daemon(s, &port, &v6, err)))
+    /* --timeout bounds a whole request's arrival too (conn_deadline.h) */
+    if (start_engine(s, err) != 0 ||
+        !(s->deadline = sq_deadline_start((double)o->timeout_s, &s->metrics, err)) ||
+        !(d = start_daemon(s, &port, &v6, err)))
         goto out;
     announce(s, port, v6);
     int sig = 0;
@@ -780,6 +793,7 @@ int sq_serve_run(const sq_serve_opts *o, sq_err *err)
 out:
     if (d)
         MHD_stop_daemon(d);
+    sq_deadline_stop(s->deadline); /* after the daemon: no connection notifies any more */
     uint64_t answered = close_server(s);
     pthread_mutex_destroy(&s->mu);
     free(s);

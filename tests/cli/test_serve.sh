@@ -140,6 +140,9 @@ fi
 brc=$?
 [[ $brc -eq 2 ]] && grep -q "nope.sqm" "$W/bad.log" && echo "ok   - a missing model: exit 2 naming it" ||
   { echo "FAIL - missing model: exit $brc: $(cat "$W/bad.log")"; rc=1; }
+# issue 38 item 1: slow clients are cut after --timeout however they trickle
+start slow "$SQ" serve "$W/m.sqm" --port 0 --quiet --max-connections 16 --timeout 2
+"$PY" "$HERE/serve_slow_clients.py" "$URL" || rc=1
 # issue 38 item 12: a served model truncated in place (cp onto it, a failed
 # copy) gives SIGBUS; the server says which file and how to replace one safely
 cp "$W/m.sqm" "$W/live.sqm"
