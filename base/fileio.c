@@ -310,6 +310,12 @@ int sq_atomic_commit(sq_atomic_file *af, sq_err *err)
     return rc;
 }
 
+int sq_err_write_failed(sq_err *err, const char *what)
+{
+    const int e = errno;
+    return sq_err_set(err, "%s: write failed: %s", what, e ? strerror(e) : "I/O error");
+}
+
 void sq_atomic_abort(sq_atomic_file *af)
 {
     if (af->fp)

@@ -64,6 +64,9 @@ typedef struct sq_atomic_file {
 int sq_atomic_open(sq_atomic_file *af, const char *path, sq_err *err);
 int sq_atomic_commit(sq_atomic_file *af, sq_err *err);
 void sq_atomic_abort(sq_atomic_file *af);
+/* "<what>: write failed: <the reason>" from errno as the failed write left
+ * it (call before anything else can change errno); returns -1. */
+int sq_err_write_failed(sq_err *err, const char *what);
 
 /* Path helpers. */
 char *sq_path_join(const char *dir, const char *name); /* malloc'd */

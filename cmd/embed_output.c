@@ -70,8 +70,9 @@ int embed_writer_open(embed_writer *w, const char *path, const char *format, int
                           path);
     }
     if (w->fmt == EMBED_NPY && npy_header(w) != 0) {
+        sq_err_write_failed(err, path);
         sq_atomic_abort(&w->af);
-        return sq_err_set(err, "%s: write failed", path);
+        return -1;
     }
     return 0;
 }
@@ -94,12 +95,12 @@ int embed_writer_rows(embed_writer *w, const float *rows, int64_t n, int64_t fir
     } else {
         size_t k = (size_t)n * (size_t)w->dim;
         if (fwrite(rows, sizeof(float), k, fp) != k)
-            return sq_err_set(err, "%s: write failed", w->to_stdout ? "standard output" : w->af.path);
+            return sq_err_write_failed(err, w->to_stdout ? "standard output" : w->af.path);
     }
     w->rows += n;
     /* A pipe gets each chunk as soon as it is done. */
     if ((w->to_stdout && fflush(fp) != 0) || ferror(fp))
-        return sq_err_set(err, "%s: write failed", w->to_stdout ? "standard output" : w->af.path);
+        return sq_err_write_failed(err, w->to_stdout ? "standard output" : w->af.path);
     return 0;
 }
 
@@ -118,7 +119,7 @@ int embed_writer_tokens(embed_writer *w, const int64_t *offsets, const int32_t *
     }
     w->rows += n;
     if ((w->to_stdout && fflush(fp) != 0) || ferror(fp))
-        return sq_err_set(err, "%s: write failed", w->to_stdout ? "standard output" : w->af.path);
+        return sq_err_write_failed(err, w->to_stdout ? "standard output" : w->af.path);
     return 0;
 }
 
@@ -143,7 +144,7 @@ int embed_writer_classes(embed_writer *w, const double *probs, int classes,
     }
     w->rows += n;
     if ((w->to_stdout && fflush(fp) != 0) || ferror(fp))
-        return sq_err_set(err, "%s: write failed", w->to_stdout ? "standard output" : w->af.path);
+        return sq_err_write_failed(err, w->to_stdout ? "standard output" : w->af.path);
     return 0;
 }
 
@@ -151,7 +152,7 @@ int embed_writer_finish(embed_writer *w, sq_err *err)
 {
     if (w->to_stdout) {
         int rc = fflush(stdout) != 0 || ferror(stdout)
-                     ? sq_err_set(err, "standard output: write failed")
+                     ? sq_err_write_failed(err, "standard output")
                      : 0;
         memset(w, 0, sizeof *w);
         return rc;

@@ -118,8 +118,9 @@ int sq_eval_report_write(const char *path, json_t *r, sq_err *err)
     if (sq_atomic_open(&af, path, err) != 0)
         return -1;
     if (json_dumpf(r, af.fp, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0 || fputc('\n', af.fp) == EOF) {
+        sq_err_write_failed(err, path);
         sq_atomic_abort(&af);
-        return sq_err_set(err, "%s: write failed", path);
+        return -1;
     }
     return sq_atomic_commit(&af, err);
 }

@@ -50,8 +50,8 @@ int sq_tune_file_write(const char *path, const sq_tune_file *t, sq_err *err)
         if (json_dumpf(root, af.fp, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
                                         JSON_REAL_PRECISION(6)) != 0 ||
             fputc('\n', af.fp) == EOF || ferror(af.fp)) {
+            sq_err_write_failed(err, path);
             sq_atomic_abort(&af);
-            sq_err_set(err, "%s: write failed", path);
         } else {
             rc = sq_atomic_commit(&af, err);
         }

@@ -135,8 +135,9 @@ int sq_head_write(const char *path, const sq_head *h, const sq_head_provenance *
     if (sq_atomic_open(&af, path, err) != 0)
         return -1;
     if (write_body(af.fp, h, p) != 0 || ferror(af.fp)) {
+        sq_err_write_failed(err, path);
         sq_atomic_abort(&af);
-        return sq_err_set(err, "%s: write failed", path);
+        return -1;
     }
     return sq_atomic_commit(&af, err);
 }

@@ -107,6 +107,11 @@ expect_error "missing model" "$W/nomodel" "$W/o.npy" -- "$SQ" embed "$W/nomodel"
 expect_error "unknown output format" "unknown output format" "$W/o.xyz" -- "$SQ" embed "$W/m" --input "$W/in.txt" --output "$W/o.xyz"
 expect_error "unwritable directory" "$W/ro/o.npy" "$W/ro/o.npy" -- "$SQ" embed "$W/m" --input "$W/in.txt" --output "$W/ro/o.npy"
 expect_error "full disk" "/dev/full" "" -- "$SQ" embed "$W/m" --input "$W/in.txt" --output /dev/full --format npy
+# issue 38 item 15: a full disk is named with its reason
+for f in f32 jsonl; do
+  expect_error "full disk ($f): the reason" "/dev/full: write failed: No space left on device" "" \
+    -- "$SQ" embed "$W/m" --input "$W/in.txt" --output /dev/full --format $f
+done
 [[ -c /dev/full ]] && pass "/dev/full still a device" || fail "/dev/full replaced"
 expect_error "--max-seq over model positions" "exceeds" "" -- "$SQ" embed "$W/m" --input "$W/in.txt" --max-seq 1000
 # Existing output file is untouched by a failing run.
