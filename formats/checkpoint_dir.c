@@ -118,7 +118,15 @@ static int extract(const char *arc_path, const char *root, sq_err *err)
     int rc = -1;
     sq_note_input_path(arc_path);
     if (archive_read_open_filename(a, arc_path, 1 << 16) != ARCHIVE_OK) {
-        sq_err_set(err, "%s: cannot read archive: %s", arc_path, archive_error_string(a));
+        /* a file that is no archive: say what a model argument may be (a
+         * llama2.c checkpoint lands here too) */
+        if (archive_errno(a) == EILSEQ) /* libarchive's ARCHIVE_ERRNO_FILE_FORMAT */
+            sq_err_set(err, "%s: not a model squint embeds with: neither a .sqm, a checkpoint "
+                            "folder nor a .tar / .zip of one (a llama2.c .bin is a causal LM: "
+                            "run it with squint generate, perplexity or serve)",
+                       arc_path);
+        else
+            sq_err_set(err, "%s: cannot read archive: %s", arc_path, archive_error_string(a));
         goto out;
     }
     struct archive_entry *ent;

@@ -168,6 +168,12 @@ static int load_bert_config(const char *path, bool force_classifier, sq_bert_con
     const char *model_type, *act, *pos_type;
     if (sq_json_str(root, "model_type", false, &model_type, path, err) != 0)
         goto out;
+    if (strcmp(model_type, "llama") == 0) { /* a decoder: say which commands run it */
+        sq_err_set(err, "%s: model_type \"llama\" is a causal LM, not an encoder: run it with "
+                        "squint generate, perplexity or serve",
+                   path);
+        goto out;
+    }
     if (strcmp(model_type, "bert") != 0) {
         sq_err_set(err, "%s: model_type \"%s\" is not supported (squint reads BERT encoders: model_type \"bert\")",
                    path, model_type);

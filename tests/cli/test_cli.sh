@@ -107,6 +107,14 @@ expect_error "missing model" "$W/nomodel" "$W/o.npy" -- "$SQ" embed "$W/nomodel"
 expect_error "unknown output format" "unknown output format" "$W/o.xyz" -- "$SQ" embed "$W/m" --input "$W/in.txt" --output "$W/o.xyz"
 expect_error "unwritable directory" "$W/ro/o.npy" "$W/ro/o.npy" -- "$SQ" embed "$W/m" --input "$W/in.txt" --output "$W/ro/o.npy"
 expect_error "full disk" "/dev/full" "" -- "$SQ" embed "$W/m" --input "$W/in.txt" --output /dev/full --format npy
+# issue 38 item 15: a file that is no model (a llama2.c .bin lands here) and
+# a Llama folder say what they are, not "Unrecognized archive format"
+head -c 4096 /dev/urandom >"$W/noise.bin"
+expect_error "a file that is no model" "not a model squint embeds with: neither a .sqm, a checkpoint folder nor a .tar / .zip of one (a llama2.c .bin is a causal LM" "" \
+  -- "$SQ" embed "$W/noise.bin" --input "$W/in.txt"
+mkdir -p "$W/llamacfg"; printf '{"model_type": "llama", "architectures": ["LlamaForCausalLM"]}' >"$W/llamacfg/config.json"
+expect_error "a Llama folder to embed" "model_type \"llama\" is a causal LM, not an encoder: run it with squint generate" "" \
+  -- "$SQ" embed "$W/llamacfg" --input "$W/in.txt"
 # issue 38 item 15: a full disk is named with its reason
 for f in f32 jsonl; do
   expect_error "full disk ($f): the reason" "/dev/full: write failed: No space left on device" "" \
