@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-static const int status_codes[SQ_STATUS_SLOTS] = {200, 400, 401, 404, 405, 413, 503, 500};
+static const int status_codes[SQ_STATUS_SLOTS] = {200, 400, 401, 404, 405, 413, 501, 503, 500};
 static const double lat_bounds[SQ_LAT_BUCKETS] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
                                                    0.5,   1,    2.5,   5,    10,  30};
 static const int batch_bounds[SQ_BATCH_BUCKETS] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512};

@@ -26,7 +26,7 @@ typedef enum sq_endpoint {
 
 const char *sq_endpoint_label(sq_endpoint e);
 
-enum { SQ_LAT_BUCKETS = 12, SQ_BATCH_BUCKETS = 10, SQ_STATUS_SLOTS = 8 };
+enum { SQ_LAT_BUCKETS = 12, SQ_BATCH_BUCKETS = 10, SQ_STATUS_SLOTS = 9 };
 
 typedef struct sq_serve_metrics {
     pthread_mutex_t mu;

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -406,6 +407,36 @@ static enum MHD_Result handle_completion(server *s, struct MHD_Connection *c, co
     return reply(s, c, r, 200, "application/json", &sb, NULL);
 }
 
+/* The headers that frame a request body: every Content-Length value (they
+ * must agree: two different ones are a request-smuggling shape, RFC 9112
+ * 6.3) and the Transfer-Encoding (a coding libmicrohttpd does not decode,
+ * "gzip, chunked", would leave the body unframed until the timeout). */
+typedef struct body_framing {
+    char length[32], other[32];
+    bool lengths_differ;
+    char coding[64];
+} body_framing;
+
+static enum MHD_Result framing_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                      const char *value)
+{
+    (void)kind;
+    body_framing *bf = cls;
+    if (!value)
+        return MHD_YES;
+    if (strcasecmp(key, "Content-Length") == 0) {
+        if (!bf->length[0])
+            snprintf(bf->length, sizeof bf->length, "%s", value);
+        else if (strcmp(bf->length, value) != 0 && !bf->lengths_differ) {
+            snprintf(bf->other, sizeof bf->other, "%s", value);
+            bf->lengths_differ = true;
+        }
+    } else if (strcasecmp(key, "Transfer-Encoding") == 0) {
+        snprintf(bf->coding, sizeof bf->coding, "%s", value);
+    }
+    return MHD_YES;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version,
                                   const char *upload, size_t *upload_size, void **ctx)
@@ -445,6 +476,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
             sq_deadline_received(s->deadline, c);
             return handle_get(s, c, r);
         }
+        /* framing the body: one Content-Length value, chunked the only coding */
+        body_framing bf = {0};
+        MHD_get_connection_values(c, MHD_HEADER_KIND, framing_header, &bf);
+        if (bf.lengths_differ)
+            return reply_error(s, c, r, 400, NULL,
+                               "conflicting Content-Length headers (%s and %s)", bf.length,
+                               bf.other);
+        if (bf.coding[0] && strcasecmp(bf.coding, "chunked") != 0)
+            return reply_error(s, c, r, 501, NULL,
+                               "Transfer-Encoding \"%s\" is not supported (only chunked)",
+                               bf.coding);
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
         if (cl) {
             char *end;

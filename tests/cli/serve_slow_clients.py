@@ -3,7 +3,9 @@ item 1): 16 connections that each send one header byte per second, then 16
 that send their headers and one body byte per second, would hold every
 connection for 40 s; with the whole-request deadline each is shut down
 about 2 s after it connected, /health is answered again within a few
-seconds, and /metrics counts the connections cut.
+seconds, and /metrics counts the connections cut. Also (item 15) a body
+framed two ways is refused at once: two different Content-Length values
+400, a Transfer-Encoding other than chunked 501.
 usage: serve_slow_clients.py URL"""
 import socket
 import sys
@@ -80,6 +82,38 @@ with urllib.request.urlopen(url + "/metrics", timeout=5) as r:
     text = r.read().decode()
 n = [l for l in text.splitlines() if l.startswith("squint_request_deadline_closed_total ")]
 check(n and int(n[0].split()[1]) >= 32, "/metrics: %s" % (n[0] if n else "no deadline counter"))
+
+
+def raw(req):
+    """The status line of the answer to the raw request bytes req."""
+    s = socket.create_connection((host, port))
+    s.settimeout(5)
+    try:
+        s.sendall(req)
+        data = b""
+        while b"\r\n" not in data:
+            got = s.recv(4096)
+            if not got:
+                break
+            data += got
+        return data.split(b"\r\n")[0].decode(errors="replace")
+    except socket.timeout:
+        return "timeout"
+    finally:
+        s.close()
+
+
+# issue 38 item 15: body framing refused at once, not left to the timeout
+body = b'{"input": ["a"]}'
+st = raw(b"POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+         b"Content-Length: %d\r\nContent-Length: %d\r\n\r\n" % (len(body), len(body) + 5) + body)
+check(st.startswith("HTTP/1.1 400"), "two different Content-Length headers: %s" % st)
+st = raw(b"POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+         b"Transfer-Encoding: gzip, chunked\r\n\r\n")
+check(st.startswith("HTTP/1.1 501"), "Transfer-Encoding: gzip, chunked: %s" % st)
+st = raw(b"POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+         b"Content-Length: %d\r\nContent-Length: %d\r\n\r\n" % (len(body), len(body)) + body)
+check(st.startswith("HTTP/1.1 200"), "the same Content-Length twice is fine: %s" % st)
 # a client that sends its request in time is served as before
 with urllib.request.urlopen(url + "/health", timeout=5) as r:
     check(r.status == 200, "a prompt client is still served")
