@@ -31,6 +31,11 @@ tail -n 3 "$T" >"$W/held.txt"
 q() { "$SQ" quantize "$M" --calib "$W/s.sqc" --json "$@" >/dev/null 2>"$W/err"; }
 q --recipe "$R/stories260K-int8.yaml" -o "$W/int8.sqm" --threads 1 && pass "quantize int8" || fail "quantize int8: $(cat "$W/err")"
 q --recipe "$R/stories260K-int4.yaml" --dynamic-acts -o "$W/int4.sqm" --threads 1 && pass "quantize int4-g128" || fail "quantize int4: $(cat "$W/err")"
+# issue 38 item 15: the log of a --dynamic-acts quantize says so for every
+# linear (it printed "alpha 0.00 err nan" on 20 linears before)
+"$SQ" quantize "$M" --calib "$W/s.sqc" --recipe "$R/stories260K-int4.yaml" --dynamic-acts -o "$W/int4.log.sqm" --threads 1 2>"$W/qlog"
+[[ $(grep -c 'dynamic acts' "$W/qlog") -eq 21 ]] && ! grep -qi 'nan' "$W/qlog" \
+  && pass "--dynamic-acts: every linear's log line says dynamic acts, no nan" || fail "--dynamic-acts log: $(head -5 "$W/qlog")"
 q --recipe "$R/stories260K-int8.yaml" -o "$W/int8.t2.sqm" --threads 2
 cmp -s "$W/int8.sqm" "$W/int8.t2.sqm" \
   && pass ".sqm bytes identical at 1 and 2 threads" || fail ".sqm bytes differ between 1 and 2 threads"
