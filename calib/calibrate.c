@@ -108,8 +108,11 @@ static int replay_samples(const sq_calib_stats *st, const char *bundled_corpus,
             paths[n_paths++] = corpus_override[i];
     } else if (st->runs > 1) {
         free(paths);
-        return sq_err_set(err, "the statistics merge %d calibration runs, which cannot be "
-                               "replayed; pass --corpus", st->runs);
+        return sq_err_set(err, "the statistics merge %d calibration runs (calibrate --merge), "
+                               "whose samples cannot be replayed as one run: quantize replays "
+                               "calibration texts for the activation rows, so pass them with "
+                               "--corpus FILE (repeatable)",
+                          st->runs);
     } else {
         for (int i = 0; i < st->n_corpus_files; i++) {
             const sq_file_digest *f = &st->corpus_files[i];

@@ -47,6 +47,12 @@ mm=$("$SQ" inspect "$W/a.sqc" --json --method minmax | python3 -c 'import json,s
 "$SQ" calibrate --merge "$W/a.sqc" "$W/s9.sqc" -o "$W/ab.sqc" 2>/dev/null &&
   "$SQ" inspect "$W/ab.sqc" | grep -q "2 run(s)" && pass "merge of two runs" || fail "merge"
 "$SQ" calibrate "$W/other" --samples 8 --quiet -o "$W/other.sqc"
+# issue 38 item 15: quantize says why a merged .sqc needs --corpus, and runs with it
+expect_error "quantize from a merged .sqc names --corpus" "cannot be replayed as one run: quantize replays calibration texts for the activation rows, so pass them with --corpus FILE" "$W/ab.sqm" \
+  -- "$SQ" quantize "$W/m" --calib "$W/ab.sqc" -o "$W/ab.sqm"
+printf 'the cat sat on the mat\nanother sentence, rather longer than the first one\n' >"$W/replay.txt"
+"$SQ" quantize "$W/m" --calib "$W/ab.sqc" --corpus "$W/replay.txt" -o "$W/ab.sqm" >/dev/null 2>&1 && "$SQ" verify "$W/ab.sqm" >/dev/null 2>&1 \
+  && pass "quantize from a merged .sqc with --corpus" || fail "quantize merged + --corpus"
 expect_error "merge refuses another model" "different models" "$W/bad.sqc" -- "$SQ" calibrate --merge "$W/a.sqc" "$W/other.sqc" -o "$W/bad.sqc"
 
 # --- corpus formats and windows ---
