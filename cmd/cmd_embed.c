@@ -35,6 +35,8 @@ static const char *const help =
     "  --pooling cls|mean    override the model's pooling\n"
     "  --normalize           L2-normalize embeddings (default: as the model says)\n"
     "  --no-normalize        do not normalize\n"
+    "  --dimensions N        Matryoshka: keep the first N values of each embedding, then\n"
+    "                        normalize as above (1 .. the model's width; default: all)\n"
     "  --tokens-output FILE  also write the token ids fed to the encoder (JSONL)\n"
     "  --hidden-output FILE  also write the last hidden state rows (.npy [tokens, hidden])\n"
     "  --chunk N             texts read ahead and embedded together (default 1024): memory\n"
@@ -50,7 +52,7 @@ static const char *const help =
 
 int cmd_embed(int argc, char **argv)
 {
-    enum { O_FIELD = 256, O_MAXSEQ, O_POOL, O_NORM, O_NONORM, O_TOK, O_HID, O_QUIET, O_FORMAT, O_ID, O_CHUNK, O_PROMPT, O_PREFIX };
+    enum { O_FIELD = 256, O_MAXSEQ, O_POOL, O_NORM, O_NONORM, O_TOK, O_HID, O_QUIET, O_FORMAT, O_ID, O_CHUNK, O_PROMPT, O_PREFIX, O_DIMS };
     static const struct option opts[] = {
         {"input", required_argument, 0, 'i'},   {"output", required_argument, 0, 'o'},
         {"field", required_argument, 0, O_FIELD}, {"batch", required_argument, 0, 'b'},
@@ -60,10 +62,11 @@ int cmd_embed(int argc, char **argv)
         {"hidden-output", required_argument, 0, O_HID}, {"quiet", no_argument, 0, O_QUIET}, {"format", required_argument, 0, O_FORMAT},
         {"id-field", required_argument, 0, O_ID}, {"chunk", required_argument, 0, O_CHUNK},
         {"prompt", required_argument, 0, O_PROMPT}, {"prefix", required_argument, 0, O_PREFIX},
+        {"dimensions", required_argument, 0, O_DIMS},
         {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
     const char *input = NULL, *output = "-", *format = NULL, *field = NULL, *tok_out = NULL, *hid_out = NULL;
     const char *id_field = NULL, *prompt = NULL, *prefix = NULL;
-    long batch = 32, max_seq = 0, threads = 0, chunk_size = 1024;
+    long batch = 32, max_seq = 0, threads = 0, chunk_size = 1024, dims = 0;
     int norm = -1, quiet = 0;
     const char *pool_s = NULL;
     optind = 1;
@@ -95,6 +98,10 @@ int cmd_embed(int argc, char **argv)
         case O_ID: id_field = optarg; break;
         case O_PROMPT: prompt = optarg; break;
         case O_PREFIX: prefix = optarg; break;
+        case O_DIMS:
+            if (!cli_parse_int(optarg, 1, 65536, &dims))
+                return cli_usage_error("embed", "--dimensions must be a positive integer");
+            break;
         case O_CHUNK:
             if (!cli_parse_int(optarg, 1, 1 << 20, &chunk_size))
                 return cli_usage_error("embed", "--chunk must be an integer in [1, 1048576]");
@@ -127,6 +134,13 @@ int cmd_embed(int argc, char **argv)
         return cli_fail("embed", &err);
     }
     int rc = SQ_EXIT_OK;
+    if (dims > m.enc.cfg.hidden) {
+        fprintf(stderr, "squint embed: error: --dimensions %ld exceeds the model's embedding "
+                        "width %d\n", dims, m.enc.cfg.hidden);
+        sq_embed_model_close(&m);
+        sq_text_stream_close(&in);
+        return SQ_EXIT_BADINPUT;
+    }
     if (max_seq > m.enc.cfg.max_pos) {
         fprintf(stderr, "squint embed: error: --max-seq %ld exceeds the model's %d positions\n",
                 max_seq, m.enc.cfg.max_pos);
@@ -162,6 +176,7 @@ int cmd_embed(int argc, char **argv)
         .max_seq = max_seq ? (int)max_seq : m.max_seq,
         .pooling = pool_s ? pooling : m.pool.pooling,
         .normalize = norm >= 0 ? norm == 1 : m.pool.normalize,
+        .dimensions = (int)dims,
         .keep_tokens = tok_out != NULL,
         .keep_hidden = hid_out != NULL,
     };
@@ -170,7 +185,7 @@ int cmd_embed(int argc, char **argv)
     embed_writer out = {0}, tok = {0}, hid = {0};
     sq_text_chunk chunk = {0};
     sq_embed_result res = {0};
-    if (embed_writer_open(&out, output, format, H, &err) != 0 ||
+    if (embed_writer_open(&out, output, format, dims ? (int)dims : H, &err) != 0 ||
         (tok_out && embed_writer_open(&tok, tok_out, "jsonl", 0, &err) != 0) ||
         (hid_out && embed_writer_open(&hid, hid_out, "npy", H, &err) != 0))
         goto fail;

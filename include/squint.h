@@ -103,6 +103,15 @@ SQUINT_API squint_status squint_embed(const squint_model *m, const char *const *
                                       const squint_embed_options *opts, float *out,
                                       squint_error *err);
 
+/* Matryoshka embeddings: the first `dimensions` values of each embedding
+ * (1 .. squint_model_dim(m)), normalized again when the embeddings are
+ * (truncate, then normalize), into out[n][dimensions]. The same bytes as
+ * `squint embed --dimensions` and serve's "dimensions". */
+SQUINT_API squint_status squint_embed_dims(const squint_model *m, const char *const *texts,
+                                           const size_t *lens, size_t n,
+                                           const squint_embed_options *opts, int dimensions,
+                                           float *out, squint_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -159,8 +159,9 @@ static squint_status resolve_options(const squint_model *h, const squint_embed_o
     return SQUINT_OK;
 }
 
-squint_status squint_embed(const squint_model *h, const char *const *texts, const size_t *lens,
-                           size_t n, const squint_embed_options *opts, float *out,
+/* squint_embed and squint_embed_dims: dims 0 = the whole width. */
+static squint_status embed(const squint_model *h, const char *const *texts, const size_t *lens,
+                           size_t n, const squint_embed_options *opts, int dims, float *out,
                            squint_error *err)
 {
     if (!h || (n && (!texts || !out)))
@@ -169,6 +170,13 @@ squint_status squint_embed(const squint_model *h, const char *const *texts, cons
     squint_status st = resolve_options(h, opts, &o, err);
     if (st != SQUINT_OK)
         return st;
+    if (dims < 0 || dims > h->m.enc.cfg.hidden) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "squint_embed_dims: dimensions %d is outside [1, %d]", dims,
+                 h->m.enc.cfg.hidden);
+        return fail(err, SQUINT_ERR_ARGUMENT, msg);
+    }
+    o.dimensions = dims;
     if (n == 0) {
         ok(err);
         return SQUINT_OK;
@@ -218,4 +226,20 @@ squint_status squint_embed(const squint_model *h, const char *const *texts, cons
     sq_embed_result_free(&res);
     ok(err);
     return SQUINT_OK;
+}
+
+squint_status squint_embed(const squint_model *h, const char *const *texts, const size_t *lens,
+                           size_t n, const squint_embed_options *opts, float *out,
+                           squint_error *err)
+{
+    return embed(h, texts, lens, n, opts, 0, out, err);
+}
+
+squint_status squint_embed_dims(const squint_model *h, const char *const *texts,
+                                const size_t *lens, size_t n, const squint_embed_options *opts,
+                                int dimensions, float *out, squint_error *err)
+{
+    if (dimensions < 1)
+        return fail(err, SQUINT_ERR_ARGUMENT, "squint_embed_dims: dimensions must be >= 1");
+    return embed(h, texts, lens, n, opts, dimensions, out, err);
 }

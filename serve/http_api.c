@@ -82,6 +82,14 @@ int sq_api_parse_embed(sq_api_kind k, const char *body, size_t len, int dim, int
         req->lens[i] = json_string_length(t);
     }
     req->n = (int64_t)n;
+    /* Matryoshka (OpenAI's and TEI's "dimensions"): the first N values,
+     * normalized again when the embeddings are (pooling.h sq_truncate_dims) */
+    json_t *d = json_object_get(root, "dimensions");
+    if (d && !json_is_null(d)) {
+        if (!json_is_integer(d) || json_integer_value(d) < 1 || json_integer_value(d) > dim)
+            return MSG("\"dimensions\" must be an integer in [1, %d] (this model's width)", dim);
+        req->dimensions = (int)json_integer_value(d);
+    }
     if (k == SQ_API_OPENAI) {
         json_t *f = json_object_get(root, "encoding_format");
         if (f && !json_is_null(f)) {
@@ -90,10 +98,6 @@ int sq_api_parse_embed(sq_api_kind k, const char *body, size_t len, int dim, int
                 return MSG("\"encoding_format\" must be \"float\" or \"base64\"");
             req->base64 = !strcmp(s, "base64");
         }
-        json_t *d = json_object_get(root, "dimensions");
-        if (d && !json_is_null(d) && (!json_is_integer(d) || json_integer_value(d) != dim))
-            return MSG("\"dimensions\" must be %d, this model's width (squint does not shorten "
-                       "embeddings)", dim);
         json_t *m = json_object_get(root, "model");
         if (m && !json_is_null(m) && !json_is_string(m))
             return MSG("\"model\" must be a string");

@@ -30,6 +30,7 @@ typedef struct sq_embed_request {
     size_t *lens;
     bool base64;        /* OpenAI encoding_format base64 */
     int normalize;      /* -1: as the model says; 0 / 1 */
+    int dimensions;     /* Matryoshka: the first N values, then normalized; 0: all */
     void *doc;          /* the parsed body (json_t *) */
 } sq_embed_request;
 
@@ -38,8 +39,8 @@ typedef struct sq_embed_request {
  * failure when set): 0, or 400 with msg. */
 int sq_api_load_object(const char *body, size_t len, void **doc, char *msg, size_t msgn);
 
-/* Parse a request body of kind k. dim: the model's width (for OpenAI's
- * "dimensions"); max_inputs: the most texts a request may carry. Returns 0,
+/* Parse a request body of kind k. dim: the model's width ("dimensions",
+ * OpenAI's and TEI's, 1 .. dim); max_inputs: the most texts a request may carry. Returns 0,
  * or the HTTP status to answer (400, or 413 for too many inputs) with msg. */
 int sq_api_parse_embed(sq_api_kind k, const char *body, size_t len, int dim, int64_t max_inputs,
                        sq_embed_request *req, char *msg, size_t msgn);

@@ -29,6 +29,7 @@
 #include "http_api.h"
 #include "linear.h"
 #include "metrics.h"
+#include "pooling.h"
 #include "instances.h"
 #include "completions.h"
 #include "conn_deadline.h"
@@ -289,6 +290,12 @@ static enum MHD_Result handle_embed(server *s, struct MHD_Connection *c, conn_re
         sq_api_request_free(&req);
         return reply_error(s, c, r, st, NULL, "%s", msg);
     }
+    if (r->ep == SQ_EP_CLASSIFY && req.dimensions) {
+        sq_api_request_free(&req);
+        return reply_error(s, c, r, 400, NULL,
+                           "\"dimensions\" does not apply to /classify (the head reads the "
+                           "whole embedding)");
+    }
     if (r->ep == SQ_EP_CLASSIFY) /* embedded as the head was trained */
         req.normalize = s->head.normalized;
     r->texts = req.n;
@@ -361,7 +368,9 @@ static enum MHD_Result handle_embed(server *s, struct MHD_Connection *c, conn_re
                                  (const char *const *)s->head.labels, &sb);
         free(probs);
     } else {
-        sq_api_embed_response(k, &req, job.emb, s->dim, r->tokens, s->name, &sb);
+        const int dims = req.dimensions ? req.dimensions : s->dim;
+        sq_truncate_dims(job.emb, req.n, s->dim, dims, job.normalize);
+        sq_api_embed_response(k, &req, job.emb, dims, r->tokens, s->name, &sb);
     }
     ret = reply(s, c, r, 200, "application/json", &sb, NULL);
 out:

@@ -38,3 +38,15 @@ void sq_l2_normalize_rows(float *x, int n, int H)
             o[c] *= inv;
     }
 }
+
+void sq_truncate_dims(float *x, int64_t n, int H, int dims, bool normalize)
+{
+    if (dims < 1 || dims >= H)
+        return;
+    for (int64_t i = 0; i < n; i++) /* forward: a row's new place never overlaps a later row */
+        memmove(x + (size_t)i * dims, x + (size_t)i * H, (size_t)dims * sizeof *x);
+    if (normalize)
+        for (int64_t i = 0; i < n; i += 1 << 20) /* sq_l2_normalize_rows takes an int count */
+            sq_l2_normalize_rows(x + (size_t)i * dims, (int)(n - i < (1 << 20) ? n - i : 1 << 20),
+                                 dims);
+}

@@ -5,6 +5,7 @@
 #define SQ_POOLING_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "hf_config.h"
 
@@ -13,5 +14,10 @@ void sq_pool(const float *hidden, const int *offsets, int n_seq, int H, sq_pooli
              bool normalize, float *out);
 /* x / max(||x||, 1e-12) per row, as torch.nn.functional.normalize. */
 void sq_l2_normalize_rows(float *x, int n, int H);
+/* Matryoshka truncation in place: rows [n][H] become [n][dims] (their first
+ * dims values), then L2-normalized when normalize (truncate, then
+ * normalize: a shortened vector of a normalizing model is unit length
+ * again, as OpenAI's `dimensions` returns it). 1 <= dims <= H. */
+void sq_truncate_dims(float *x, int64_t n, int H, int dims, bool normalize);
 
 #endif

@@ -260,6 +260,9 @@ int sq_embed_texts(sq_embed_model *m, const char *const *texts, const size_t *le
     if (o->max_seq < 3 || o->max_seq > m->enc.cfg.max_pos)
         return sq_err_set(err, "max sequence length %d is outside [3, %d]", o->max_seq,
                           m->enc.cfg.max_pos);
+    if (o->dimensions < 0 || o->dimensions > m->enc.cfg.hidden)
+        return sq_err_set(err, "dimensions %d is outside [1, %d] (the model's embedding width)",
+                          o->dimensions, m->enc.cfg.hidden);
     sq_token_seqs seqs;
     if (sq_tokenize_texts(m, texts, lens, n, o->max_seq, false, &seqs, err) != 0)
         return -1;
@@ -275,6 +278,10 @@ int sq_embed_texts(sq_embed_model *m, const char *const *texts, const size_t *le
         return sq_err_set(err, "out of memory for %lld embeddings", (long long)n);
     }
     int rc = sq_encode_seqs(m, &seqs, o, res, err);
+    if (rc == 0 && o->dimensions > 0 && o->dimensions < H) {
+        sq_truncate_dims(res->emb, n, H, o->dimensions, o->normalize);
+        res->dim = o->dimensions;
+    }
     if (rc == 0 && (o->keep_tokens || o->keep_hidden)) {
         res->offsets = seqs.offsets; /* hand the token arrays over */
         res->ids = seqs.ids;

@@ -38,6 +38,8 @@ typedef struct sq_embed_opts {
     int max_seq;     /* truncation length including [CLS]/[SEP] */
     sq_pooling pooling;
     bool normalize;
+    int dimensions;  /* Matryoshka: keep the first N values, then normalize (pooling.h
+                        sq_truncate_dims); 0: all */
     bool keep_tokens; /* fill res->ids / res->offsets */
     bool keep_hidden; /* fill res->hidden (all token rows, input order) */
     void (*progress)(void *ctx, int64_t done, int64_t total);

@@ -80,6 +80,11 @@ _lib.squint_embed.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_char_p),
                               ctypes.POINTER(ctypes.c_size_t), ctypes.c_size_t,
                               ctypes.POINTER(_Options), ctypes.POINTER(ctypes.c_float),
                               ctypes.POINTER(_Error)]
+_lib.squint_embed_dims.restype = ctypes.c_int
+_lib.squint_embed_dims.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_char_p),
+                                   ctypes.POINTER(ctypes.c_size_t), ctypes.c_size_t,
+                                   ctypes.POINTER(_Options), ctypes.c_int,
+                                   ctypes.POINTER(ctypes.c_float), ctypes.POINTER(_Error)]
 
 _POOLING = {None: 0, "cls": 1, "mean": 2}
 
@@ -119,9 +124,12 @@ class Model:
         self.max_seq = _lib.squint_model_max_seq(self._h)
         self.quantized = bool(_lib.squint_model_is_quantized(self._h))
 
-    def embed(self, texts, threads=0, max_seq=0, batch=0, normalize=None, pooling=None):
+    def embed(self, texts, threads=0, max_seq=0, batch=0, normalize=None, pooling=None,
+              dimensions=None):
         """Embeddings of texts (a str or a sequence of str) as float32 [n, dim];
-        the options are squint_embed_options' (0 / None: the model's)."""
+        the options are squint_embed_options' (0 / None: the model's).
+        dimensions=N: Matryoshka, the first N values of each embedding,
+        normalized again when the embeddings are (float32 [n, N])."""
         if self._h is None:
             raise ValueError("the model is closed")
         if isinstance(texts, str):
@@ -132,7 +140,10 @@ class Model:
                 raise SquintError("argument", "texts[%d] must be a str, not %s" % (i, type(t).__name__))
             data.append(t.encode("utf-8"))
         n = len(data)
-        out = np.empty((n, self.dim), dtype=np.float32)
+        dims = self.dim if dimensions is None else _c_int("dimensions", dimensions)
+        if not 1 <= dims <= self.dim:
+            raise SquintError("argument", "dimensions %d is outside [1, %d]" % (dims, self.dim))
+        out = np.empty((n, dims), dtype=np.float32)
         if n == 0:
             return out
         opts = _Options()
@@ -148,9 +159,9 @@ class Model:
         arr = (ctypes.c_char_p * n)(*data)
         lens = (ctypes.c_size_t * n)(*[len(d) for d in data])
         err = _Error()
-        rc = _lib.squint_embed(self._h, arr, lens, n, ctypes.byref(opts),
-                               out.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
-                               ctypes.byref(err))
+        rc = _lib.squint_embed_dims(self._h, arr, lens, n, ctypes.byref(opts), dims,
+                                    out.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+                                    ctypes.byref(err))
         if rc != 0:
             _raise(err)
         return out

@@ -152,6 +152,20 @@ check(len(results) == 16 and all(results),
       "16 concurrent clients x 100 requests: no error, every row the bytes of `squint embed` "
       "(%d encoder calls for 1,600 requests)" % batches)
 
+# --- Matryoshka "dimensions": the bytes of `squint embed --dimensions 8` ---
+raw8 = open(os.environ["SERVE_REF8"], "rb").read()
+ref8 = [raw8[i * 32:(i + 1) * 32] for i in range(len(texts))]
+st, _, b = call(main_url, "/v1/embeddings", {"input": texts[:5], "dimensions": 8})
+check(st == 200 and [f32(d["embedding"]) for d in b["data"]] == ref8[:5],
+      "OpenAI dimensions 8: the bytes of squint embed --dimensions 8")
+st, _, b = call(main_url, "/embed", {"inputs": texts[:5], "dimensions": 8})
+check(st == 200 and [f32(e) for e in b] == ref8[:5], "TEI dimensions 8: the same bytes")
+st, _, b = call(main_url, "/classify", {"inputs": texts[:1], "dimensions": 8})
+check(st == 400, "dimensions on /classify: 400")
+for bad in (0, -1, "8", 1.5):
+    st, _, _ = call(main_url, "/v1/embeddings", {"input": "a", "dimensions": bad})
+    check(st == 400, "dimensions %r: 400" % (bad,))
+
 # --- bad requests: JSON errors, right status ---
 for path, body, raw_b, want, what in [
         ("/v1/embeddings", None, b"{not json", 400, "a body that is not JSON"),

@@ -13,6 +13,7 @@ trap 'rm -rf "$W"' EXIT
 printf 'first sentence\nsecond, rather different one\n\nünïcödé text\n' >"$W/in.txt"
 "$SQ" embed "$W/m.sqm" --input "$W/in.txt" --output "$W/q.npy" --quiet
 "$SQ" embed "$W/m" --input "$W/in.txt" --output "$W/f.npy" --quiet
+"$SQ" embed "$W/m.sqm" --input "$W/in.txt" --output "$W/q8.f32" --dimensions 8 --quiet
 SQUINT_LIB=$LIB PYTHONPATH=$SRC/python /usr/bin/python3 - "$W" <<'PY'
 import sys, threading
 import numpy as np
@@ -59,6 +60,15 @@ with squint.Model(W + "/m.sqm") as m:
             check(ex.status == "argument" and "must be a str" in str(ex), "texts %r: SquintError(argument)" % bad)
     check(np.array_equal(m.embed(texts, normalize=True, threads=True), m.embed(texts, normalize=1, threads=1)),
           "bools count as 0 / 1")
+    e8 = m.embed(texts, dimensions=8)
+    check(e8.shape == (4, 8) and np.array_equal(e8, np.fromfile(W + "/q8.f32", dtype="<f4").reshape(4, 8)),
+          "dimensions=8: [4, 8], the bytes of squint embed --dimensions 8")
+    for bad in (0, m.dim + 1):
+        try:
+            m.embed(texts, dimensions=bad)
+            check(False, "dimensions=%d raises" % bad)
+        except squint.SquintError as ex:
+            check(ex.status == "argument", "dimensions=%d: SquintError(argument)" % bad)
 with squint.Model(W + "/m") as f:
     check(np.array_equal(f.embed(texts), np.load(W + "/f.npy")) and not f.quantized, "fp32 checkpoint = squint embed")
 try:

@@ -41,6 +41,8 @@ Two dogs are running through a field of tall grass while their owners watch from
 I don't think that's what she meant, do you?
 The committee, having reviewed the evidence presented over several long sessions, concluded that the proposal could not be adopted without substantial revisions to its budget, its timeline and its governance structure.
 EOF
+"$SQ" embed "$W/m.sqm" --input "$W/texts.txt" --output "$W/ref8.f32" --dimensions 8 --quiet ||
+  { echo "FAIL - squint embed --dimensions 8"; exit 1; }
 "$SQ" embed "$W/m.sqm" --input "$W/texts.txt" --output "$W/ref.f32" --quiet ||
   { echo "FAIL - squint embed"; exit 1; }
 # A classification head for /classify, and what `squint classify` says.
@@ -85,7 +87,7 @@ printf 'sesame-%s\n' "$RANDOM" >"$W/key"
 start key "$SQ" serve "$W/m.sqm" --port 0 --quiet --api-key-file "$W/key"
 KEYURL=$URL
 
-SERVE_DRAIN_SEEN=$W/drain.seen SERVE_CLASSES=$W/classes.jsonl SERVE_RERANK=$W/rerank.jsonl "$PY" "$HERE/serve_checks.py" "$MAIN" "$W/ref.f32" "$DIM" "$W/texts.txt" "$LIMITS" "$QUEUE" \
+SERVE_REF8=$W/ref8.f32 SERVE_DRAIN_SEEN=$W/drain.seen SERVE_CLASSES=$W/classes.jsonl SERVE_RERANK=$W/rerank.jsonl "$PY" "$HERE/serve_checks.py" "$MAIN" "$W/ref.f32" "$DIM" "$W/texts.txt" "$LIMITS" "$QUEUE" \
   "$QPID" "$KEYURL" "$(head -1 "$W/key")" "$LIMITS" "$DRAIN" "$DPID"
 rc=$?
 wait "$DPID"
