@@ -107,6 +107,18 @@ expect_error "missing model" "$W/nomodel" "$W/o.npy" -- "$SQ" embed "$W/nomodel"
 expect_error "unknown output format" "unknown output format" "$W/o.xyz" -- "$SQ" embed "$W/m" --input "$W/in.txt" --output "$W/o.xyz"
 expect_error "unwritable directory" "$W/ro/o.npy" "$W/ro/o.npy" -- "$SQ" embed "$W/m" --input "$W/in.txt" --output "$W/ro/o.npy"
 expect_error "full disk" "/dev/full" "" -- "$SQ" embed "$W/m" --input "$W/in.txt" --output /dev/full --format npy
+# Matryoshka: --dimensions 8 = the first 8 values of the full embedding,
+# normalized again (the fixture's pooling normalizes)
+"$SQ" embed "$W/m" --input "$W/in.txt" --output "$W/full.npy" --quiet &&
+  "$SQ" embed "$W/m" --input "$W/in.txt" --output "$W/d8.npy" --dimensions 8 --quiet &&
+  /usr/bin/python3 -c "
+import sys, numpy as np
+f, d = np.load(sys.argv[1]), np.load(sys.argv[2])
+t = f[:, :8] / np.linalg.norm(f[:, :8], axis=1, keepdims=True)
+sys.exit(0 if d.shape == (f.shape[0], 8) and np.abs(d - t).max() < 1e-6 and np.abs(np.linalg.norm(d, axis=1) - 1).max() < 1e-6 else 1)" "$W/full.npy" "$W/d8.npy" &&
+  pass "--dimensions 8: the first 8 values, normalized again" || fail "--dimensions 8"
+expect_error "--dimensions 0" "--dimensions must be a positive integer" "" -- "$SQ" embed "$W/m" --input "$W/in.txt" --dimensions 0
+expect_error "--dimensions over the width" "exceeds the model's embedding width" "" -- "$SQ" embed "$W/m" --input "$W/in.txt" --dimensions 65536
 # issue 38 item 15: a file that is no model (a llama2.c .bin lands here) and
 # a Llama folder say what they are, not "Unrecognized archive format"
 head -c 4096 /dev/urandom >"$W/noise.bin"
