@@ -6,7 +6,9 @@
 
 #include "cli.h"
 #include "embed_output.h"
+#include "emb_precision.h"
 #include "embedder.h"
+#include "npy.h"
 #include "text_stream.h"
 #include "threads.h"
 
@@ -37,6 +39,13 @@ static const char *const help =
     "  --no-normalize        do not normalize\n"
     "  --dimensions N        Matryoshka: keep the first N values of each embedding, then\n"
     "                        normalize as above (1 .. the model's width; default: all)\n"
+    "  --precision P         float32 (default), int8, uint8, binary or ubinary: embeddings for\n"
+    "                        vector stores, as sentence-transformers' quantize_embeddings makes\n"
+    "                        them (.npy of int8 / uint8, or JSONL of integers)\n"
+    "  --ranges F.npy        int8 / uint8: the [2, dim] float32 per-dimension min and max rows\n"
+    "  --ranges-from FILE    int8 / uint8: take them from these texts' embeddings (read as\n"
+    "                        --input, embedded with the same options)\n"
+    "  --ranges-out F.npy    write the ranges used (to reuse with --ranges)\n"
     "  --tokens-output FILE  also write the token ids fed to the encoder (JSONL)\n"
     "  --hidden-output FILE  also write the last hidden state rows (.npy [tokens, hidden])\n"
     "  --chunk N             texts read ahead and embedded together (default 1024): memory\n"
@@ -50,9 +59,87 @@ static const char *const help =
     "example:\n"
     "  squint embed bge-small/ --input texts.txt --output emb.npy\n";
 
+/* --ranges F.npy: a [2, dim] float32 array, lo <= hi in every column. */
+static int load_ranges(const char *path, int dim, float *ranges, sq_err *err)
+{
+    float *r = NULL;
+    int64_t rows, cols;
+    if (sq_npy_read_f32_2d(path, &r, &rows, &cols, err) != 0)
+        return -1;
+    if (rows != 2 || cols != dim) {
+        free(r);
+        return sq_err_set(err, "%s: ranges of shape [%lld, %lld]; the embeddings need [2, %d] "
+                               "(min row, max row)",
+                          path, (long long)rows, (long long)cols, dim);
+    }
+    for (int d = 0; d < dim; d++)
+        if (r[d] > r[dim + d]) {
+            free(r);
+            return sq_err_set(err, "%s: dimension %d has min %g above max %g", path, d,
+                              (double)r[d], (double)r[dim + d]);
+        }
+    memcpy(ranges, r, (size_t)2 * dim * sizeof *r);
+    free(r);
+    return 0;
+}
+
+/* --ranges-from TEXTS: the min and max of every dimension over the texts'
+ * embeddings, made as the input's are (o, the prompt). */
+static int ranges_of(sq_embed_model *m, const sq_embed_opts *o, const char *path,
+                     const char *field, const char *prompt, int dim, float *ranges, sq_err *err)
+{
+    sq_text_stream in;
+    if (sq_text_stream_open(path, field, NULL, &in, err) != 0)
+        return -1;
+    sq_text_chunk chunk = {0};
+    sq_embed_result res = {0};
+    int64_t total = 0, n;
+    int rc = -1;
+    sq_emb_ranges_init(ranges, dim);
+    while ((n = sq_text_stream_next(&in, 1024, &chunk, err)) > 0) {
+        if (prompt && sq_text_chunk_prefix(&chunk, prompt) != 0) {
+            sq_err_set(err, "out of memory");
+            goto out;
+        }
+        if (sq_embed_texts(m, (const char *const *)chunk.text, chunk.len, n, o, &res, err) != 0)
+            goto out;
+        sq_emb_ranges_add(ranges, res.emb, n, dim);
+        sq_embed_result_free(&res);
+        total += n;
+    }
+    if (n < 0)
+        goto out;
+    if (total == 0) {
+        sq_err_set(err, "%s: no texts to take the ranges from", path);
+        goto out;
+    }
+    rc = 0;
+out:
+    sq_embed_result_free(&res);
+    sq_text_chunk_free(&chunk);
+    sq_text_stream_close(&in);
+    return rc;
+}
+
+/* --ranges-out F.npy: the ranges as [2, dim] float32, atomically. */
+static int write_ranges(const char *path, const float *ranges, int dim, sq_err *err)
+{
+    sq_atomic_file af;
+    if (sq_atomic_open(&af, path, err) != 0)
+        return -1;
+    const int64_t shape[2] = {2, dim};
+    if (sq_npy_write_header_f32(af.fp, shape, 2) != 0 ||
+        fwrite(ranges, sizeof *ranges, (size_t)2 * dim, af.fp) != (size_t)2 * dim) {
+        sq_err_write_failed(err, path);
+        sq_atomic_abort(&af);
+        return -1;
+    }
+    return sq_atomic_commit(&af, err);
+}
+
 int cmd_embed(int argc, char **argv)
 {
-    enum { O_FIELD = 256, O_MAXSEQ, O_POOL, O_NORM, O_NONORM, O_TOK, O_HID, O_QUIET, O_FORMAT, O_ID, O_CHUNK, O_PROMPT, O_PREFIX, O_DIMS };
+    enum { O_FIELD = 256, O_MAXSEQ, O_POOL, O_NORM, O_NONORM, O_TOK, O_HID, O_QUIET, O_FORMAT, O_ID, O_CHUNK, O_PROMPT, O_PREFIX, O_DIMS, O_PREC, O_RANGES, O_RANGES_FROM, O_RANGES_OUT };
     static const struct option opts[] = {
         {"input", required_argument, 0, 'i'},   {"output", required_argument, 0, 'o'},
         {"field", required_argument, 0, O_FIELD}, {"batch", required_argument, 0, 'b'},
@@ -62,10 +149,13 @@ int cmd_embed(int argc, char **argv)
         {"hidden-output", required_argument, 0, O_HID}, {"quiet", no_argument, 0, O_QUIET}, {"format", required_argument, 0, O_FORMAT},
         {"id-field", required_argument, 0, O_ID}, {"chunk", required_argument, 0, O_CHUNK},
         {"prompt", required_argument, 0, O_PROMPT}, {"prefix", required_argument, 0, O_PREFIX},
-        {"dimensions", required_argument, 0, O_DIMS},
+        {"dimensions", required_argument, 0, O_DIMS}, {"precision", required_argument, 0, O_PREC},
+        {"ranges", required_argument, 0, O_RANGES}, {"ranges-from", required_argument, 0, O_RANGES_FROM},
+        {"ranges-out", required_argument, 0, O_RANGES_OUT},
         {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
     const char *input = NULL, *output = "-", *format = NULL, *field = NULL, *tok_out = NULL, *hid_out = NULL;
     const char *id_field = NULL, *prompt = NULL, *prefix = NULL;
+    const char *prec_s = NULL, *ranges_path = NULL, *ranges_from = NULL, *ranges_out = NULL;
     long batch = 32, max_seq = 0, threads = 0, chunk_size = 1024, dims = 0;
     int norm = -1, quiet = 0;
     const char *pool_s = NULL;
@@ -98,6 +188,10 @@ int cmd_embed(int argc, char **argv)
         case O_ID: id_field = optarg; break;
         case O_PROMPT: prompt = optarg; break;
         case O_PREFIX: prefix = optarg; break;
+        case O_PREC: prec_s = optarg; break;
+        case O_RANGES: ranges_path = optarg; break;
+        case O_RANGES_FROM: ranges_from = optarg; break;
+        case O_RANGES_OUT: ranges_out = optarg; break;
         case O_DIMS:
             if (!cli_parse_int(optarg, 1, 65536, &dims))
                 return cli_usage_error("embed", "--dimensions must be a positive integer");
@@ -117,6 +211,15 @@ int cmd_embed(int argc, char **argv)
     sq_pooling pooling = SQ_POOL_CLS;
     if (pool_s && sq_pooling_parse(pool_s, &pooling) != 0)
         return cli_usage_error("embed", "--pooling must be cls or mean");
+    sq_emb_precision prec = SQ_PREC_FLOAT32;
+    if (prec_s && sq_emb_precision_parse(prec_s, &prec) != 0)
+        return cli_usage_error("embed", "--precision must be one of %s", sq_emb_precision_names());
+    if (sq_emb_precision_needs_ranges(prec) && !ranges_path == !ranges_from)
+        return cli_usage_error("embed", "--precision %s needs calibration ranges: give --ranges "
+                               "F.npy or --ranges-from TEXTS (one of them)", prec_s);
+    if (!sq_emb_precision_needs_ranges(prec) && (ranges_path || ranges_from || ranges_out))
+        return cli_usage_error("embed", "--ranges, --ranges-from and --ranges-out apply to "
+                               "--precision int8 or uint8");
 
     sq_threads_init((int)threads);
     sq_err err = {0};
@@ -185,7 +288,19 @@ int cmd_embed(int argc, char **argv)
     embed_writer out = {0}, tok = {0}, hid = {0};
     sq_text_chunk chunk = {0};
     sq_embed_result res = {0};
-    if (embed_writer_open(&out, output, format, dims ? (int)dims : H, &err) != 0 ||
+    const int D = dims ? (int)dims : H; /* the embedding's width */
+    float *ranges = NULL;
+    uint8_t *codes = NULL;
+    if (sq_emb_precision_needs_ranges(prec) &&
+        (!(ranges = malloc((size_t)2 * D * sizeof *ranges)) ||
+         (ranges_path ? load_ranges(ranges_path, D, ranges, &err)
+                      : ranges_of(&m, &o, ranges_from, field, prompt_text, D, ranges, &err)) != 0 ||
+         (ranges_out && write_ranges(ranges_out, ranges, D, &err) != 0)))
+        goto fail;
+    if ((prec != SQ_PREC_FLOAT32
+             ? embed_writer_open_codes(&out, output, format, prec, sq_emb_precision_width(prec, D),
+                                       &err)
+             : embed_writer_open(&out, output, format, D, &err)) != 0 ||
         (tok_out && embed_writer_open(&tok, tok_out, "jsonl", 0, &err) != 0) ||
         (hid_out && embed_writer_open(&hid, hid_out, "npy", H, &err) != 0))
         goto fail;
@@ -202,7 +317,20 @@ int cmd_embed(int argc, char **argv)
         }
         if (sq_embed_texts(&m, (const char *const *)chunk.text, chunk.len, n, &o, &res, &err) != 0)
             goto fail;
-        if (embed_writer_rows(&out, res.emb, n, first, chunk.id_json, &err) != 0 ||
+        int wrc;
+        if (prec != SQ_PREC_FLOAT32) {
+            uint8_t *cb = realloc(codes, (size_t)n * sq_emb_precision_width(prec, D));
+            if (!cb) {
+                sq_err_set(&err, "out of memory");
+                goto fail;
+            }
+            codes = cb;
+            sq_emb_quantize(prec, res.emb, n, D, ranges, codes);
+            wrc = embed_writer_codes(&out, codes, n, first, chunk.id_json, &err);
+        } else {
+            wrc = embed_writer_rows(&out, res.emb, n, first, chunk.id_json, &err);
+        }
+        if (wrc != 0 ||
             (tok_out && embed_writer_tokens(&tok, res.offsets, res.ids, n, first, chunk.id_json,
                                             &err) != 0) ||
             (hid_out && embed_writer_rows(&hid, res.hidden, res.offsets[n], 0, NULL, &err) != 0))
@@ -223,6 +351,8 @@ fail:
     embed_writer_abort(&tok);
     embed_writer_abort(&hid);
 done:
+    free(ranges);
+    free(codes);
     sq_embed_result_free(&res);
     sq_text_chunk_free(&chunk);
 early:

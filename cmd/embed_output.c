@@ -41,13 +41,38 @@ static int resolve_format(const char *path, const char *format, embed_format *f,
 static int npy_header(embed_writer *w)
 {
     int64_t shape[2] = {w->rows, w->dim};
-    return sq_npy_write_header_f32(w->fp, shape, 2);
+    const char *descr = w->prec == SQ_PREC_FLOAT32          ? "<f4"
+                        : sq_emb_precision_signed(w->prec) ? "|i1"
+                                                           : "|u1";
+    return sq_npy_write_header(w->fp, descr, shape, 2);
 }
+
+static int open_writer(embed_writer *w, const char *path, const char *format, int dim,
+                       sq_emb_precision prec, sq_err *err);
 
 int embed_writer_open(embed_writer *w, const char *path, const char *format, int dim, sq_err *err)
 {
+    return open_writer(w, path, format, dim, SQ_PREC_FLOAT32, err);
+}
+
+int embed_writer_open_codes(embed_writer *w, const char *path, const char *format,
+                            sq_emb_precision prec, int width, sq_err *err)
+{
+    embed_format f;
+    if (resolve_format(path ? path : "", format, &f, err) != 0)
+        return -1;
+    if (f == EMBED_F32)
+        return sq_err_set(err, "%s: .f32 holds float32 rows; %s embeddings go to .npy or .jsonl",
+                          path, sq_emb_precision_name(prec));
+    return open_writer(w, path, format, width, prec, err);
+}
+
+static int open_writer(embed_writer *w, const char *path, const char *format, int dim,
+                       sq_emb_precision prec, sq_err *err)
+{
     memset(w, 0, sizeof *w);
     w->dim = dim;
+    w->prec = prec;
     if (!path || !*path)
         return sq_err_set(err, "the output path is empty");
     if (resolve_format(path, format, &w->fmt, err) != 0)
@@ -99,6 +124,31 @@ int embed_writer_rows(embed_writer *w, const float *rows, int64_t n, int64_t fir
     }
     w->rows += n;
     /* A pipe gets each chunk as soon as it is done. */
+    if ((w->to_stdout && fflush(fp) != 0) || ferror(fp))
+        return sq_err_write_failed(err, w->to_stdout ? "standard output" : w->af.path);
+    return 0;
+}
+
+int embed_writer_codes(embed_writer *w, const uint8_t *codes, int64_t n, int64_t first,
+                       char *const *id_json, sq_err *err)
+{
+    FILE *fp = w->fp;
+    const bool sgn = sq_emb_precision_signed(w->prec);
+    if (w->fmt == EMBED_JSONL) {
+        for (int64_t i = 0; i < n; i++) {
+            fprintf(fp, "{\"index\":%lld,", (long long)(first + i));
+            if (id_json)
+                fprintf(fp, "\"id\":%s,", id_json[i]);
+            fputs("\"embedding\":[", fp);
+            const uint8_t *e = codes + (size_t)i * w->dim;
+            for (int c = 0; c < w->dim; c++)
+                fprintf(fp, c ? ",%d" : "%d", sgn ? (int)(int8_t)e[c] : (int)e[c]);
+            fputs("]}\n", fp);
+        }
+    } else if (fwrite(codes, 1, (size_t)n * (size_t)w->dim, fp) != (size_t)n * (size_t)w->dim) {
+        return sq_err_write_failed(err, w->to_stdout ? "standard output" : w->af.path);
+    }
+    w->rows += n;
     if ((w->to_stdout && fflush(fp) != 0) || ferror(fp))
         return sq_err_write_failed(err, w->to_stdout ? "standard output" : w->af.path);
     return 0;

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "emb_precision.h"
 #include "embedder.h"
 #include "fileio.h"
 
@@ -25,10 +26,19 @@ typedef struct embed_writer {
     FILE *fp;
     int dim;        /* row width (npy: columns) */
     int64_t rows;   /* rows written */
+    sq_emb_precision prec; /* float32 rows, or byte codes (emb_precision.h) */
 } embed_writer;
 
 /* Choose the format (format, else the extension; "-": JSONL) and open. */
 int embed_writer_open(embed_writer *w, const char *path, const char *format, int dim, sq_err *err);
+/* The same for rows of byte codes of precision prec, width bytes each:
+ * .npy of int8 ('|i1': int8, binary) or uint8 ('|u1'), or JSONL of
+ * integers; .f32 refused. */
+int embed_writer_open_codes(embed_writer *w, const char *path, const char *format,
+                            sq_emb_precision prec, int width, sq_err *err);
+/* Write n rows of codes (a writer opened with embed_writer_open_codes). */
+int embed_writer_codes(embed_writer *w, const uint8_t *codes, int64_t n, int64_t first,
+                       char *const *id_json, sq_err *err);
 /* Write n rows of w->dim floats, indices first.., each with id_json[i] when
  * id_json is not NULL (JSONL only; the other formats carry no ids). */
 int embed_writer_rows(embed_writer *w, const float *rows, int64_t n, int64_t first,

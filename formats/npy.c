@@ -8,8 +8,14 @@
 
 int sq_npy_write_header_f32(FILE *fp, const int64_t *shape, int ndim)
 {
+    return sq_npy_write_header(fp, "<f4", shape, ndim);
+}
+
+int sq_npy_write_header(FILE *fp, const char *descr, const int64_t *shape, int ndim)
+{
     char dict[256];
-    int n = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (");
+    int n = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (",
+                     descr);
     for (int i = 0; i < ndim; i++)
         n += snprintf(dict + n, sizeof dict - (size_t)n, "%lld%s", (long long)shape[i],
                       (ndim == 1 || i + 1 < ndim) ? ", " : "");

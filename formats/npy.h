@@ -12,6 +12,9 @@
 /* Write the header of a C-order '<f4' array of the given shape to fp. The
  * caller then writes prod(shape) floats. */
 int sq_npy_write_header_f32(FILE *fp, const int64_t *shape, int ndim);
+/* The same for another element type: descr "|i1" (int8) or "|u1" (uint8),
+ * 4 characters as "<f4" is, so a header's length never depends on it. */
+int sq_npy_write_header(FILE *fp, const char *descr, const int64_t *shape, int ndim);
 
 /* Read a C-order '<f4' array of shape (rows, cols) from path: versions 1.0,
  * 2.0 and 3.0, the header dictionary parsed strictly (the keys descr,

@@ -119,6 +119,31 @@ sys.exit(0 if d.shape == (f.shape[0], 8) and np.abs(d - t).max() < 1e-6 and np.a
   pass "--dimensions 8: the first 8 values, normalized again" || fail "--dimensions 8"
 expect_error "--dimensions 0" "--dimensions must be a positive integer" "" -- "$SQ" embed "$W/m" --input "$W/in.txt" --dimensions 0
 expect_error "--dimensions over the width" "exceeds the model's embedding width" "" -- "$SQ" embed "$W/m" --input "$W/in.txt" --dimensions 65536
+# output precision (sentence-transformers' quantize_embeddings: the formula
+# of its quantization.py, here in numpy; squint matched the package itself
+# bit for bit when it was built)
+"$SQ" embed "$W/m" --input "$W/in.txt" --precision int8 --ranges-from "$W/in.txt" --ranges-out "$W/rg.npy" -o "$W/p8.npy" --quiet &&
+  "$SQ" embed "$W/m" --input "$W/in.txt" --precision uint8 --ranges "$W/rg.npy" -o "$W/pu.npy" --quiet &&
+  "$SQ" embed "$W/m" --input "$W/in.txt" --precision ubinary -o "$W/pb.npy" --quiet &&
+  "$SQ" embed "$W/m" --input "$W/in.txt" --precision binary -o "$W/pbs.jsonl" --quiet &&
+  /usr/bin/python3 -c "
+import json, sys, numpy as np
+W = sys.argv[1]
+f, r = np.load(W + '/full.npy'), np.load(W + '/rg.npy')
+ok = r.shape == (2, f.shape[1]) and np.array_equal(r[0], f.min(0)) and np.array_equal(r[1], f.max(0))
+st = (r[1] - r[0]) / np.float32(255)
+ok &= np.array_equal(np.load(W + '/p8.npy'), ((f - r[0]) / st - np.float32(128)).astype(np.int8))
+ok &= np.array_equal(np.load(W + '/pu.npy'), ((f - r[0]) / st).astype(np.uint8))
+ok &= np.array_equal(np.load(W + '/pb.npy'), np.packbits(f > 0, axis=-1))
+b = np.array([json.loads(l)['embedding'] for l in open(W + '/pbs.jsonl')])
+ok &= np.array_equal(b, np.packbits(f > 0, axis=-1).astype(int) - 128)
+sys.exit(0 if ok else 1)" "$W" && pass "--precision int8 / uint8 / ubinary / binary: sentence-transformers' codes, ranges from texts and from a file" ||
+  fail "--precision"
+expect_error "int8 without ranges" "needs calibration ranges" "" -- "$SQ" embed "$W/m" --input "$W/in.txt" --precision int8
+expect_error "ranges with float32" "apply to --precision int8 or uint8" "" -- "$SQ" embed "$W/m" --input "$W/in.txt" --ranges "$W/rg.npy"
+expect_error "int8 to .f32" ".f32 holds float32 rows" "$W/x.f32" -- "$SQ" embed "$W/m" --input "$W/in.txt" --precision binary -o "$W/x.f32"
+expect_error "ranges of another width" "ranges of shape [2, " "" -- "$SQ" embed "$W/m" --input "$W/in.txt" --precision int8 --ranges "$W/rg.npy" --dimensions 8
+expect_error "an unknown precision" "--precision must be one of float32, int8, uint8, binary, ubinary" "" -- "$SQ" embed "$W/m" --input "$W/in.txt" --precision fp16
 # issue 38 item 15: a file that is no model (a llama2.c .bin lands here) and
 # a Llama folder say what they are, not "Unrecognized archive format"
 head -c 4096 /dev/urandom >"$W/noise.bin"
