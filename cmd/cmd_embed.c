@@ -59,30 +59,6 @@ static const char *const help =
     "example:\n"
     "  squint embed bge-small/ --input texts.txt --output emb.npy\n";
 
-/* --ranges F.npy: a [2, dim] float32 array, lo <= hi in every column. */
-static int load_ranges(const char *path, int dim, float *ranges, sq_err *err)
-{
-    float *r = NULL;
-    int64_t rows, cols;
-    if (sq_npy_read_f32_2d(path, &r, &rows, &cols, err) != 0)
-        return -1;
-    if (rows != 2 || cols != dim) {
-        free(r);
-        return sq_err_set(err, "%s: ranges of shape [%lld, %lld]; the embeddings need [2, %d] "
-                               "(min row, max row)",
-                          path, (long long)rows, (long long)cols, dim);
-    }
-    for (int d = 0; d < dim; d++)
-        if (r[d] > r[dim + d]) {
-            free(r);
-            return sq_err_set(err, "%s: dimension %d has min %g above max %g", path, d,
-                              (double)r[d], (double)r[dim + d]);
-        }
-    memcpy(ranges, r, (size_t)2 * dim * sizeof *r);
-    free(r);
-    return 0;
-}
-
 /* --ranges-from TEXTS: the min and max of every dimension over the texts'
  * embeddings, made as the input's are (o, the prompt). */
 static int ranges_of(sq_embed_model *m, const sq_embed_opts *o, const char *path,
@@ -293,7 +269,7 @@ int cmd_embed(int argc, char **argv)
     uint8_t *codes = NULL;
     if (sq_emb_precision_needs_ranges(prec) &&
         (!(ranges = malloc((size_t)2 * D * sizeof *ranges)) ||
-         (ranges_path ? load_ranges(ranges_path, D, ranges, &err)
+         (ranges_path ? sq_emb_ranges_load(ranges_path, D, ranges, &err)
                       : ranges_of(&m, &o, ranges_from, field, prompt_text, D, ranges, &err)) != 0 ||
          (ranges_out && write_ranges(ranges_out, ranges, D, &err) != 0)))
         goto fail;

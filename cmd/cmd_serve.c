@@ -73,6 +73,8 @@ static const char *const help =
     "  --draft DRAFT         a causal LM: assisted generation, as `squint generate --draft`\n"
     "  --draft-tokens K      tokens the draft proposes per check, 1..15 (default 4)\n"
     "  --draft-tokenizer FILE  the draft's llama2.c tokenizer (default: next to DRAFT)\n"
+    "  --ranges F.npy        calibration ranges [2, dim] for \"precision\": \"int8\" / \"uint8\"\n"
+    "                        embeddings (squint embed --ranges-out writes them)\n"
     "  --instances N         N worker processes, each pinned to its own --threads cores\n"
     "                        (default: the usable cores / N), behind the one address; a worker\n"
     "                        that dies is restarted; /metrics, /health and /info answer for\n"
@@ -95,7 +97,7 @@ int cmd_serve(int argc, char **argv)
 {
     enum { O_HOST = 256, O_PORT, O_NAME, O_MAXB, O_WAIT, O_QUEUE, O_BODY, O_INPUTS, O_TOKENS,
            O_TIMEOUT, O_CONNS, O_KEY, O_QUIET, O_HEAD, O_HELP, O_INST, O_TUNE, O_NOTUNE,
-           O_TOK, O_GENS, O_DRAFT, O_DRAFT_K, O_DRAFT_TOK };
+           O_TOK, O_GENS, O_DRAFT, O_DRAFT_K, O_DRAFT_TOK, O_RANGES };
     static const struct option opts[] = {
         {"host", required_argument, 0, O_HOST},       {"port", required_argument, 0, O_PORT},
         {"model-name", required_argument, 0, O_NAME}, {"threads", required_argument, 0, 't'},
@@ -114,6 +116,7 @@ int cmd_serve(int argc, char **argv)
         {"draft", required_argument, 0, O_DRAFT},
         {"draft-tokens", required_argument, 0, O_DRAFT_K},
         {"draft-tokenizer", required_argument, 0, O_DRAFT_TOK},
+        {"ranges", required_argument, 0, O_RANGES},
         {"help", no_argument, 0, O_HELP},             {0, 0, 0, 0}};
 #ifdef SQ_HAVE_SERVE
     sq_serve_opts o = {.host = "127.0.0.1", .port = 8080, .batch = 32, .max_batch = 256,
@@ -160,11 +163,13 @@ int cmd_serve(int argc, char **argv)
         case O_DRAFT: o.draft_path = optarg; break;
         case O_DRAFT_K: NUM("--draft-tokens", 1, 15, o.draft_tokens = (int)v); break;
         case O_DRAFT_TOK: o.draft_tokenizer_path = optarg; break;
+        case O_RANGES: o.ranges_path = optarg; break;
 #else
         case O_HOST: case O_PORT: case O_NAME: case 't': case 'b': case O_MAXB: case O_WAIT:
         case O_QUEUE: case O_BODY: case O_INPUTS: case O_TOKENS: case O_TIMEOUT: case O_CONNS:
         case O_KEY: case O_QUIET: case O_HEAD: case O_INST: case O_TUNE: case O_NOTUNE:
-        case O_TOK: case O_GENS: case O_DRAFT: case O_DRAFT_K: break;
+        case O_TOK: case O_GENS: case O_DRAFT: case O_DRAFT_K: case O_DRAFT_TOK: case O_RANGES:
+            break;
 #endif
         case O_HELP: fputs(help, stdout); return SQ_EXIT_OK;
         default: return cli_usage_error("serve", "invalid option");

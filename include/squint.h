@@ -112,6 +112,32 @@ SQUINT_API squint_status squint_embed_dims(const squint_model *m, const char *co
                                            const squint_embed_options *opts, int dimensions,
                                            float *out, squint_error *err);
 
+/* Embeddings for vector stores, as sentence-transformers' quantize_embeddings
+ * makes them (formats: docs/commands.md "--precision"): int8 / uint8 codes
+ * per dimension from calibration ranges [2][dimensions] (min row, max row:
+ * `squint embed --ranges-out`), or binary / ubinary sign bits, 8 to a byte. */
+typedef enum squint_precision {
+    SQUINT_PRECISION_FLOAT32 = 0,
+    SQUINT_PRECISION_INT8 = 1,
+    SQUINT_PRECISION_UINT8 = 2,
+    SQUINT_PRECISION_BINARY = 3,
+    SQUINT_PRECISION_UBINARY = 4,
+} squint_precision;
+
+/* Bytes per embedding of precision p at width dimensions (float32: 4 x
+ * dimensions; binary, ubinary: ceil(dimensions / 8)); -1 for an unknown p. */
+SQUINT_API int squint_precision_row_bytes(squint_precision p, int dimensions);
+
+/* Embed n texts into out[n][squint_precision_row_bytes(p, D)] bytes, D =
+ * dimensions (0: the model's width; else as squint_embed_dims). ranges:
+ * [2][D] floats for int8 / uint8 (min <= max per dimension), else NULL.
+ * The same bytes as `squint embed --precision`. */
+SQUINT_API squint_status squint_embed_codes(const squint_model *m, const char *const *texts,
+                                            const size_t *lens, size_t n,
+                                            const squint_embed_options *opts, int dimensions,
+                                            squint_precision p, const float *ranges, void *out,
+                                            squint_error *err);
+
 #ifdef __cplusplus
 }
 #endif

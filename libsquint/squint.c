@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "embed_model.h"
+#include "emb_precision.h"
 #include "embedder.h"
 #include "linear.h"
 #include "threads.h"
@@ -233,6 +234,61 @@ squint_status squint_embed(const squint_model *h, const char *const *texts, cons
                            squint_error *err)
 {
     return embed(h, texts, lens, n, opts, 0, out, err);
+}
+
+_Static_assert((int)SQUINT_PRECISION_INT8 == (int)SQ_PREC_INT8 &&
+                   (int)SQUINT_PRECISION_UBINARY == (int)SQ_PREC_UBINARY,
+               "squint_precision mirrors sq_emb_precision");
+
+int squint_precision_row_bytes(squint_precision p, int dimensions)
+{
+    if ((unsigned)p > SQUINT_PRECISION_UBINARY || dimensions < 1)
+        return -1;
+    return p == SQUINT_PRECISION_FLOAT32 ? 4 * dimensions
+                                         : sq_emb_precision_width((sq_emb_precision)p, dimensions);
+}
+
+squint_status squint_embed_codes(const squint_model *h, const char *const *texts,
+                                 const size_t *lens, size_t n, const squint_embed_options *opts,
+                                 int dimensions, squint_precision p, const float *ranges,
+                                 void *out, squint_error *err)
+{
+    if ((unsigned)p > SQUINT_PRECISION_UBINARY)
+        return fail(err, SQUINT_ERR_ARGUMENT, "squint_embed_codes: unknown precision");
+    if (!h)
+        return fail(err, SQUINT_ERR_ARGUMENT, "squint_embed_codes: model is NULL");
+    const int D = dimensions ? dimensions : h->m.enc.cfg.hidden;
+    if (D < 1 || D > h->m.enc.cfg.hidden) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "squint_embed_codes: dimensions %d is outside [1, %d]", D,
+                 h->m.enc.cfg.hidden);
+        return fail(err, SQUINT_ERR_ARGUMENT, msg);
+    }
+    const sq_emb_precision ep = (sq_emb_precision)p;
+    if (sq_emb_precision_needs_ranges(ep)) {
+        if (!ranges)
+            return fail(err, SQUINT_ERR_ARGUMENT, "squint_embed_codes: int8 / uint8 need ranges");
+        for (int d = 0; d < D; d++)
+            if (!(ranges[d] <= ranges[D + d]))
+                return fail(err, SQUINT_ERR_ARGUMENT,
+                            "squint_embed_codes: ranges need min <= max in every dimension");
+    }
+    if (p == SQUINT_PRECISION_FLOAT32)
+        return embed(h, texts, lens, n, opts, dimensions, out, err);
+    if (n == 0) {
+        ok(err);
+        return SQUINT_OK;
+    }
+    if (n > (size_t)INT64_MAX / sizeof(float) / (size_t)D)
+        return fail(err, SQUINT_ERR_ARGUMENT, "squint_embed_codes: too many texts");
+    float *emb = malloc(n * (size_t)D * sizeof *emb);
+    if (!emb)
+        return fail(err, SQUINT_ERR_MEMORY, "squint_embed_codes: out of memory");
+    squint_status st = embed(h, texts, lens, n, opts, dimensions, emb, err);
+    if (st == SQUINT_OK)
+        sq_emb_quantize(ep, emb, (int64_t)n, D, ranges, out);
+    free(emb);
+    return st;
 }
 
 squint_status squint_embed_dims(const squint_model *h, const char *const *texts,

@@ -90,6 +90,12 @@ int sq_api_parse_embed(sq_api_kind k, const char *body, size_t len, int dim, int
             return MSG("\"dimensions\" must be an integer in [1, %d] (this model's width)", dim);
         req->dimensions = (int)json_integer_value(d);
     }
+    /* squint's "precision" (sentence-transformers' name): byte codes for a
+     * vector store (emb_precision.h) */
+    json_t *pr = json_object_get(root, "precision");
+    if (pr && !json_is_null(pr) &&
+        (!json_is_string(pr) || sq_emb_precision_parse(json_string_value(pr), &req->precision) != 0))
+        return MSG("\"precision\" must be one of %s", sq_emb_precision_names());
     if (k == SQ_API_OPENAI) {
         json_t *f = json_object_get(root, "encoding_format");
         if (f && !json_is_null(f)) {
@@ -247,15 +253,32 @@ static void json_str(const char *s, sq_strbuf *sb)
     free(e);
 }
 
+/* Row i as JSON: floats, or the precision's integer codes. */
+static void any_row(const sq_embed_request *req, const float *emb, int dim, const uint8_t *codes,
+                    int width, int64_t i, sq_strbuf *sb)
+{
+    if (req->precision == SQ_PREC_FLOAT32) {
+        float_row(emb + (size_t)i * dim, dim, sb);
+        return;
+    }
+    const bool sgn = sq_emb_precision_signed(req->precision);
+    const uint8_t *r = codes + (size_t)i * width;
+    sq_sb_printf(sb, "[");
+    for (int c = 0; c < width; c++)
+        sq_sb_printf(sb, c ? ",%d" : "%d", sgn ? (int)(int8_t)r[c] : (int)r[c]);
+    sq_sb_printf(sb, "]");
+}
+
 void sq_api_embed_response(sq_api_kind k, const sq_embed_request *req, const float *emb, int dim,
-                           int64_t tokens, const char *model, sq_strbuf *sb)
+                           const uint8_t *codes, int width, int64_t tokens, const char *model,
+                           sq_strbuf *sb)
 {
     if (k == SQ_API_TEI) {
         sq_sb_printf(sb, "[");
         for (int64_t i = 0; i < req->n; i++) {
             if (i)
                 sq_sb_printf(sb, ",");
-            float_row(emb + (size_t)i * dim, dim, sb);
+            any_row(req, emb, dim, codes, width, i, sb);
         }
         sq_sb_printf(sb, "]");
         return;
@@ -264,13 +287,15 @@ void sq_api_embed_response(sq_api_kind k, const sq_embed_request *req, const flo
     for (int64_t i = 0; i < req->n; i++) {
         sq_sb_printf(sb, "%s{\"object\":\"embedding\",\"index\":%lld,\"embedding\":", i ? "," : "",
                      (long long)i);
-        const float *row = emb + (size_t)i * dim;
-        if (req->base64) { /* float32 little-endian: the array as x86-64 holds it */
+        const bool f = req->precision == SQ_PREC_FLOAT32;
+        if (req->base64) { /* float32 little-endian (the array as x86-64 holds it), or the codes */
             sq_sb_printf(sb, "\"");
-            sq_api_base64((const unsigned char *)row, (size_t)dim * sizeof(float), sb);
+            sq_api_base64(f ? (const unsigned char *)(emb + (size_t)i * dim)
+                            : codes + (size_t)i * width,
+                          f ? (size_t)dim * sizeof(float) : (size_t)width, sb);
             sq_sb_printf(sb, "\"");
         } else {
-            float_row(row, dim, sb);
+            any_row(req, emb, dim, codes, width, i, sb);
         }
         sq_sb_printf(sb, "}");
     }

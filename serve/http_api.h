@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "emb_precision.h"
 #include "strbuf.h"
 
 typedef enum sq_api_kind { SQ_API_OPENAI, SQ_API_TEI } sq_api_kind;
@@ -31,6 +32,7 @@ typedef struct sq_embed_request {
     bool base64;        /* OpenAI encoding_format base64 */
     int normalize;      /* -1: as the model says; 0 / 1 */
     int dimensions;     /* Matryoshka: the first N values, then normalized; 0: all */
+    sq_emb_precision precision; /* "precision": float32 rows or byte codes */
     void *doc;          /* the parsed body (json_t *) */
 } sq_embed_request;
 
@@ -46,9 +48,12 @@ int sq_api_parse_embed(sq_api_kind k, const char *body, size_t len, int dim, int
                        sq_embed_request *req, char *msg, size_t msgn);
 void sq_api_request_free(sq_embed_request *req);
 
-/* The response body for n rows of emb [n][dim]; tokens for OpenAI's usage. */
+/* The response body for n rows of emb [n][dim]; tokens for OpenAI's usage.
+ * With req->precision other than float32, codes [n][width] (emb_precision.h)
+ * are the rows: integers, or their bytes in base64. */
 void sq_api_embed_response(sq_api_kind k, const sq_embed_request *req, const float *emb, int dim,
-                           int64_t tokens, const char *model, sq_strbuf *sb);
+                           const uint8_t *codes, int width, int64_t tokens, const char *model,
+                           sq_strbuf *sb);
 
 /* POST /rerank: {"query": "text", "texts": ["text", ...]} (TEI's rerank
  * body). On success req holds n + 1 texts, the query first. Same statuses. */

@@ -56,6 +56,7 @@ typedef struct server {
     char draft_name[256];
     /* the whole-request deadline (conn_deadline.h) */
     sq_deadline *deadline;
+    float *ranges; /* --ranges [2][dim] (emb_precision.h), NULL: none */
     /* what is open, for close_server */
     bool model_open, lm_open, metrics_ok, cmpl_ok;
 } server;
@@ -290,6 +291,19 @@ static enum MHD_Result handle_embed(server *s, struct MHD_Connection *c, conn_re
         sq_api_request_free(&req);
         return reply_error(s, c, r, st, NULL, "%s", msg);
     }
+    if (sq_emb_precision_needs_ranges(req.precision) && (!s->ranges || req.dimensions)) {
+        sq_api_request_free(&req);
+        return reply_error(s, c, r, 400, NULL, s->ranges
+                               ? "\"precision\" %s with \"dimensions\": the ranges (--ranges) "
+                                 "are calibrated for the whole width"
+                               : "\"precision\" %s needs calibration ranges: start the server "
+                                 "with --ranges F.npy (squint embed --ranges-out writes them)",
+                           sq_emb_precision_name(req.precision));
+    }
+    if ((r->ep == SQ_EP_CLASSIFY || r->ep == SQ_EP_RERANK) && req.precision != SQ_PREC_FLOAT32) {
+        sq_api_request_free(&req);
+        return reply_error(s, c, r, 400, NULL, "\"precision\" applies to embeddings only");
+    }
     if (r->ep == SQ_EP_CLASSIFY && req.dimensions) {
         sq_api_request_free(&req);
         return reply_error(s, c, r, 400, NULL,
@@ -370,7 +384,17 @@ static enum MHD_Result handle_embed(server *s, struct MHD_Connection *c, conn_re
     } else {
         const int dims = req.dimensions ? req.dimensions : s->dim;
         sq_truncate_dims(job.emb, req.n, s->dim, dims, job.normalize);
-        sq_api_embed_response(k, &req, job.emb, dims, r->tokens, s->name, &sb);
+        const int width = sq_emb_precision_width(req.precision, dims);
+        uint8_t *codes = NULL;
+        if (req.precision != SQ_PREC_FLOAT32) {
+            if (!(codes = malloc((size_t)req.n * width))) {
+                ret = reply_error(s, c, r, 500, NULL, "out of memory");
+                goto out;
+            }
+            sq_emb_quantize(req.precision, job.emb, req.n, dims, s->ranges, codes);
+        }
+        sq_api_embed_response(k, &req, job.emb, dims, codes, width, r->tokens, s->name, &sb);
+        free(codes);
     }
     ret = reply(s, c, r, 200, "application/json", &sb, NULL);
 out:
@@ -619,8 +643,8 @@ static void sanitize_name(char *name)
 static int open_decoder(server *s, sq_err *err)
 {
     const sq_serve_opts *o = s->o;
-    if (o->head_path)
-        return sq_err_set(err, "%s: a causal LM takes no --head", o->model_path);
+    if (o->head_path || o->ranges_path)
+        return sq_err_set(err, "%s: a causal LM takes no --head or --ranges", o->model_path);
     if (sq_llama_model_open(o->model_path, o->tokenizer_path, &s->lm, err) != 0)
         return -1;
     s->lm_open = true;
@@ -663,6 +687,10 @@ static int open_encoder(server *s, sq_err *err)
             return -1;
         s->has_head = true;
     }
+    if (o->ranges_path && /* int8 / uint8 embeddings: [2, dim], min row then max row */
+        (!(s->ranges = malloc((size_t)2 * s->dim * sizeof *s->ranges)) ||
+         sq_emb_ranges_load(o->ranges_path, s->dim, s->ranges, err) != 0))
+        return s->ranges ? -1 : sq_err_set(err, "out of memory");
     return 0;
 }
 
@@ -786,6 +814,7 @@ static uint64_t close_server(server *s)
 {
     uint64_t answered = s->metrics_ok ? sq_metrics_answered(&s->metrics) : 0;
     sq_batcher_stop(&s->batcher);
+    free(s->ranges);
     if (s->metrics_ok)
         sq_metrics_destroy(&s->metrics);
     if (s->model_open)

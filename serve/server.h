@@ -43,6 +43,7 @@ typedef struct sq_serve_opts {
     int max_connections;
     const char *api_key;     /* NULL: none */
     const char *head_path;   /* a classification head (heads/head.h) for /classify */
+    const char *ranges_path; /* [2, dim] ranges for int8 / uint8 embeddings (emb_precision.h) */
     /* a causal LM (POST /v1/completions, completions.h) */
     const char *tokenizer_path; /* NULL: found next to the checkpoint (llama_model.h) */
     const char *draft_path;  /* assisted generation; NULL: none */

@@ -1,6 +1,9 @@
 #include "emb_precision.h"
 
+#include "npy.h"
+
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const names[] = {"float32", "int8", "uint8", "binary", "ubinary"};
@@ -96,4 +99,28 @@ void sq_emb_quantize(sq_emb_precision p, const float *x, int64_t n, int dim,
                                      : (uint8_t)code_of(r[d], lo, step, 0.0f, 0, 255);
         }
     }
+}
+
+int sq_emb_ranges_load(const char *path, int dim, float *ranges, sq_err *err)
+{
+    float *r = NULL;
+    int64_t rows, cols;
+    if (sq_npy_read_f32_2d(path, &r, &rows, &cols, err) != 0)
+        return -1;
+    if (rows != 2 || cols != dim) {
+        free(r);
+        return sq_err_set(err, "%s: ranges of shape [%lld, %lld]; the embeddings need [2, %d] "
+                               "(min row, max row)",
+                          path, (long long)rows, (long long)cols, dim);
+    }
+    for (int d = 0; d < dim; d++)
+        if (r[d] > r[dim + d]) {
+            sq_err_set(err, "%s: dimension %d has min %g above max %g", path, d, (double)r[d],
+                       (double)r[dim + d]);
+            free(r);
+            return -1;
+        }
+    memcpy(ranges, r, (size_t)2 * dim * sizeof *r);
+    free(r);
+    return 0;
 }

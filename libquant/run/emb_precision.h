@@ -18,6 +18,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "sq_error.h"
+
 typedef enum sq_emb_precision {
     SQ_PREC_FLOAT32 = 0,
     SQ_PREC_INT8,
@@ -42,6 +44,11 @@ bool sq_emb_precision_needs_ranges(sq_emb_precision p);
  * with sq_emb_ranges_init. */
 void sq_emb_ranges_init(float *ranges, int dim);
 void sq_emb_ranges_add(float *ranges, const float *x, int64_t n, int dim);
+
+/* Ranges from a [2, dim] float32 .npy (min row, then max row; squint embed
+ * --ranges-out writes one): the shape and lo <= hi in every column
+ * checked, the file named in errors. 0, or -1 with err. */
+int sq_emb_ranges_load(const char *path, int dim, float *ranges, sq_err *err);
 
 /* n rows of x [n][dim] -> out [n][sq_emb_precision_width] bytes (int8 values
  * stored as their two's-complement bytes). ranges: [2][dim] for int8 /

@@ -80,6 +80,14 @@ _lib.squint_embed.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_char_p),
                               ctypes.POINTER(ctypes.c_size_t), ctypes.c_size_t,
                               ctypes.POINTER(_Options), ctypes.POINTER(ctypes.c_float),
                               ctypes.POINTER(_Error)]
+_lib.squint_precision_row_bytes.restype = ctypes.c_int
+_lib.squint_precision_row_bytes.argtypes = [ctypes.c_int, ctypes.c_int]
+_lib.squint_embed_codes.restype = ctypes.c_int
+_lib.squint_embed_codes.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_char_p),
+                                    ctypes.POINTER(ctypes.c_size_t), ctypes.c_size_t,
+                                    ctypes.POINTER(_Options), ctypes.c_int, ctypes.c_int,
+                                    ctypes.POINTER(ctypes.c_float), ctypes.c_void_p,
+                                    ctypes.POINTER(_Error)]
 _lib.squint_embed_dims.restype = ctypes.c_int
 _lib.squint_embed_dims.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_char_p),
                                    ctypes.POINTER(ctypes.c_size_t), ctypes.c_size_t,
@@ -87,6 +95,9 @@ _lib.squint_embed_dims.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_char
                                    ctypes.POINTER(ctypes.c_float), ctypes.POINTER(_Error)]
 
 _POOLING = {None: 0, "cls": 1, "mean": 2}
+# squint_precision: (enum value, numpy dtype of the codes)
+_PRECISION = {"int8": (1, np.int8), "uint8": (2, np.uint8), "binary": (3, np.int8),
+              "ubinary": (4, np.uint8)}
 
 
 def library_version():
@@ -125,11 +136,14 @@ class Model:
         self.quantized = bool(_lib.squint_model_is_quantized(self._h))
 
     def embed(self, texts, threads=0, max_seq=0, batch=0, normalize=None, pooling=None,
-              dimensions=None):
+              dimensions=None, precision=None, ranges=None):
         """Embeddings of texts (a str or a sequence of str) as float32 [n, dim];
         the options are squint_embed_options' (0 / None: the model's).
         dimensions=N: Matryoshka, the first N values of each embedding,
-        normalized again when the embeddings are (float32 [n, N])."""
+        normalized again when the embeddings are (float32 [n, N]).
+        precision="int8" / "uint8" (with ranges, [2, N] min and max rows),
+        "binary" / "ubinary": sentence-transformers' quantize_embeddings codes,
+        int8 or uint8 arrays [n, N] or [n, ceil(N / 8)]."""
         if self._h is None:
             raise ValueError("the model is closed")
         if isinstance(texts, str):
@@ -159,6 +173,26 @@ class Model:
         arr = (ctypes.c_char_p * n)(*data)
         lens = (ctypes.c_size_t * n)(*[len(d) for d in data])
         err = _Error()
+        if precision not in (None, "float32"):
+            if precision not in _PRECISION:
+                raise SquintError("argument", "precision must be float32, int8, uint8, binary or ubinary")
+            code, dtype = _PRECISION[precision]
+            rp = None
+            if precision in ("int8", "uint8"):
+                if ranges is None:
+                    raise SquintError("argument", "precision %s needs ranges [2, %d]" % (precision, dims))
+                r = np.ascontiguousarray(ranges, dtype=np.float32)
+                if r.shape != (2, dims):
+                    raise SquintError("argument", "ranges of shape %s; need (2, %d)" % (r.shape, dims))
+                rp = r.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
+            elif ranges is not None:
+                raise SquintError("argument", "ranges apply to int8 and uint8")
+            codes = np.empty((n, _lib.squint_precision_row_bytes(code, dims)), dtype=dtype)
+            rc = _lib.squint_embed_codes(self._h, arr, lens, n, ctypes.byref(opts), dims, code, rp,
+                                         codes.ctypes.data, ctypes.byref(err))
+            if rc != 0:
+                _raise(err)
+            return codes
         rc = _lib.squint_embed_dims(self._h, arr, lens, n, ctypes.byref(opts), dims,
                                     out.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
                                     ctypes.byref(err))

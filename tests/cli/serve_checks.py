@@ -166,6 +166,27 @@ for bad in (0, -1, "8", 1.5):
     st, _, _ = call(main_url, "/v1/embeddings", {"input": "a", "dimensions": bad})
     check(st == 400, "dimensions %r: 400" % (bad,))
 
+# --- "precision": the codes of `squint embed --precision` (the server started
+# with the ranges that embed wrote) ---
+for prec, env in (("int8", "SERVE_P8"), ("ubinary", "SERVE_PB")):
+    want = [json.loads(l)["embedding"] for l in open(os.environ[env])][:5]
+    st, _, b = call(main_url, "/v1/embeddings", {"input": texts[:5], "precision": prec})
+    check(st == 200 and [d["embedding"] for d in b["data"]] == want,
+          "OpenAI precision %s: the codes of squint embed --precision %s" % (prec, prec))
+    st, _, b = call(main_url, "/embed", {"inputs": texts[:5], "precision": prec})
+    check(st == 200 and b == want, "TEI precision %s: the same codes" % prec)
+st, _, b = call(main_url, "/v1/embeddings", {"input": texts[:2], "precision": "int8",
+                                             "encoding_format": "base64"})
+p8 = [json.loads(l)["embedding"] for l in open(os.environ["SERVE_P8"])][:2]
+check(st == 200 and [base64.b64decode(d["embedding"]) for d in b["data"]] ==
+      [struct.pack("%db" % len(r), *r) for r in p8], "precision int8, base64: the code bytes")
+for body, what in (({"input": "a", "precision": "fp16"}, "an unknown precision"),
+                   ({"input": "a", "precision": "int8", "dimensions": 8}, "int8 with dimensions")):
+    st, _, _ = call(main_url, "/v1/embeddings", body)
+    check(st == 400, "%s: 400" % what)
+st, _, _ = call(limits_url, "/v1/embeddings", {"input": "a", "precision": "int8"})
+check(st == 400, "int8 on a server without --ranges: 400")
+
 # --- bad requests: JSON errors, right status ---
 for path, body, raw_b, want, what in [
         ("/v1/embeddings", None, b"{not json", 400, "a body that is not JSON"),

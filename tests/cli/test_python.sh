@@ -14,6 +14,10 @@ printf 'first sentence\nsecond, rather different one\n\nünïcödé text\n' >"$W
 "$SQ" embed "$W/m.sqm" --input "$W/in.txt" --output "$W/q.npy" --quiet
 "$SQ" embed "$W/m" --input "$W/in.txt" --output "$W/f.npy" --quiet
 "$SQ" embed "$W/m.sqm" --input "$W/in.txt" --output "$W/q8.f32" --dimensions 8 --quiet
+"$SQ" embed "$W/m.sqm" --input "$W/in.txt" --precision int8 --ranges-from "$W/in.txt" --ranges-out "$W/rg.npy" --output "$W/p8.npy" --quiet
+"$SQ" embed "$W/m.sqm" --input "$W/in.txt" --precision uint8 --ranges "$W/rg.npy" --output "$W/pu.npy" --quiet
+"$SQ" embed "$W/m.sqm" --input "$W/in.txt" --precision ubinary --output "$W/pb.npy" --quiet
+"$SQ" embed "$W/m.sqm" --input "$W/in.txt" --precision binary --output "$W/pbs.npy" --quiet
 SQUINT_LIB=$LIB PYTHONPATH=$SRC/python /usr/bin/python3 - "$W" <<'PY'
 import sys, threading
 import numpy as np
@@ -63,6 +67,16 @@ with squint.Model(W + "/m.sqm") as m:
     e8 = m.embed(texts, dimensions=8)
     check(e8.shape == (4, 8) and np.array_equal(e8, np.fromfile(W + "/q8.f32", dtype="<f4").reshape(4, 8)),
           "dimensions=8: [4, 8], the bytes of squint embed --dimensions 8")
+    r = np.load(W + "/rg.npy")
+    for prec, f in (("int8", "p8.npy"), ("uint8", "pu.npy"), ("ubinary", "pb.npy"), ("binary", "pbs.npy")):
+        got = m.embed(texts, precision=prec, ranges=r if prec.endswith("int8") else None)
+        check(np.array_equal(got, np.load(W + "/" + f)) and got.dtype == np.load(W + "/" + f).dtype,
+              "precision=%s: the bytes of squint embed --precision %s" % (prec, prec))
+    try:
+        m.embed(texts, precision="int8")
+        check(False, "int8 without ranges raises")
+    except squint.SquintError as ex:
+        check(ex.status == "argument", "int8 without ranges: SquintError(argument)")
     for bad in (0, m.dim + 1):
         try:
             m.embed(texts, dimensions=bad)

@@ -41,6 +41,10 @@ Two dogs are running through a field of tall grass while their owners watch from
 I don't think that's what she meant, do you?
 The committee, having reviewed the evidence presented over several long sessions, concluded that the proposal could not be adopted without substantial revisions to its budget, its timeline and its governance structure.
 EOF
+"$SQ" embed "$W/m.sqm" --input "$W/texts.txt" --precision int8 --ranges-from "$W/texts.txt" \
+  --ranges-out "$W/rg.npy" --output "$W/p8.jsonl" --quiet &&
+  "$SQ" embed "$W/m.sqm" --input "$W/texts.txt" --precision ubinary --output "$W/pb.jsonl" --quiet ||
+  { echo "FAIL - squint embed --precision"; exit 1; }
 "$SQ" embed "$W/m.sqm" --input "$W/texts.txt" --output "$W/ref8.f32" --dimensions 8 --quiet ||
   { echo "FAIL - squint embed --dimensions 8"; exit 1; }
 "$SQ" embed "$W/m.sqm" --input "$W/texts.txt" --output "$W/ref.f32" --quiet ||
@@ -72,7 +76,7 @@ start() {
   echo "FAIL - server $name did not start: $(tail -2 "$W/$name.log")"
   exit 1
 }
-start main "$SQ" serve "$W/m.sqm" --port 0 --quiet --batch-wait 5 --head "$W/head.json"
+start main "$SQ" serve "$W/m.sqm" --port 0 --quiet --batch-wait 5 --head "$W/head.json" --ranges "$W/rg.npy"
 MAIN=$URL
 start limits "$SQ" serve "$W/m.sqm" --port 0 --quiet --max-body 4096 --max-inputs 64 \
   --max-tokens 100 --timeout 1
@@ -87,7 +91,7 @@ printf 'sesame-%s\n' "$RANDOM" >"$W/key"
 start key "$SQ" serve "$W/m.sqm" --port 0 --quiet --api-key-file "$W/key"
 KEYURL=$URL
 
-SERVE_REF8=$W/ref8.f32 SERVE_DRAIN_SEEN=$W/drain.seen SERVE_CLASSES=$W/classes.jsonl SERVE_RERANK=$W/rerank.jsonl "$PY" "$HERE/serve_checks.py" "$MAIN" "$W/ref.f32" "$DIM" "$W/texts.txt" "$LIMITS" "$QUEUE" \
+SERVE_REF8=$W/ref8.f32 SERVE_P8=$W/p8.jsonl SERVE_PB=$W/pb.jsonl SERVE_DRAIN_SEEN=$W/drain.seen SERVE_CLASSES=$W/classes.jsonl SERVE_RERANK=$W/rerank.jsonl "$PY" "$HERE/serve_checks.py" "$MAIN" "$W/ref.f32" "$DIM" "$W/texts.txt" "$LIMITS" "$QUEUE" \
   "$QPID" "$KEYURL" "$(head -1 "$W/key")" "$LIMITS" "$DRAIN" "$DPID"
 rc=$?
 wait "$DPID"

@@ -44,7 +44,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             for (int64_t i = 0; i < req.n; i++)
                 if (strlen(req.texts[i]) > req.lens[i])
                     abort();
-            sq_api_embed_response((sq_api_kind)k, &req, zeros, DIM, 7, "fuzz", &sb);
+            /* rows of the requested width and precision (codes of a fixed pattern) */
+            const int dims = req.dimensions ? req.dimensions : DIM;
+            if (dims < 1 || dims > DIM)
+                abort();
+            uint8_t codes[MAX_INPUTS * DIM];
+            for (size_t i = 0; i < sizeof codes; i++)
+                codes[i] = (uint8_t)(i * 37);
+            sq_api_embed_response((sq_api_kind)k, &req, zeros, dims, codes,
+                                  sq_emb_precision_width(req.precision, dims), 7, "fuzz", &sb);
         } else {
             if ((st != 400 && st != 413) || !msg[0])
                 abort();
