@@ -9,20 +9,24 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-enum { SLOTS = 32, PATH_CAP = 4096, TREE_DEPTH = 24 };
+/* Temporary outputs and trees in slots 0 .. SLOTS-1; mapped files in
+ * SLOTS .. SLOTS + MAPPED_SLOTS - 1, so many mapped shards never take the
+ * slots a temporary file needs. */
+enum { SLOTS = 32, MAPPED_SLOTS = 64, PATH_CAP = 4096, TREE_DEPTH = 24 };
 enum { FREE = 0, CLAIMED = 1, FILE_LIVE = 2, TREE_LIVE = 3, MAPPED = 4 };
 
 static struct {
     int state; /* atomics only */
     char path[PATH_CAP];
-} slots[SLOTS];
+} slots[SLOTS + MAPPED_SLOTS];
 
 static int add(const char *path, int kind)
 {
     size_t n = strlen(path);
     if (n >= PATH_CAP)
         return -1;
-    for (int i = 0; i < SLOTS; i++) {
+    const int lo = kind == MAPPED ? SLOTS : 0, hi = kind == MAPPED ? SLOTS + MAPPED_SLOTS : SLOTS;
+    for (int i = lo; i < hi; i++) {
         int expect = FREE;
         if (__atomic_compare_exchange_n(&slots[i].state, &expect, CLAIMED, false, __ATOMIC_ACQ_REL,
                                         __ATOMIC_RELAXED)) {
@@ -51,7 +55,7 @@ int sq_cleanup_add_mapped(const char *path)
 
 void sq_cleanup_forget(int id)
 {
-    if (id >= 0 && id < SLOTS)
+    if (id >= 0 && id < SLOTS + MAPPED_SLOTS)
         __atomic_store_n(&slots[id].state, FREE, __ATOMIC_RELEASE);
 }
 
@@ -112,7 +116,7 @@ static void say_bus(void)
 {
     say("squint: bus error (SIGBUS) reading a mapped file: a file it reads was truncated or "
         "rewritten in place while in use. Mapped now:");
-    for (int i = 0; i < SLOTS; i++)
+    for (int i = SLOTS; i < SLOTS + MAPPED_SLOTS; i++)
         if (__atomic_load_n(&slots[i].state, __ATOMIC_ACQUIRE) == MAPPED) {
             say(" ");
             say(slots[i].path);

@@ -193,6 +193,9 @@ int cmd_embed(int argc, char **argv)
     if (sq_emb_precision_needs_ranges(prec) && !ranges_path == !ranges_from)
         return cli_usage_error("embed", "--precision %s needs calibration ranges: give --ranges "
                                "F.npy or --ranges-from TEXTS (one of them)", prec_s);
+    if (ranges_from && strcmp(ranges_from, "-") == 0 && strcmp(input, "-") == 0)
+        return cli_usage_error("embed", "--ranges-from - and --input - would both read standard "
+                               "input: give the calibration texts as a file");
     if (!sq_emb_precision_needs_ranges(prec) && (ranges_path || ranges_from || ranges_out))
         return cli_usage_error("embed", "--ranges, --ranges-from and --ranges-out apply to "
                                "--precision int8 or uint8");
@@ -267,12 +270,16 @@ int cmd_embed(int argc, char **argv)
     const int D = dims ? (int)dims : H; /* the embedding's width */
     float *ranges = NULL;
     uint8_t *codes = NULL;
-    if (sq_emb_precision_needs_ranges(prec) &&
-        (!(ranges = malloc((size_t)2 * D * sizeof *ranges)) ||
-         (ranges_path ? sq_emb_ranges_load(ranges_path, D, ranges, &err)
-                      : ranges_of(&m, &o, ranges_from, field, prompt_text, D, ranges, &err)) != 0 ||
-         (ranges_out && write_ranges(ranges_out, ranges, D, &err) != 0)))
-        goto fail;
+    if (sq_emb_precision_needs_ranges(prec)) {
+        if (!(ranges = malloc((size_t)2 * D * sizeof *ranges))) {
+            sq_err_set(&err, "out of memory");
+            goto fail;
+        }
+        if ((ranges_path ? sq_emb_ranges_load(ranges_path, D, ranges, &err)
+                         : ranges_of(&m, &o, ranges_from, field, prompt_text, D, ranges, &err)) != 0 ||
+            (ranges_out && write_ranges(ranges_out, ranges, D, &err) != 0))
+            goto fail;
+    }
     if ((prec != SQ_PREC_FLOAT32
              ? embed_writer_open_codes(&out, output, format, prec, sq_emb_precision_width(prec, D),
                                        &err)

@@ -131,11 +131,21 @@ int sq_decoder_state_init(sq_decoder_state *st, const sq_decoder *d, int max_row
     st->att = malloc(R * c->dim * sizeof(float));
     st->gu = malloc(R * 2 * c->hidden * sizeof(float));
     st->hb = malloc(R * c->hidden * sizeof(float));
-    st->scores = malloc((size_t)st->n_threads * R * max_pos * sizeof(float));
-    st->attn_scratch_floats = (sq_attn_f32_scratch_floats(max_pos, c->head_dim) + 15) / 16 * 16;
-    void *scr = NULL;
-    if (posix_memalign(&scr, 64, (size_t)st->n_threads * st->attn_scratch_floats * sizeof(float)) == 0)
-        st->attn_scratch = scr;
+    /* the probabilities (f32 and bf16) and the f32 kernels' scratch; int8
+     * attention has its own (attn_q, the int8 cache) */
+    if (d->attn_matmul == SQ_ATTN_INT8 && max_pos > SQ_ATTN_INT8_MAX_KEYS) {
+        sq_decoder_state_free(st);
+        return sq_err_set(err, "int8 attention holds up to %d positions (int32 sums); asked for %d",
+                          SQ_ATTN_INT8_MAX_KEYS, max_pos);
+    }
+    if (d->attn_matmul != SQ_ATTN_INT8)
+        st->scores = malloc((size_t)st->n_threads * R * max_pos * sizeof(float));
+    if (d->attn_matmul == SQ_ATTN_F32) {
+        st->attn_scratch_floats = (sq_attn_f32_scratch_floats(max_pos, c->head_dim) + 15) / 16 * 16;
+        void *scr = NULL;
+        if (posix_memalign(&scr, 64, (size_t)st->n_threads * st->attn_scratch_floats * sizeof(float)) == 0)
+            st->attn_scratch = scr;
+    }
     bool attn_q_ok = true;
     if (d->attn_matmul != SQ_ATTN_F32) {
         const size_t b = d->attn_matmul == SQ_ATTN_INT8
@@ -171,9 +181,10 @@ int sq_decoder_state_init(sq_decoder_state *st, const sq_decoder *d, int max_row
     if (posix_memalign(&acc, 64, R * nmax * sizeof(int32_t)) == 0)
         st->lin.acc = acc;
     st->lin.row_scale = malloc(R * sizeof(float));
-    if ((f32_cache && (!st->k_cache || !st->v_cache)) || !st->x || !st->xb || !st->qkv || !st->att || !st->gu ||
-        !st->hb || !st->scores || !st->attn_scratch || !attn_q_ok || !st->lin.qa || !st->lin.acc ||
-        !st->lin.row_scale) {
+    if ((f32_cache && (!st->k_cache || !st->v_cache || !st->scores)) || !st->x || !st->xb ||
+        !st->qkv || !st->att || !st->gu || !st->hb ||
+        (d->attn_matmul == SQ_ATTN_F32 && !st->attn_scratch) || !attn_q_ok || !st->lin.qa ||
+        !st->lin.acc || !st->lin.row_scale) {
         sq_decoder_state_free(st);
         return sq_err_set(err, "out of memory for the decoder state (%d positions)", max_pos);
     }

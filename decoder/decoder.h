@@ -44,8 +44,10 @@ typedef struct sq_decoder_state {
     int n_threads;
     float *k_cache, *v_cache; /* [n_layers][max_pos][kv_dim] */
     float *x, *xb, *qkv, *att, *gu, *hb; /* max_rows rows each */
-    float *scores;            /* [n_threads][max_rows][max_pos]: attention probabilities */
-    float *attn_scratch;      /* [n_threads][attn_scratch_floats], 64-byte aligned */
+    float *scores;            /* [n_threads][max_rows][max_pos]: attention probabilities
+                                 (f32 and bf16 attention; NULL for int8) */
+    float *attn_scratch;      /* [n_threads][attn_scratch_floats], 64-byte aligned (f32
+                                 attention; NULL otherwise) */
     size_t attn_scratch_floats;
     void *attn_q;             /* [n_threads][attn_q_bytes]: bf16 / int8 attention (64-aligned) */
     size_t attn_q_bytes;

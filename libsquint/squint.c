@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -255,8 +256,8 @@ squint_status squint_embed_codes(const squint_model *h, const char *const *texts
 {
     if ((unsigned)p > SQUINT_PRECISION_UBINARY)
         return fail(err, SQUINT_ERR_ARGUMENT, "squint_embed_codes: unknown precision");
-    if (!h)
-        return fail(err, SQUINT_ERR_ARGUMENT, "squint_embed_codes: model is NULL");
+    if (!h || (n && (!texts || !out)))
+        return fail(err, SQUINT_ERR_ARGUMENT, "squint_embed_codes: model, texts or out is NULL");
     const int D = dimensions ? dimensions : h->m.enc.cfg.hidden;
     if (D < 1 || D > h->m.enc.cfg.hidden) {
         char msg[160];
@@ -269,9 +270,9 @@ squint_status squint_embed_codes(const squint_model *h, const char *const *texts
         if (!ranges)
             return fail(err, SQUINT_ERR_ARGUMENT, "squint_embed_codes: int8 / uint8 need ranges");
         for (int d = 0; d < D; d++)
-            if (!(ranges[d] <= ranges[D + d]))
-                return fail(err, SQUINT_ERR_ARGUMENT,
-                            "squint_embed_codes: ranges need min <= max in every dimension");
+            if (!(ranges[d] <= ranges[D + d]) || !isfinite(ranges[d]) || !isfinite(ranges[D + d]))
+                return fail(err, SQUINT_ERR_ARGUMENT, "squint_embed_codes: ranges need finite "
+                                                      "min <= max in every dimension");
     }
     if (p == SQUINT_PRECISION_FLOAT32)
         return embed(h, texts, lens, n, opts, dimensions, out, err);

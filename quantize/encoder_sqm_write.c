@@ -199,8 +199,10 @@ static int enc_tensor(void *ctx, enum sq_sqm_row row, int l, sq_keep *kp, sq_sqm
 static const sq_linear *enc_linear(void *ctx, int l, sq_linear_kind k, const sq_plan_linear **plan)
 {
     const enc_src *s = ctx;
+    if (l < 0) /* only a causal LM has a packed classifier */
+        return NULL;
     const sq_plan_linear *p = &s->pl[l * SQ_LIN_KINDS + k];
-    if (l < 0 || p->absent)
+    if (p->absent)
         return NULL;
     *plan = p;
     return &s->m->enc.layers[l].lin[k];

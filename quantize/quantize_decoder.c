@@ -36,12 +36,12 @@ static int dec_check_recipe(const sq_quant_target *t, const sq_recipe *r, sq_err
         return sq_err_set(err, "%s: the recipe is for architecture %s, the model is a causal LM "
                                "(llama)", r->source ? r->source : "recipe", r->architecture);
     const sq_decoder_config *c = &model_of(t)->dec.cfg;
-    const char *why = sq_attn_matmul_problem(r->attn_matmul, c->dim, c->dim, c->n_heads);
+    const char *why = sq_attn_matmul_problem(r->attn_matmul, c->dim, c->dim, c->n_heads, c->max_pos);
     if (why)
-        return sq_err_set(err, "%s: attention.matmul %s: %s; this model has hidden %d and %d "
-                               "heads",
+        return sq_err_set(err, "%s: attention.matmul %s: %s; this model has hidden %d, %d "
+                               "heads and %d positions",
                           r->source ? r->source : "recipe", sq_attn_matmul_name(r->attn_matmul),
-                          why, c->dim, c->n_heads);
+                          why, c->dim, c->n_heads, c->max_pos);
     return 0;
 }
 

@@ -57,7 +57,8 @@ static int enc_check_recipe(const sq_quant_target *t, const sq_recipe *r, sq_err
     const sq_bert_config *c = &model_of(t)->enc.cfg;
     if (sq_recipe_check_model(r, c, err) != 0)
         return -1;
-    const char *attn_why = sq_attn_matmul_problem(r->attn_matmul, c->hidden, c->embed_dim, c->heads);
+    const char *attn_why = sq_attn_matmul_problem(r->attn_matmul, c->hidden, c->embed_dim, c->heads,
+                                                  c->max_pos);
     if (attn_why)
         return sq_err_set(err, "the recipe's attention.matmul %s: %s; this model has hidden %d, "
                                "embed_dim %d and %d heads", sq_attn_matmul_name(r->attn_matmul),

@@ -10,9 +10,15 @@
  * deadline. */
 #define SQ_DEADLINE_TICK_MS 200
 
+/* A kept-alive connection's next request gets this much more: an idle one
+ * is then closed by libmicrohttpd's idle timeout (the same --timeout) first,
+ * and only a trickling one is cut here and counted. */
+#define SQ_DEADLINE_KEEPALIVE_GRACE_S 1.0
+
 typedef struct conn_entry {
     int fd;
     double start;   /* the receiving phase's start (monotonic seconds) */
+    double limit;   /* seconds it may last */
     bool receiving;
     struct conn_entry *prev, *next;
 } conn_entry;
@@ -47,7 +53,7 @@ static void *watch(void *arg)
         pthread_cond_timedwait(&d->wake, &d->mu, &until);
         const double t = now_s();
         for (conn_entry *e = d->head; e; e = e->next)
-            if (e->receiving && t - e->start > d->deadline_s) {
+            if (e->receiving && t - e->start > e->limit) {
                 /* under the lock: the connection has not been closed (its
                  * CLOSED notification would have removed it first) */
                 shutdown(e->fd, SHUT_RDWR);
@@ -71,9 +77,14 @@ sq_deadline *sq_deadline_start(double deadline_s, sq_serve_metrics *m, sq_err *e
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    const bool ok = pthread_mutex_init(&d->mu, NULL) == 0 && pthread_cond_init(&d->wake, &ca) == 0;
+    const bool mu_ok = pthread_mutex_init(&d->mu, NULL) == 0;
+    const bool cond_ok = mu_ok && pthread_cond_init(&d->wake, &ca) == 0;
     pthread_condattr_destroy(&ca);
-    if (!ok || pthread_create(&d->thread, NULL, watch, d) != 0) {
+    if (!cond_ok || pthread_create(&d->thread, NULL, watch, d) != 0) {
+        if (cond_ok)
+            pthread_cond_destroy(&d->wake);
+        if (mu_ok)
+            pthread_mutex_destroy(&d->mu);
         sq_err_set(err, "cannot start the request-deadline watchdog");
         free(d);
         return NULL;
@@ -112,6 +123,7 @@ void sq_deadline_notify(void *cls, struct MHD_Connection *c, void **socket_conte
             return;
         e->fd = ci->connect_fd;
         e->start = now_s();
+        e->limit = d->deadline_s;
         e->receiving = true;
         pthread_mutex_lock(&d->mu);
         e->next = d->head;
@@ -144,7 +156,7 @@ static conn_entry *entry_of(struct MHD_Connection *c)
     return ci ? ci->socket_context : NULL;
 }
 
-static void set_phase(sq_deadline *d, struct MHD_Connection *c, bool receiving)
+static void set_phase(sq_deadline *d, struct MHD_Connection *c, bool receiving, double limit)
 {
     conn_entry *e = d ? entry_of(c) : NULL;
     if (!e)
@@ -152,15 +164,17 @@ static void set_phase(sq_deadline *d, struct MHD_Connection *c, bool receiving)
     pthread_mutex_lock(&d->mu);
     e->receiving = receiving;
     e->start = now_s();
+    e->limit = limit;
     pthread_mutex_unlock(&d->mu);
 }
 
 void sq_deadline_received(sq_deadline *d, struct MHD_Connection *c)
 {
-    set_phase(d, c, false);
+    set_phase(d, c, false, 0.0);
 }
 
 void sq_deadline_rearm(sq_deadline *d, struct MHD_Connection *c)
 {
-    set_phase(d, c, true);
+    if (d)
+        set_phase(d, c, true, d->deadline_s + SQ_DEADLINE_KEEPALIVE_GRACE_S);
 }

@@ -4,7 +4,9 @@
  * (and with --max-connections slow clients, the whole server) for as long
  * as it likes. Here every connection has a receiving phase: from its
  * accept, and again from the end of each response (a keep-alive client's
- * next request), until its request (headers and body) has been read. A
+ * next request, given one second more so that an idle connection is closed
+ * by the idle timeout, not counted here), until its request (headers and
+ * body) has been read. A
  * watchdog thread shuts down (shutdown(2), SHUT_RDWR) a connection still
  * receiving after the deadline; libmicrohttpd then sees the peer gone and
  * closes it as usual.

@@ -291,7 +291,12 @@ static enum MHD_Result handle_embed(server *s, struct MHD_Connection *c, conn_re
         sq_api_request_free(&req);
         return reply_error(s, c, r, st, NULL, "%s", msg);
     }
-    if (sq_emb_precision_needs_ranges(req.precision) && (!s->ranges || req.dimensions)) {
+    if ((r->ep == SQ_EP_CLASSIFY || r->ep == SQ_EP_RERANK) && req.precision != SQ_PREC_FLOAT32) {
+        sq_api_request_free(&req);
+        return reply_error(s, c, r, 400, NULL, "\"precision\" applies to embeddings only");
+    }
+    if (sq_emb_precision_needs_ranges(req.precision) &&
+        (!s->ranges || (req.dimensions && req.dimensions != s->dim))) {
         sq_api_request_free(&req);
         return reply_error(s, c, r, 400, NULL, s->ranges
                                ? "\"precision\" %s with \"dimensions\": the ranges (--ranges) "
@@ -299,10 +304,6 @@ static enum MHD_Result handle_embed(server *s, struct MHD_Connection *c, conn_re
                                : "\"precision\" %s needs calibration ranges: start the server "
                                  "with --ranges F.npy (squint embed --ranges-out writes them)",
                            sq_emb_precision_name(req.precision));
-    }
-    if ((r->ep == SQ_EP_CLASSIFY || r->ep == SQ_EP_RERANK) && req.precision != SQ_PREC_FLOAT32) {
-        sq_api_request_free(&req);
-        return reply_error(s, c, r, 400, NULL, "\"precision\" applies to embeddings only");
     }
     if (r->ep == SQ_EP_CLASSIFY && req.dimensions) {
         sq_api_request_free(&req);

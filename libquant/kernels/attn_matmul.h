@@ -20,9 +20,13 @@ int sq_attn_matmul_parse(const char *s, sq_attn_matmul *out);
 /* "f32, bf16, int8": the names, for messages. */
 const char *sq_attn_matmul_names(void);
 /* Why m cannot run a model whose attention inputs are hidden or embed_dim
- * wide, with heads heads, or NULL when it can (bf16 pairs along the head
- * width, so it needs both widths / heads even; int8 keeps a head's codes
- * on the stack, up to 2048). */
-const char *sq_attn_matmul_problem(sq_attn_matmul m, int hidden, int embed_dim, int heads);
+ * wide, with heads heads, over sequences of up to positions tokens, or
+ * NULL when it can (bf16 pairs along the head width, so it needs both
+ * widths / heads even; int8 keeps a head's codes on the stack, up to 2048,
+ * and sums P V exactly in int32: 255 x 127 x keys < 2^31, so at most
+ * SQ_ATTN_INT8_MAX_KEYS positions). */
+#define SQ_ATTN_INT8_MAX_KEYS 65536
+const char *sq_attn_matmul_problem(sq_attn_matmul m, int hidden, int embed_dim, int heads,
+                                   int positions);
 
 #endif

@@ -113,8 +113,8 @@ int sq_emb_ranges_load(const char *path, int dim, float *ranges, sq_err *err)
                                "(min row, max row)",
                           path, (long long)rows, (long long)cols, dim);
     }
-    for (int d = 0; d < dim; d++)
-        if (r[d] > r[dim + d]) {
+    for (int d = 0; d < dim; d++) /* the reader refuses NaN and infinities already */
+        if (!(r[d] <= r[dim + d])) {
             sq_err_set(err, "%s: dimension %d has min %g above max %g", path, d, (double)r[d],
                        (double)r[dim + d]);
             free(r);

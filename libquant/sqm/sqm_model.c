@@ -74,7 +74,7 @@ static int hf_bool(const sq_container *c, const yt_node *tok, const char *key, b
 /* Metadata attention (absent: f32, SQM.md 2.2) of a model whose attention
  * inputs are hidden or embed_dim wide, with heads heads. */
 static int read_attention(const sq_container *c, const yt_node *r, int hidden, int embed_dim,
-                          int heads, sq_sqm_info *info, sq_err *err)
+                          int heads, int positions, sq_sqm_info *info, sq_err *err)
 {
     const char *s;
     info->attn_matmul = SQ_ATTN_F32;
@@ -84,10 +84,11 @@ static int read_attention(const sq_container *c, const yt_node *r, int hidden, i
         sq_attn_matmul_parse(s, &info->attn_matmul) != 0)
         return sq_err_set(err, "%s: metadata attention must be one of %s", c->path,
                           sq_attn_matmul_names());
-    const char *why = sq_attn_matmul_problem(info->attn_matmul, hidden, embed_dim, heads);
+    const char *why = sq_attn_matmul_problem(info->attn_matmul, hidden, embed_dim, heads, positions);
     if (why)
-        return sq_err_set(err, "%s: metadata attention %s: %s (hidden %d, embed_dim %d, %d heads)",
-                          c->path, s, why, hidden, embed_dim, heads);
+        return sq_err_set(err, "%s: metadata attention %s: %s (hidden %d, embed_dim %d, %d heads, "
+                               "%d positions)",
+                          c->path, s, why, hidden, embed_dim, heads, positions);
     return 0;
 }
 
@@ -119,7 +120,8 @@ static int read_decoder_meta(const sq_container *c, const yt_node *r, const yt_n
             return sq_err_set(err, "%s: metadata activation_guard must be row or clip", c->path);
         info->guard_rows = strcmp(s, "row") == 0;
     }
-    if (read_attention(c, r, ctx->dec.dim, ctx->dec.dim, ctx->dec.n_heads, info, err) != 0)
+    if (read_attention(c, r, ctx->dec.dim, ctx->dec.dim, ctx->dec.n_heads, ctx->dec.max_pos, info,
+                       err) != 0)
         return -1;
     /* informative (10.4), but a value must be one the spec names; the
      * loader checks it against the act_scale tensors */
@@ -224,7 +226,7 @@ int sq_sqm_read_meta(const sq_container *c, sq_sqm_schema_ctx *ctx, sq_sqm_info 
         }
         info->guard_rows = strcmp(s, "row") == 0;
     }
-    if (read_attention(c, r, cfg->hidden, cfg->embed_dim, cfg->heads, info, err) != 0)
+    if (read_attention(c, r, cfg->hidden, cfg->embed_dim, cfg->heads, cfg->max_pos, info, err) != 0)
         goto out;
     /* What the tokenizer tensors depend on; the tokenizer's own parser
      * (sqm_tokenizer.c) refuses a bad type or vocab_size with its message. */

@@ -157,7 +157,26 @@ class Model:
         dims = self.dim if dimensions is None else _c_int("dimensions", dimensions)
         if not 1 <= dims <= self.dim:
             raise SquintError("argument", "dimensions %d is outside [1, %d]" % (dims, self.dim))
-        out = np.empty((n, dims), dtype=np.float32)
+        # the output's precision and ranges, checked before anything runs (an
+        # empty input too gets its dtype and width)
+        code, dtype, rp = 0, np.float32, None
+        if precision not in (None, "float32"):
+            if precision not in _PRECISION:
+                raise SquintError("argument", "precision must be float32, int8, uint8, binary or ubinary")
+            code, dtype = _PRECISION[precision]
+            if precision in ("int8", "uint8"):
+                if ranges is None:
+                    raise SquintError("argument", "precision %s needs ranges [2, %d]" % (precision, dims))
+                r = np.ascontiguousarray(ranges, dtype=np.float32)
+                if r.shape != (2, dims):
+                    raise SquintError("argument", "ranges of shape %s; need (2, %d)" % (r.shape, dims))
+                rp = r.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
+            elif ranges is not None:
+                raise SquintError("argument", "ranges apply to int8 and uint8")
+        elif ranges is not None:
+            raise SquintError("argument", "ranges apply to int8 and uint8")
+        width = dims if code == 0 else _lib.squint_precision_row_bytes(code, dims)
+        out = np.empty((n, width), dtype=dtype)
         if n == 0:
             return out
         opts = _Options()
@@ -173,26 +192,12 @@ class Model:
         arr = (ctypes.c_char_p * n)(*data)
         lens = (ctypes.c_size_t * n)(*[len(d) for d in data])
         err = _Error()
-        if precision not in (None, "float32"):
-            if precision not in _PRECISION:
-                raise SquintError("argument", "precision must be float32, int8, uint8, binary or ubinary")
-            code, dtype = _PRECISION[precision]
-            rp = None
-            if precision in ("int8", "uint8"):
-                if ranges is None:
-                    raise SquintError("argument", "precision %s needs ranges [2, %d]" % (precision, dims))
-                r = np.ascontiguousarray(ranges, dtype=np.float32)
-                if r.shape != (2, dims):
-                    raise SquintError("argument", "ranges of shape %s; need (2, %d)" % (r.shape, dims))
-                rp = r.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
-            elif ranges is not None:
-                raise SquintError("argument", "ranges apply to int8 and uint8")
-            codes = np.empty((n, _lib.squint_precision_row_bytes(code, dims)), dtype=dtype)
+        if code:
             rc = _lib.squint_embed_codes(self._h, arr, lens, n, ctypes.byref(opts), dims, code, rp,
-                                         codes.ctypes.data, ctypes.byref(err))
+                                         out.ctypes.data, ctypes.byref(err))
             if rc != 0:
                 _raise(err)
-            return codes
+            return out
         rc = _lib.squint_embed_dims(self._h, arr, lens, n, ctypes.byref(opts), dims,
                                     out.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
                                     ctypes.byref(err))

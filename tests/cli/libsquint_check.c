@@ -102,6 +102,26 @@ int main(int argc, char **argv)
     const char *with_null[] = {"a", NULL};
     CHECK(squint_embed(m, with_null, NULL, 2, NULL, ref, &err) == SQUINT_ERR_ARGUMENT, "NULL text");
 
+    /* Matryoshka and vector-store codes: their arguments checked */
+    CHECK(squint_embed_dims(m, texts, NULL, N, NULL, 0, ref, &err) == SQUINT_ERR_ARGUMENT,
+          "dimensions 0 refused");
+    CHECK(squint_embed_dims(m, texts, NULL, N, NULL, dim + 1, ref, &err) == SQUINT_ERR_ARGUMENT,
+          "dimensions over the width refused");
+    CHECK(squint_embed_codes(m, texts, NULL, N, NULL, 0, SQUINT_PRECISION_BINARY, NULL, NULL,
+                             &err) == SQUINT_ERR_ARGUMENT,
+          "codes into a NULL out refused: %s", err.message);
+    CHECK(squint_embed_codes(m, texts, NULL, N, NULL, 0, SQUINT_PRECISION_INT8, NULL, ref, &err) ==
+              SQUINT_ERR_ARGUMENT,
+          "int8 codes without ranges refused");
+    CHECK(squint_precision_row_bytes(SQUINT_PRECISION_BINARY, 12) == 2 &&
+              squint_precision_row_bytes(SQUINT_PRECISION_FLOAT32, 12) == 48 &&
+              squint_precision_row_bytes((squint_precision)9, 12) == -1,
+          "row bytes");
+    unsigned char bits[64 * 16];
+    CHECK(dim <= 512 && squint_embed_codes(m, texts, NULL, 2, NULL, 0, SQUINT_PRECISION_UBINARY,
+                                           NULL, bits, &err) == SQUINT_OK,
+          "ubinary codes");
+
     /* Unnormalized vs normalized: options reach the runtime. */
     squint_embed_options_init(&o);
     o.normalize = 0;

@@ -143,6 +143,7 @@ expect_error "int8 without ranges" "needs calibration ranges" "" -- "$SQ" embed 
 expect_error "ranges with float32" "apply to --precision int8 or uint8" "" -- "$SQ" embed "$W/m" --input "$W/in.txt" --ranges "$W/rg.npy"
 expect_error "int8 to .f32" ".f32 holds float32 rows" "$W/x.f32" -- "$SQ" embed "$W/m" --input "$W/in.txt" --precision binary -o "$W/x.f32"
 expect_error "ranges of another width" "ranges of shape [2, " "" -- "$SQ" embed "$W/m" --input "$W/in.txt" --precision int8 --ranges "$W/rg.npy" --dimensions 8
+expect_error "ranges and input both on stdin" "would both read standard input" "" -- "$SQ" embed "$W/m" --input - --precision int8 --ranges-from -
 expect_error "an unknown precision" "--precision must be one of float32, int8, uint8, binary, ubinary" "" -- "$SQ" embed "$W/m" --input "$W/in.txt" --precision fp16
 # issue 38 item 15: a file that is no model (a llama2.c .bin lands here) and
 # a Llama folder say what they are, not "Unrecognized archive format"

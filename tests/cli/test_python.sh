@@ -72,6 +72,13 @@ with squint.Model(W + "/m.sqm") as m:
         got = m.embed(texts, precision=prec, ranges=r if prec.endswith("int8") else None)
         check(np.array_equal(got, np.load(W + "/" + f)) and got.dtype == np.load(W + "/" + f).dtype,
               "precision=%s: the bytes of squint embed --precision %s" % (prec, prec))
+    z = m.embed([], precision="binary", dimensions=12)
+    check(z.shape == (0, 2) and z.dtype == np.int8, "no texts, binary of 12: int8 [0, 2]")
+    try:
+        m.embed([], precision="bogus")
+        check(False, "an unknown precision raises, even with no texts")
+    except squint.SquintError as ex:
+        check(ex.status == "argument", "an unknown precision: SquintError(argument), no texts too")
     try:
         m.embed(texts, precision="int8")
         check(False, "int8 without ranges raises")
