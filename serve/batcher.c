@@ -8,13 +8,7 @@
 #include <time.h>
 
 #include "pooling.h"
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
+#include "op_profile.h"
 
 static int64_t queued_texts(const sq_batcher *b)
 {
@@ -67,9 +61,9 @@ static void run_jobs(sq_batcher *b, sq_embed_job *first)
         sq_embed_opts o = {.batch = b->batch, .max_seq = b->model->max_seq,
                            .pooling = b->pooling, .normalize = false};
         omp_set_num_threads(b->threads);
-        double t0 = now_s();
+        double t0 = sq_op_now();
         rc = sq_encode_seqs(b->model, &all, &o, &res, &err);
-        sq_metrics_batch(b->metrics, n, ntok, now_s() - t0);
+        sq_metrics_batch(b->metrics, n, ntok, sq_op_now() - t0);
     }
     int64_t s = 0;
     for (sq_embed_job *j = first; j; j = j->next) {

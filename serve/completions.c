@@ -14,6 +14,7 @@
 #include "generate.h"
 #include "http_api.h"
 #include "stop_text.h"
+#include "op_profile.h"
 
 /* Bytes of events a stream may hold unread before generation waits for the
  * client (one event, however long, always fits). */
@@ -44,13 +45,6 @@ struct sq_cmpl_job {
     bool started;
     pthread_t thread;
 };
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 int sq_cmpl_engine_init(sq_cmpl_engine *e)
 {
@@ -293,13 +287,13 @@ static void generate(sq_cmpl_job *j)
     o.seed = j->req.has_seed ? j->req.seed : random_seed();
     o.draft = e->draft;
     o.draft_tokens = e->draft_tokens;
-    j->t0 = now_s();
+    j->t0 = sq_op_now();
     j->rc = sq_generate(e->m, j->ids, j->n_ids, &o, on_token, j, &j->stats, &j->err);
     if (j->rc == 0 && j->oom) {
         j->rc = -1;
         sq_err_set(&j->err, "out of memory");
     }
-    j->seconds = now_s() - j->t0;
+    j->seconds = sq_op_now() - j->t0;
 }
 
 /* Generation ended: the text held back; a character left cut becomes

@@ -6,6 +6,8 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "op_profile.h"
+
 /* How often the watchdog looks: a late client is cut within this of its
  * deadline. */
 #define SQ_DEADLINE_TICK_MS 200
@@ -33,13 +35,6 @@ struct sq_deadline {
     sq_serve_metrics *metrics;
 };
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void *watch(void *arg)
 {
     sq_deadline *d = arg;
@@ -51,7 +46,7 @@ static void *watch(void *arg)
         if (until.tv_nsec >= 1000000000L)
             until.tv_sec++, until.tv_nsec -= 1000000000L;
         pthread_cond_timedwait(&d->wake, &d->mu, &until);
-        const double t = now_s();
+        const double t = sq_op_now();
         for (conn_entry *e = d->head; e; e = e->next)
             if (e->receiving && t - e->start > e->limit) {
                 /* under the lock: the connection has not been closed (its
@@ -122,7 +117,7 @@ void sq_deadline_notify(void *cls, struct MHD_Connection *c, void **socket_conte
         if (!e) /* without an entry the connection has the idle timeout only */
             return;
         e->fd = ci->connect_fd;
-        e->start = now_s();
+        e->start = sq_op_now();
         e->limit = d->deadline_s;
         e->receiving = true;
         pthread_mutex_lock(&d->mu);
@@ -163,7 +158,7 @@ static void set_phase(sq_deadline *d, struct MHD_Connection *c, bool receiving, 
         return;
     pthread_mutex_lock(&d->mu);
     e->receiving = receiving;
-    e->start = now_s();
+    e->start = sq_op_now();
     e->limit = limit;
     pthread_mutex_unlock(&d->mu);
 }

@@ -36,6 +36,7 @@
 #include "dec_sqm.h"
 #include "generate.h"
 #include "llama_model.h"
+#include "op_profile.h"
 
 typedef struct server {
     const sq_serve_opts *o;
@@ -70,13 +71,6 @@ typedef struct conn_req {
     double t0;
     int64_t texts, tokens; /* for the access log */
 } conn_req;
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 static bool is_draining(server *s)
 {
@@ -122,7 +116,7 @@ static enum MHD_Result queue(server *s, struct MHD_Connection *c, conn_req *r, i
     MHD_destroy_response(resp);
     if (ret == MHD_YES) /* counted once it is on its way */
         sq_metrics_request(&s->metrics, r->ep, status);
-    double dt = now_s() - r->t0;
+    double dt = sq_op_now() - r->t0;
     if (r->ep == SQ_EP_EMBEDDINGS || r->ep == SQ_EP_EMBED || r->ep == SQ_EP_CLASSIFY ||
         r->ep == SQ_EP_RERANK)
         sq_metrics_latency(&s->metrics, dt);
@@ -481,7 +475,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (!r) { /* headers are in: route, method, auth, declared size */
         if (!(r = calloc(1, sizeof *r)))
             return MHD_NO;
-        r->t0 = now_s();
+        r->t0 = sq_op_now();
         r->ep = route(url);
         *ctx = r;
         sq_metrics_add_gauge(&s->metrics, &s->metrics.in_flight, 1);
@@ -798,12 +792,12 @@ static void drain(server *s, struct MHD_Daemon *d)
     MHD_socket lfd = MHD_quiesce_daemon(d);
     if (lfd != MHD_INVALID_SOCKET)
         close(lfd);
-    double t_end = now_s() + s->o->timeout_s + 1;
+    double t_end = sq_op_now() + s->o->timeout_s + 1;
     for (;;) {
         int64_t n = sq_metrics_get_gauge(&s->metrics, &s->metrics.in_flight);
         const union MHD_DaemonInfo *ci = MHD_get_daemon_info(d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
         unsigned conns = ci ? ci->num_connections : 0;
-        if ((n == 0 && conns == 0) || now_s() > t_end)
+        if ((n == 0 && conns == 0) || sq_op_now() > t_end)
             break;
         struct timespec ts = {0, 10 * 1000 * 1000};
         nanosleep(&ts, NULL);
