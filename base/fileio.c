@@ -274,7 +274,7 @@ int sq_atomic_commit(sq_atomic_file *af, sq_err *err)
     int rc = 0;
     if (!af->tmp_path) { /* written in place (not a regular file) */
         if (fflush(af->fp) != 0 || ferror(af->fp))
-            rc = sq_err_set(err, "%s: write failed: %s", af->path, strerror(errno));
+            rc = sq_err_write_failed(err, af->path);
         if (fclose(af->fp) != 0 && rc == 0)
             rc = sq_err_set(err, "%s: close failed: %s", af->path, strerror(errno));
         af->fp = NULL;
@@ -282,7 +282,7 @@ int sq_atomic_commit(sq_atomic_file *af, sq_err *err)
         return rc;
     }
     if (fflush(af->fp) != 0 || ferror(af->fp))
-        rc = sq_err_set(err, "%s: write failed: %s", af->path, strerror(errno));
+        rc = sq_err_write_failed(err, af->path);
     else if (fsync(fileno(af->fp)) != 0)
         rc = sq_err_set(err, "%s: fsync failed: %s", af->path, strerror(errno));
     if (fclose(af->fp) != 0 && rc == 0)

@@ -8,7 +8,6 @@
 #include "embed_output.h"
 #include "emb_precision.h"
 #include "embedder.h"
-#include "npy.h"
 #include "text_stream.h"
 #include "threads.h"
 
@@ -97,20 +96,18 @@ out:
     return rc;
 }
 
-/* --ranges-out F.npy: the ranges as [2, dim] float32, atomically. */
+/* --ranges-out F.npy: the ranges as [2, dim] float32, through the embeddings'
+ * writer (two rows of dim floats, atomically). */
 static int write_ranges(const char *path, const float *ranges, int dim, sq_err *err)
 {
-    sq_atomic_file af;
-    if (sq_atomic_open(&af, path, err) != 0)
+    embed_writer w;
+    if (embed_writer_open(&w, path, "npy", dim, err) != 0)
         return -1;
-    const int64_t shape[2] = {2, dim};
-    if (sq_npy_write_header_f32(af.fp, shape, 2) != 0 ||
-        fwrite(ranges, sizeof *ranges, (size_t)2 * dim, af.fp) != (size_t)2 * dim) {
-        sq_err_write_failed(err, path);
-        sq_atomic_abort(&af);
+    if (embed_writer_rows(&w, ranges, 2, 0, NULL, err) != 0) {
+        embed_writer_abort(&w);
         return -1;
     }
-    return sq_atomic_commit(&af, err);
+    return embed_writer_finish(&w, err);
 }
 
 int cmd_embed(int argc, char **argv)
