@@ -133,10 +133,11 @@ int sq_decoder_state_init(sq_decoder_state *st, const sq_decoder *d, int max_row
     st->hb = malloc(R * c->hidden * sizeof(float));
     /* the probabilities (f32 and bf16) and the f32 kernels' scratch; int8
      * attention has its own (attn_q, the int8 cache) */
-    if (d->attn_matmul == SQ_ATTN_INT8 && max_pos > SQ_ATTN_INT8_MAX_KEYS) {
+    /* the one rule of what each precision can run (attn_matmul.h) */
+    const char *why = sq_attn_matmul_problem(d->attn_matmul, c->dim, c->dim, c->n_heads, max_pos);
+    if (why) {
         sq_decoder_state_free(st);
-        return sq_err_set(err, "int8 attention holds up to %d positions (int32 sums); asked for %d",
-                          SQ_ATTN_INT8_MAX_KEYS, max_pos);
+        return sq_err_set(err, "%s (%d positions asked)", why, max_pos);
     }
     if (d->attn_matmul != SQ_ATTN_INT8)
         st->scores = malloc((size_t)st->n_threads * R * max_pos * sizeof(float));
@@ -161,7 +162,7 @@ int sq_decoder_state_init(sq_decoder_state *st, const sq_decoder *d, int max_row
         const size_t cb = (sq_attn_s8_cache_bytes(max_pos, c->head_dim) + 63) / 64 * 64;
         void *mem = NULL;
         st->s8_cache = calloc(nc, sizeof *st->s8_cache);
-        attn_q_ok = st->s8_cache && c->head_dim <= 2048 && posix_memalign(&mem, 64, nc * cb) == 0;
+        attn_q_ok = st->s8_cache && posix_memalign(&mem, 64, nc * cb) == 0;
         st->s8_cache_mem = attn_q_ok ? mem : NULL;
         for (size_t i = 0; attn_q_ok && i < nc; i++)
             sq_attn_s8_cache_init(&st->s8_cache[i], (char *)mem + i * cb, max_pos, c->head_dim);
