@@ -584,22 +584,3 @@ void sq_attn_s8_causal_cached(const float *Q, int ldq, int M, const sq_attn_s8_c
     }
     head_scalar(&p, ctx, ldc, NULL, NULL, NULL);
 }
-
-size_t sq_attn_s8_causal_bytes(int M, int N, int dh)
-{
-    return up(sq_attn_s8_cache_bytes(N, dh), 64) + sq_attn_s8_causal_scratch_bytes(M, N, dh);
-}
-
-void sq_attn_s8_causal(const float *Q, int ldq, int M, const float *K, int ldk, const float *V,
-                       int ldv, int N, int first, int dh, float c, float *ctx, int ldc,
-                       void *scratch, bool hw)
-{
-    if (M <= 0 || dh <= 0 || first < 1 || first + M - 1 > N)
-        return;
-    sq_attn_s8_cache kv;
-    sq_attn_s8_cache_init(&kv, scratch, N, dh);
-    for (int j = 0; j < N; j++)
-        sq_attn_s8_cache_put(&kv, j, K + (size_t)j * ldk, V + (size_t)j * ldv, hw);
-    sq_attn_s8_causal_cached(Q, ldq, M, &kv, N, first, c, ctx, ldc,
-                             (char *)scratch + up(sq_attn_s8_cache_bytes(N, dh), 64), hw);
-}

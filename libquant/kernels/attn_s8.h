@@ -103,11 +103,4 @@ size_t sq_attn_s8_causal_scratch_bytes(int max_rows, int max_keys, int dh);
 void sq_attn_s8_causal_cached(const float *Q, int ldq, int M, const sq_attn_s8_cache *kv, int N,
                               int first, float c, float *ctx, int ldc, void *scratch, bool hw);
 
-/* The same from float K and V (N rows, strides ldk, ldv), through a cache
- * built in the scratch: sq_attn_s8_causal_bytes(M, N, dh) bytes. */
-size_t sq_attn_s8_causal_bytes(int M, int N, int dh);
-void sq_attn_s8_causal(const float *Q, int ldq, int M, const float *K, int ldk, const float *V,
-                       int ldv, int N, int first, int dh, float c, float *ctx, int ldc,
-                       void *scratch, bool hw);
-
 #endif

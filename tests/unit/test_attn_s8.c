@@ -192,16 +192,24 @@ END_TEST
 
 /* ---- the causal form (decoders) ---- */
 
-/* One causal problem: N rows of q|k|v in qkv (stride ld); the last M rows
+/* One causal problem: N rows of q|k|v in qkv (stride ld) put into a cache
+ * (each key and value quantized once, as a decoder does); the last M rows
  * are the queries, first = N - M + 1 (the first query sees N - M + 1 keys). */
 static void run_causal(const head *h, int M, bool hw, float *ctx)
 {
     const int N = h->L, dh = h->dh;
-    void *scr = NULL;
-    ck_assert(posix_memalign(&scr, 64, sq_attn_s8_causal_bytes(M, N, dh)) == 0);
+    void *mem = NULL, *scr = NULL;
+    ck_assert(posix_memalign(&mem, 64, sq_attn_s8_cache_bytes(N, dh)) == 0);
+    ck_assert(posix_memalign(&scr, 64, sq_attn_s8_causal_scratch_bytes(M, N, dh)) == 0);
+    sq_attn_s8_cache kv;
+    sq_attn_s8_cache_init(&kv, mem, N, dh);
+    for (int j = 0; j < N; j++)
+        sq_attn_s8_cache_put(&kv, j, h->qkv + (size_t)j * h->ld + dh,
+                             h->qkv + (size_t)j * h->ld + 2 * dh, hw);
     const float *Q = h->qkv + (size_t)(N - M) * h->ld;
-    sq_attn_s8_causal(Q, h->ld, M, h->qkv + dh, h->ld, h->qkv + 2 * dh, h->ld, N, N - M + 1, dh,
-                      1.0f / sqrtf((float)dh), ctx, h->ldc, scr, hw);
+    sq_attn_s8_causal_cached(Q, h->ld, M, &kv, N, N - M + 1, 1.0f / sqrtf((float)dh), ctx,
+                             h->ldc, scr, hw);
+    free(mem);
     free(scr);
 }
 
