@@ -102,15 +102,36 @@ static int open_writer(embed_writer *w, const char *path, const char *format, in
     return 0;
 }
 
+/* What the writer writes to, for messages. */
+static const char *where(const embed_writer *w)
+{
+    return w->to_stdout ? "standard output" : w->af.path;
+}
+
+/* A JSONL line's start: {"index":I, and "id":ID when there is one. */
+static void line_head(FILE *fp, int64_t index, const char *id_json)
+{
+    fprintf(fp, "{\"index\":%lld,", (long long)index);
+    if (id_json)
+        fprintf(fp, "\"id\":%s,", id_json);
+}
+
+/* n rows written: counted, and a pipe gets the chunk as soon as it is done. */
+static int chunk_done(embed_writer *w, int64_t n, sq_err *err)
+{
+    w->rows += n;
+    if ((w->to_stdout && fflush(w->fp) != 0) || ferror(w->fp))
+        return sq_err_write_failed(err, where(w));
+    return 0;
+}
+
 int embed_writer_rows(embed_writer *w, const float *rows, int64_t n, int64_t first,
                       char *const *id_json, sq_err *err)
 {
     FILE *fp = w->fp;
     if (w->fmt == EMBED_JSONL) {
         for (int64_t i = 0; i < n; i++) {
-            fprintf(fp, "{\"index\":%lld,", (long long)(first + i));
-            if (id_json)
-                fprintf(fp, "\"id\":%s,", id_json[i]);
+            line_head(fp, first + i, id_json ? id_json[i] : NULL);
             fputs("\"embedding\":[", fp);
             const float *e = rows + (size_t)i * w->dim;
             for (int c = 0; c < w->dim; c++)
@@ -120,13 +141,9 @@ int embed_writer_rows(embed_writer *w, const float *rows, int64_t n, int64_t fir
     } else {
         size_t k = (size_t)n * (size_t)w->dim;
         if (fwrite(rows, sizeof(float), k, fp) != k)
-            return sq_err_write_failed(err, w->to_stdout ? "standard output" : w->af.path);
+            return sq_err_write_failed(err, where(w));
     }
-    w->rows += n;
-    /* A pipe gets each chunk as soon as it is done. */
-    if ((w->to_stdout && fflush(fp) != 0) || ferror(fp))
-        return sq_err_write_failed(err, w->to_stdout ? "standard output" : w->af.path);
-    return 0;
+    return chunk_done(w, n, err);
 }
 
 int embed_writer_codes(embed_writer *w, const uint8_t *codes, int64_t n, int64_t first,
@@ -136,9 +153,7 @@ int embed_writer_codes(embed_writer *w, const uint8_t *codes, int64_t n, int64_t
     const bool sgn = sq_emb_precision_signed(w->prec);
     if (w->fmt == EMBED_JSONL) {
         for (int64_t i = 0; i < n; i++) {
-            fprintf(fp, "{\"index\":%lld,", (long long)(first + i));
-            if (id_json)
-                fprintf(fp, "\"id\":%s,", id_json[i]);
+            line_head(fp, first + i, id_json ? id_json[i] : NULL);
             fputs("\"embedding\":[", fp);
             const uint8_t *e = codes + (size_t)i * w->dim;
             for (int c = 0; c < w->dim; c++)
@@ -146,12 +161,9 @@ int embed_writer_codes(embed_writer *w, const uint8_t *codes, int64_t n, int64_t
             fputs("]}\n", fp);
         }
     } else if (fwrite(codes, 1, (size_t)n * (size_t)w->dim, fp) != (size_t)n * (size_t)w->dim) {
-        return sq_err_write_failed(err, w->to_stdout ? "standard output" : w->af.path);
+        return sq_err_write_failed(err, where(w));
     }
-    w->rows += n;
-    if ((w->to_stdout && fflush(fp) != 0) || ferror(fp))
-        return sq_err_write_failed(err, w->to_stdout ? "standard output" : w->af.path);
-    return 0;
+    return chunk_done(w, n, err);
 }
 
 int embed_writer_tokens(embed_writer *w, const int64_t *offsets, const int32_t *ids, int64_t n,
@@ -159,18 +171,13 @@ int embed_writer_tokens(embed_writer *w, const int64_t *offsets, const int32_t *
 {
     FILE *fp = w->fp;
     for (int64_t i = 0; i < n; i++) {
-        fprintf(fp, "{\"index\":%lld,", (long long)(first + i));
-        if (id_json)
-            fprintf(fp, "\"id\":%s,", id_json[i]);
+        line_head(fp, first + i, id_json ? id_json[i] : NULL);
         fputs("\"ids\":[", fp);
         for (int64_t t = offsets[i]; t < offsets[i + 1]; t++)
             fprintf(fp, t > offsets[i] ? ",%d" : "%d", ids[t]);
         fputs("]}\n", fp);
     }
-    w->rows += n;
-    if ((w->to_stdout && fflush(fp) != 0) || ferror(fp))
-        return sq_err_write_failed(err, w->to_stdout ? "standard output" : w->af.path);
-    return 0;
+    return chunk_done(w, n, err);
 }
 
 int embed_writer_classes(embed_writer *w, const double *probs, int classes,
@@ -184,18 +191,13 @@ int embed_writer_classes(embed_writer *w, const double *probs, int classes,
         for (int c = 1; c < classes; c++)
             if (p[c] > p[best])
                 best = c;
-        fprintf(fp, "{\"index\":%lld,", (long long)(first + i));
-        if (id_json)
-            fprintf(fp, "\"id\":%s,", id_json[i]);
+        line_head(fp, first + i, id_json ? id_json[i] : NULL);
         fprintf(fp, "\"label\":%s,\"probs\":{", labels_json[best]);
         for (int c = 0; c < classes; c++)
             fprintf(fp, "%s%s:%.9g", c ? "," : "", labels_json[c], p[c]);
         fputs("}}\n", fp);
     }
-    w->rows += n;
-    if ((w->to_stdout && fflush(fp) != 0) || ferror(fp))
-        return sq_err_write_failed(err, w->to_stdout ? "standard output" : w->af.path);
-    return 0;
+    return chunk_done(w, n, err);
 }
 
 int embed_writer_finish(embed_writer *w, sq_err *err)
