@@ -1,6 +1,7 @@
 /* Checksum repair for squint containers (formats/SPEC.md sections 3, 5, 8). */
 #include "container_fixup.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
 
@@ -71,4 +72,14 @@ int container_fixup(uint8_t *buf, size_t n)
     wr64(buf + 120, XXH64(buf, 120, 0));
     wr64(buf + n - 8, XXH64(buf, lim, 0));
     return 1;
+}
+
+uint8_t *container_fixed_copy(const uint8_t *data, size_t n)
+{
+    uint8_t *copy = malloc(n + 1);
+    if (!copy)
+        abort();
+    memcpy(copy, data, n);
+    container_fixup(copy, n);
+    return copy;
 }

@@ -14,4 +14,8 @@
  * repaired, 0 when it was left alone. */
 int container_fixup(uint8_t *buf, size_t n);
 
+/* A malloc'd copy of data[0 .. n) with its checksums repaired (the fuzzer's
+ * input itself is read-only); aborts when out of memory. */
+uint8_t *container_fixed_copy(const uint8_t *data, size_t n);
+
 #endif

@@ -10,11 +10,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    uint8_t *copy = malloc(size + 1);
-    if (!copy)
-        abort();
-    memcpy(copy, data, size);
-    container_fixup(copy, size);
+    uint8_t *copy = container_fixed_copy(data, size);
     char *path = fuzz_write("stats.sqc", copy, size);
     free(copy);
 
