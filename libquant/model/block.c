@@ -52,6 +52,17 @@ static void norm_to(const sq_block_desc *d, const float *x, float *y, int rows, 
         sq_layernorm_to(x, y, rows, w, g, bias, d->eps);
 }
 
+/* A sub-layer's input: x itself (post), or N(x) in tmp (pre). */
+static const float *sublayer_input(const sq_block_desc *d, const float *x, float *tmp, int rows,
+                                   int w, const float *g, const float *bias, clock *c)
+{
+    if (d->place != SQ_NORM_PRE)
+        return x;
+    norm_to(d, x, tmp, rows, w, g, bias);
+    mark(c, SQ_OP_LAYERNORM);
+    return tmp;
+}
+
 /* x += y, then (post) x = N(x). */
 static void residual(const sq_block_desc *d, float *x, const float *y, int rows, int H,
                      const float *g, const float *bias, clock *c)
@@ -89,17 +100,11 @@ void sq_block_forward(const sq_block_desc *d, const sq_block *L, int layer, floa
 {
     const int in = L->lin[SQ_LIN_QKV].in, H = L->lin[SQ_LIN_ATTN_OUT].out;
     const int F = L->lin[SQ_LIN_FFN_DOWN].in, up = L->lin[SQ_LIN_FFN_UP].out;
-    const bool pre = d->place == SQ_NORM_PRE;
     clock c = {b->lin->prof, 0};
     restart(&c);
 
     /* Attention. */
-    const float *a_in = x;
-    if (pre) {
-        norm_to(d, x, b->tmp, rows, in, L->n1_g, L->n1_b);
-        a_in = b->tmp;
-        mark(&c, SQ_OP_LAYERNORM);
-    }
+    const float *a_in = sublayer_input(d, x, b->tmp, rows, in, L->n1_g, L->n1_b, &c);
     linear(L, SQ_LIN_QKV, layer, a_in, rows, b->qkv, b, obs, &c);
     float prange[2];
     const bool want_p = obs && obs->attn_probs;
@@ -116,12 +121,7 @@ void sq_block_forward(const sq_block_desc *d, const sq_block *L, int layer, floa
     residual(d, x, b->tmp, rows, H, L->n1_g, L->n1_b, &c);
 
     /* FFN. */
-    const float *f_in = x;
-    if (pre) {
-        norm_to(d, x, b->tmp, rows, H, L->n2_g, L->n2_b);
-        f_in = b->tmp;
-        mark(&c, SQ_OP_LAYERNORM);
-    }
+    const float *f_in = sublayer_input(d, x, b->tmp, rows, H, L->n2_g, L->n2_b, &c);
     linear(L, SQ_LIN_FFN_UP, layer, f_in, rows, b->ffn, b, obs, &c);
     if (obs && obs->linear_input) { /* the observer sees the activation's output */
         activation(d->act, b->ffn, b->act, rows, F);
