@@ -69,18 +69,9 @@ static char *build_metadata(const sq_llama_model *m, bool dynamic_acts, const sq
         const sq_linear_report *lr = &res->rep->linears[i];
         if (lr->n == 0)
             continue; /* the layer has no such linear (res) */
-        sq_sb_printf(&sb, "  - {name: %s, type: %s, shape: [%d, %d], smooth: %s", lr->name,
-                     sq_qtype_get(lr->qtype)->name, lr->n, lr->k, lr->smooth ? "true" : "false");
-        if (lr->smooth)
-            sq_sb_printf(&sb, ", alpha: %.3g", (double)lr->alpha);
         /* the classifier's activations are always dynamic (no static range) */
         const bool dyn = dynamic_acts || strcmp(lr->name, SQ_SQM_CLASSIFIER_PREFIX) == 0;
-        if (lr->qtype != SQ_QT_F32 && !dyn)
-            sq_sb_printf(&sb, ", act_amax: %.9g, act_zero: %d, err: %.6g", (double)lr->act_amax,
-                         lr->act_zero, lr->err);
-        if (lr->n_outliers > 0)
-            sq_sb_printf(&sb, ", outliers: %d", lr->n_outliers);
-        sq_sb_printf(&sb, "}\n");
+        sq_plan_yaml_linear(&sb, lr, "", !dyn, false);
     }
     if (sb.failed) {
         sq_sb_free(&sb);
@@ -88,7 +79,6 @@ static char *build_metadata(const sq_llama_model *m, bool dynamic_acts, const sq
     }
     return sb.s;
 }
-
 
 /* Where a causal LM's tensors are (sqm_write.h: the schema says which). */
 typedef struct dec_src {

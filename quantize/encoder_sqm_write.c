@@ -88,21 +88,11 @@ static char *build_metadata(const sq_embed_model *m, const sq_calib_stats *st, u
         const sq_linear_report *lr = &rep->linears[i];
         if (pl[i].absent)
             continue;
-        sq_sb_printf(&sb, "  - {name: %s, type: %s, shape: [%d, %d], smooth: %s", lr->name,
-                     sq_qtype_get(lr->qtype)->name, lr->n, lr->k, lr->smooth ? "true" : "false");
-        if (lr->smooth)
-            sq_sb_printf(&sb, ", alpha: %.3g%s", (double)lr->alpha,
-                         !pl[i].folded                          ? ""
-                         : i % SQ_LIN_KINDS == SQ_LIN_ATTN_OUT ? ", folded_into_v: true"
-                                                                : ", folded_into_layernorm: true");
-        if (lr->qtype != SQ_QT_F32)
-            sq_sb_printf(&sb, ", act_amax: %.9g, act_zero: %d, err: %.6g", (double)lr->act_amax,
-                         lr->act_zero, lr->err);
-        if (lr->smooth)
-            sq_sb_printf(&sb, ", err_nosmooth: %.6g", lr->err_nosmooth);
-        if (lr->n_outliers > 0)
-            sq_sb_printf(&sb, ", outliers: %d", lr->n_outliers);
-        sq_sb_printf(&sb, "}\n");
+        sq_plan_yaml_linear(&sb, lr,
+                            !pl[i].folded                          ? ""
+                            : i % SQ_LIN_KINDS == SQ_LIN_ATTN_OUT ? ", folded_into_v: true"
+                                                                   : ", folded_into_layernorm: true",
+                            true, true);
     }
     if (ch)
         sq_sqm_class_head_yaml(&sb, ch);
@@ -112,7 +102,6 @@ static char *build_metadata(const sq_embed_model *m, const sq_calib_stats *st, u
     }
     return sb.s;
 }
-
 
 /* Where an encoder's tensors are (sqm_write.h: the schema says which). */
 typedef struct enc_src {

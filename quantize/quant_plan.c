@@ -354,3 +354,20 @@ void sq_plan_yaml_provenance(sq_strbuf *sb, const sq_calib_stats *st, uint64_t s
     free(ry);
 }
 
+
+void sq_plan_yaml_linear(sq_strbuf *sb, const sq_linear_report *lr, const char *fold_note,
+                         bool with_range, bool with_nosmooth)
+{
+    sq_sb_printf(sb, "  - {name: %s, type: %s, shape: [%d, %d], smooth: %s", lr->name,
+                 sq_qtype_get(lr->qtype)->name, lr->n, lr->k, lr->smooth ? "true" : "false");
+    if (lr->smooth)
+        sq_sb_printf(sb, ", alpha: %.3g%s", (double)lr->alpha, fold_note);
+    if (with_range && lr->qtype != SQ_QT_F32)
+        sq_sb_printf(sb, ", act_amax: %.9g, act_zero: %d, err: %.6g", (double)lr->act_amax,
+                     lr->act_zero, lr->err);
+    if (with_nosmooth && lr->smooth)
+        sq_sb_printf(sb, ", err_nosmooth: %.6g", lr->err_nosmooth);
+    if (lr->n_outliers > 0)
+        sq_sb_printf(sb, ", outliers: %d", lr->n_outliers);
+    sq_sb_printf(sb, "}\n");
+}

@@ -139,6 +139,14 @@ int sq_plan_act(sq_plan_linear *p, const sq_act_stats *xs, const sq_act_stats *s
 void sq_plan_yaml_provenance(sq_strbuf *sb, const sq_calib_stats *st, uint64_t st_hash,
                              const sq_scale_params *sp, const sq_recipe *r);
 
+/* One entry of the metadata's `linears` list (SQM.md 2.5): name, type,
+ * shape, smooth and alpha, then fold_note (", folded_into_v: true" or the
+ * like; "" for none), the static activation range and error when
+ * with_range (a packed linear with static activations), the error without
+ * SmoothQuant when with_nosmooth, and the outlier count. */
+void sq_plan_yaml_linear(sq_strbuf *sb, const sq_linear_report *lr, const char *fold_note,
+                         bool with_range, bool with_nosmooth);
+
 /* One line of the quantizer's log (o->log; nothing when unset). */
 void sq_quantize_log(const sq_quantize_opts *o, const char *fmt, ...) SQ_PRINTF(2, 3);
 
