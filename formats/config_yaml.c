@@ -19,6 +19,11 @@ void sq_bert_config_to_yaml(sq_strbuf *sb, const sq_bert_config *c, const char *
                  in, c->embed_dim, in, sq_norm_place_name(c->norm), in, sq_act_name(c->act), in,
                  sq_pos_kind_name(c->positions), in, c->emb_ln ? "true" : "false", in,
                  sq_head_kind_name(c->head));
+    if (c->pos_ids != SQ_POS_IDS_INDEX) /* absent for BERT: its files stay as they were */
+        sq_sb_printf(sb, "%sposition_ids: %s\n", in, sq_pos_ids_name(c->pos_ids));
+    if (c->rel_buckets > 0)
+        sq_sb_printf(sb, "%srelative_buckets: %d\n%srelative_max_distance: %d\n", in,
+                     c->rel_buckets, in, c->rel_max_distance);
     if (c->num_labels > 0) /* absent for embedding models: their files stay as they were */
         sq_sb_printf(sb, "%snum_labels: %d\n%sscore_activation: %s\n", in, c->num_labels, in,
                      sq_score_act_name(c->score_act));
@@ -47,14 +52,34 @@ static int variants_from_yaml(const yt_node *conf, sq_bert_config *cfg, sq_err *
 {
     static const char *const norms[] = {"post", "pre"}, *const acts[] = {"gelu", "relu"},
                              *const poss[] = {"learned", "sinusoidal"},
-                             *const heads[] = {"none", "tanh", "identity"};
+                             *const heads[] = {"none", "tanh", "identity"},
+                             *const pos_ids[] = {"index", "roberta"};
     sq_bert_config_set_bert_defaults(cfg);
-    int norm = cfg->norm, act = cfg->act, pos = cfg->positions, head = cfg->head;
+    int norm = cfg->norm, act = cfg->act, pos = cfg->positions, head = cfg->head,
+        pids = cfg->pos_ids;
     if (get_enum(conf, "norm", norms, 2, &norm, err) != 0 ||
         get_enum(conf, "activation", acts, 2, &act, err) != 0 ||
         get_enum(conf, "positions", poss, 2, &pos, err) != 0 ||
-        get_enum(conf, "pooling_head", heads, 3, &head, err) != 0)
+        get_enum(conf, "pooling_head", heads, 3, &head, err) != 0 ||
+        get_enum(conf, "position_ids", pos_ids, 2, &pids, err) != 0)
         return -1;
+    cfg->pos_ids = (sq_pos_ids)pids;
+    if (sq_bert_max_tokens(cfg) < 3)
+        return yt_error(conf, err, "max_positions %d leaves fewer than 3 positions after "
+                                   "pad_token_id %d (position_ids: roberta)",
+                        cfg->max_pos, cfg->pad_token_id);
+    if (yt_get(conf, "relative_buckets") || yt_get(conf, "relative_max_distance")) {
+        int64_t nb, md;
+        if (yt_get_int64(conf, "relative_buckets", 4, SQ_REL_MAX_BUCKETS, &nb, err) != 0 ||
+            yt_get_int64(conf, "relative_max_distance", 1, SQ_MAX_POSITIONS, &md, err) != 0)
+            return -1;
+        if (nb % 4 != 0 || md <= nb / 4)
+            return yt_error(conf, err, "relative_buckets %lld must be a multiple of 4 and "
+                                       "relative_max_distance %lld above a quarter of it",
+                            (long long)nb, (long long)md);
+        cfg->rel_buckets = (int)nb;
+        cfg->rel_max_distance = (int)md;
+    }
     cfg->norm = (sq_norm_place)norm;
     cfg->act = (sq_act)act;
     cfg->positions = (sq_pos_kind)pos;

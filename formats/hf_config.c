@@ -1,5 +1,6 @@
 #include "hf_config.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,35 @@ void sq_bert_config_set_bert_defaults(sq_bert_config *c)
     c->positions = SQ_POS_LEARNED;
     c->emb_ln = true;
     c->head = SQ_HEAD_NONE;
+    c->pos_ids = SQ_POS_IDS_INDEX;
+    c->rel_buckets = 0;
+    c->rel_max_distance = 0;
+}
+
+const char *sq_pos_ids_name(sq_pos_ids v)
+{
+    return v == SQ_POS_IDS_ROBERTA ? "roberta" : "index";
+}
+
+int sq_bert_max_tokens(const sq_bert_config *c)
+{
+    return c->pos_ids == SQ_POS_IDS_ROBERTA ? c->max_pos - c->pad_token_id - 1 : c->max_pos;
+}
+
+int sq_rel_bucket(int rel, int buckets, int max_distance)
+{
+    const int half = buckets / 2, exact = half / 2;
+    int n = -rel; /* query index - key index */
+    int ret = n < 0 ? half : 0;
+    n = n < 0 ? -n : n;
+    if (n < exact)
+        return ret + n;
+    /* float32 steps, as the reference's tensor arithmetic: the exact
+     * boundaries (n = 16, 32, 64 at 32 buckets) must land where it lands */
+    float x = logf((float)n / (float)exact) / (float)log((double)max_distance / exact) *
+              (float)(half - exact);
+    int v = exact + (int)x;
+    return ret + (v < half - 1 ? v : half - 1);
 }
 
 const char *sq_norm_place_name(sq_norm_place v)
@@ -55,7 +85,7 @@ int sq_score_act_parse(const char *s, sq_score_act *v)
 
 const char *sq_architecture_name(const sq_bert_config *c)
 {
-    return c->norm == SQ_NORM_PRE ? "t2t" : "bert";
+    return c->rel_buckets > 0 ? "mpnet" : c->norm == SQ_NORM_PRE ? "t2t" : "bert";
 }
 
 /* architectures: BertModel (or none) is an embedding model;
@@ -73,7 +103,8 @@ static int check_architectures(json_t *root, const char *path, bool *classifier,
     json_array_foreach(arch, ai, av)
     {
         const char *a = json_string_value(av);
-        if (a && strcmp(a, "BertForSequenceClassification") == 0) {
+        if (a && (strcmp(a, "BertForSequenceClassification") == 0 ||
+                  strcmp(a, "MPNetForSequenceClassification") == 0)) {
             *classifier = true;
             continue;
         }
@@ -157,6 +188,32 @@ static int classifier_config(json_t *root, const char *path, sq_bert_config *cfg
     return 0;
 }
 
+/* MPNet (MPNetModel, sentence-transformers' all-mpnet-base-v2): BERT's
+ * blocks with RoBERTa position ids and a relative attention bias. The
+ * reference computes its buckets with 32 and a distance of 128 whatever
+ * the config says (MPNetEncoder.compute_position_bias): another bucket
+ * count would be read by squint one way and run by the reference another,
+ * so it is refused. */
+static int mpnet_config(json_t *root, const char *path, sq_bert_config *cfg, sq_err *err)
+{
+    int64_t v;
+    if (sq_json_int(root, "relative_attention_num_buckets", 1, SQ_REL_MAX_BUCKETS, true, 32, &v,
+                    path, err) != 0)
+        return -1;
+    if (v != 32)
+        return sq_err_set(err, "%s: relative_attention_num_buckets %lld is not supported (MPNet "
+                               "computes its bias with 32 buckets)",
+                          path, (long long)v);
+    cfg->rel_buckets = 32;
+    cfg->rel_max_distance = 128;
+    cfg->pos_ids = SQ_POS_IDS_ROBERTA;
+    if (cfg->max_pos <= cfg->pad_token_id + 3)
+        return sq_err_set(err, "%s: max_position_embeddings %d leaves no room for a sequence "
+                               "after pad_token_id %d (positions start at pad_token_id + 1)",
+                          path, cfg->max_pos, cfg->pad_token_id);
+    return 0;
+}
+
 static int load_bert_config(const char *path, bool force_classifier, sq_bert_config *cfg,
                             sq_err *err)
 {
@@ -174,8 +231,10 @@ static int load_bert_config(const char *path, bool force_classifier, sq_bert_con
                    path);
         goto out;
     }
-    if (strcmp(model_type, "bert") != 0) {
-        sq_err_set(err, "%s: model_type \"%s\" is not supported (squint reads BERT encoders: model_type \"bert\")",
+    const bool mpnet = strcmp(model_type, "mpnet") == 0;
+    if (strcmp(model_type, "bert") != 0 && !mpnet) {
+        sq_err_set(err, "%s: model_type \"%s\" is not supported (squint reads the encoders "
+                        "\"bert\" and \"mpnet\")",
                    path, model_type);
         goto out;
     }
@@ -216,8 +275,11 @@ static int load_bert_config(const char *path, bool force_classifier, sq_bert_con
     GET_INT(heads, "num_attention_heads", 1, SQ_MAX_HIDDEN, false, 0);
     GET_INT(ffn, "intermediate_size", 1, SQ_MAX_FFN, false, 0);
     GET_INT(max_pos, "max_position_embeddings", 2, SQ_MAX_POSITIONS, false, 0);
-    GET_INT(type_vocab, "type_vocab_size", 1, 1024, true, 2);
-    GET_INT(pad_token_id, "pad_token_id", 0, SQ_MAX_VOCAB, true, 0);
+    if (mpnet) /* no token types; MPNetConfig's pad_token_id default is 1 */
+        cfg->type_vocab = 0;
+    else
+        GET_INT(type_vocab, "type_vocab_size", 1, 1024, true, 2);
+    GET_INT(pad_token_id, "pad_token_id", 0, SQ_MAX_VOCAB, true, mpnet ? 1 : 0);
 #undef GET_INT
     if (cfg->hidden % cfg->heads != 0) {
         sq_err_set(err, "%s: hidden_size %d is not divisible by num_attention_heads %d", path,
@@ -236,6 +298,8 @@ static int load_bert_config(const char *path, bool force_classifier, sq_bert_con
         goto out;
     }
     sq_bert_config_set_bert_defaults(cfg);
+    if (mpnet && mpnet_config(root, path, cfg, err) != 0)
+        goto out;
     if (classifier && classifier_config(root, path, cfg, err) != 0)
         goto out;
     rc = 0;

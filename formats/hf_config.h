@@ -25,6 +25,17 @@ typedef enum sq_norm_place { SQ_NORM_POST = 0, SQ_NORM_PRE = 1 } sq_norm_place;
  * its up rows) is a decoder's, never read from an encoder's config. */
 typedef enum sq_act { SQ_ACT_GELU = 0, SQ_ACT_RELU = 1, SQ_ACT_SWIGLU = 2 } sq_act;
 typedef enum sq_pos_kind { SQ_POS_LEARNED = 0, SQ_POS_SINUSOIDAL = 1 } sq_pos_kind;
+/* Which row of the position table a token reads: its index in the sequence
+ * (BERT), or RoBERTa's rule (MPNet, XLM-RoBERTa: fairseq's
+ * make_positions): pad_token_id + 1 + the number of non-pad tokens up to
+ * and including it, and pad_token_id itself for a pad token. */
+typedef enum sq_pos_ids { SQ_POS_IDS_INDEX = 0, SQ_POS_IDS_ROBERTA = 1 } sq_pos_ids;
+/* MPNet's relative position buckets (T5-style, bidirectional): half the
+ * buckets for keys before the query, half after; in each half the first
+ * quarter of the buckets are exact distances, the rest logarithmic up to
+ * max_distance. The bias table has [buckets][heads] entries, shared by
+ * every layer and added to the attention scores before the softmax. */
+#define SQ_REL_MAX_BUCKETS 256
 /* The dense layer on the pooled vector (USE Lite's tanh projection, a
  * sentence-transformers Dense module): none, tanh(p W^T + b), or p W^T + b. */
 typedef enum sq_head_kind { SQ_HEAD_NONE = 0, SQ_HEAD_TANH = 1, SQ_HEAD_IDENTITY = 2 } sq_head_kind;
@@ -57,6 +68,9 @@ typedef struct sq_bert_config {
     sq_norm_place norm;
     sq_act act;
     sq_pos_kind positions; /* sinusoidal tables are stored like learned ones */
+    sq_pos_ids pos_ids;    /* index (BERT) or roberta (MPNet) */
+    int rel_buckets;       /* 0: no relative attention bias; else MPNet's buckets */
+    int rel_max_distance;  /* the distance the last logarithmic bucket starts at */
     bool emb_ln;           /* LayerNorm on the embeddings */
     sq_head_kind head;     /* transform of the pooled vector before normalization */
     /* A sequence classifier (BertForSequenceClassification: a cross-encoder
@@ -76,9 +90,17 @@ const char *sq_head_kind_name(sq_head_kind v);
 const char *sq_score_act_name(sq_score_act v);
 /* "identity", "sigmoid", "tanh", "softmax" -> v; -1 for anything else. */
 int sq_score_act_parse(const char *s, sq_score_act *v);
-/* "bert" (post-LN) or "t2t" (pre-LN tensor2tensor-style encoder): the
- * architecture names of recipes and .sqm metadata. */
+const char *sq_pos_ids_name(sq_pos_ids v);
+/* "bert" (post-LN), "t2t" (pre-LN tensor2tensor-style encoder) or "mpnet"
+ * (relative attention bias): the architecture names of recipes and .sqm
+ * metadata. */
 const char *sq_architecture_name(const sq_bert_config *c);
+/* The most tokens one sequence may hold: the position table's rows, less
+ * the rows RoBERTa-style ids skip (pad_token_id + 1). */
+int sq_bert_max_tokens(const sq_bert_config *c);
+/* The bucket of relative position rel = key index - query index (MPNet's
+ * relative_position_bucket, evaluated in float32 as PyTorch does). */
+int sq_rel_bucket(int rel, int buckets, int max_distance);
 
 typedef enum sq_pooling { SQ_POOL_CLS = 0, SQ_POOL_MEAN = 1 } sq_pooling;
 

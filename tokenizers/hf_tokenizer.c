@@ -493,7 +493,11 @@ static int load_post_processor(const json_t *root, sq_wordpiece_spec *spec, cons
                               path);
         return 0;
     }
-    if (type && strcmp(type, "BertProcessing") == 0) {
+    /* RobertaProcessing (MPNet, XLM-RoBERTa): <s> A </s> as BERT's single
+     * sequence; a pair is <s> A </s></s> B </s> (pair_double_sep). */
+    const bool roberta = type && strcmp(type, "RobertaProcessing") == 0;
+    if (type && (strcmp(type, "BertProcessing") == 0 || roberta)) {
+        spec->pair_double_sep = roberta;
         const char *keys[2] = {"cls", "sep"};
         int32_t *dst[2] = {&spec->cls_id, &spec->sep_id};
         for (int k = 0; k < 2; k++) {

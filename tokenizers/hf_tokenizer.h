@@ -45,6 +45,9 @@ typedef struct sq_wordpiece_spec {
     int32_t max_input_chars_per_word; /* 100 */
     int32_t unk_id, cls_id, sep_id, pad_id, mask_id; /* -1 when absent */
     int32_t model_max_length; /* from tokenizer_config.json, 0 if unknown */
+    /* A pair is [CLS] A [SEP] [SEP] B [SEP] with token types all 0
+     * (RobertaProcessing), not BERT's [CLS] A [SEP] B [SEP] with types 0/1. */
+    bool pair_double_sep;
     /* Added tokens; when n_added is 0, sq_tokenizer_new uses the tokens of the
      * unk/cls/sep/pad/mask ids (what BertTokenizer does for vocab.txt). */
     sq_added_token *added;
@@ -63,7 +66,8 @@ int sq_wordpiece_spec_load_dir(const char *dir, sq_wordpiece_spec *spec, sq_err 
 
 /* tokenizer.json: model WordPiece; normalizer BertNormalizer, Lowercase, a
  * Sequence of those, or null; pre_tokenizer BertPreTokenizer; post_processor
- * TemplateProcessing "[CLS] $A [SEP]", BertProcessing or null. Anything else
+ * TemplateProcessing "[CLS] $A [SEP]", BertProcessing, RobertaProcessing
+ * (MPNet) or null. Anything else
  * is refused with a message. Vocab ids must be exactly 0..N-1. */
 int sq_wordpiece_spec_load_tokenizer_json(const char *path, sq_wordpiece_spec *spec, sq_err *err);
 

@@ -38,6 +38,7 @@ static size_t up(size_t n, size_t m)
  * first > 0: causal (attn_s8.h), row i sees keys 0 .. first + i - 1. */
 typedef struct parts {
     int M, N, first, dh, lr, lk, lj, dq, dv;
+    const float *rel; /* NULL, or the relative bias: rel[j - i] joins score (i, j) */
     uint8_t *qc, *kc, *kp, *pc, *vc, *vp;
     int32_t *ksum;
     float *u, *sk, *rz, *sv, *mv, *mrow, *strip, *svt;
@@ -47,7 +48,7 @@ typedef struct parts {
  * the bytes used. */
 static size_t layout(char *base, int M, int N, int dh, parts *p)
 {
-    p->M = M, p->N = N, p->first = 0, p->dh = dh;
+    p->M = M, p->N = N, p->first = 0, p->dh = dh, p->rel = NULL;
     p->lr = (int)up((size_t)M, CROWS);
     p->lk = (int)up((size_t)N, 64);
     p->lj = (int)up((size_t)N, 4);
@@ -235,13 +236,17 @@ static void prob_row_causal(const float *S, parts *p, int i)
     p->rz[i] = (a / 255.0f) * (1.0f / (float)z);
 }
 
-/* One row of probability codes from S, its r_i, and the range of p / Z. */
-static void prob_row(const float *S, parts *p, int i, float *lo, float *hi)
+/* One row of probability codes from S (the scratch strip: the relative
+ * bias is added in place), its r_i, and the range of p / Z. */
+static void prob_row(float *S, parts *p, int i, float *lo, float *hi)
 {
     if (p->first > 0) {
         prob_row_causal(S, p, i);
         return;
     }
+    if (p->rel)
+        for (int j = 0; j < p->N; j++)
+            S[j] += p->rel[j - i];
     uint8_t *pr = p->pc + (size_t)i * p->lj;
     const int z = sq_softmax_row_u8(S, p->N, pr);
     memset(pr + p->N, 0, (size_t)(p->lj - p->N));
@@ -466,13 +471,14 @@ static void head_hw(parts *p, float *ctx, int ldc, float *lo, float *hi, sq_attn
 }
 
 void sq_attn_s8_head(const float *Q, const float *K, const float *V, int ld, int L, int dh,
-                     float c, float *ctx, int ldc, void *scratch, bool hw, float *prange,
-                     sq_attn_s8_times *times)
+                     float c, const float *rel, float *ctx, int ldc, void *scratch, bool hw,
+                     float *prange, sq_attn_s8_times *times)
 {
     if (L <= 0 || dh <= 0)
         return;
     parts p;
     layout(scratch, L, L, dh, &p);
+    p.rel = rel;
     double t = times ? sq_op_now() : 0;
     quantize_qkv(Q, K, V, ld, c, &p, hw);
     if (times) /* the quantize steps count with the matmul they feed */

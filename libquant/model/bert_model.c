@@ -33,10 +33,33 @@ static int load_linear(const weights *w, const char *base, int out, int in, sq_l
     return 0;
 }
 
+/* Where a family's checkpoint keeps each tensor of a layer (%d: the layer;
+ * the q/k/v pattern also takes the part's name). The blocks are the same. */
+typedef struct family_names {
+    const char *prefix; /* of the encoder's tensors in task checkpoints */
+    const char *qkv, *q_k_v[3], *attn_out, *ln1, *ffn_up, *ffn_down, *ln2;
+} family_names;
+
+static const family_names bert_names = {
+    "bert.",
+    "encoder.layer.%d.attention.self.%s", {"query", "key", "value"},
+    "encoder.layer.%d.attention.output.dense", "encoder.layer.%d.attention.output.LayerNorm",
+    "encoder.layer.%d.intermediate.dense", "encoder.layer.%d.output.dense",
+    "encoder.layer.%d.output.LayerNorm",
+};
+
+static const family_names mpnet_names = {
+    "mpnet.",
+    "encoder.layer.%d.attention.attn.%s", {"q", "k", "v"},
+    "encoder.layer.%d.attention.attn.o", "encoder.layer.%d.attention.LayerNorm",
+    "encoder.layer.%d.intermediate.dense", "encoder.layer.%d.output.dense",
+    "encoder.layer.%d.output.LayerNorm",
+};
+
 /* Q, K and V share their input: fuse them into one [3H][H] linear. */
-static int load_qkv(const weights *w, int layer, int H, sq_linear *l, sq_err *err)
+static int load_qkv(const weights *w, const family_names *fn, int layer, int H, sq_linear *l,
+                    sq_err *err)
 {
-    static const char *const parts[3] = {"query", "key", "value"};
     l->in = H;
     l->out = 3 * H;
     l->qtype = SQ_QT_F32;
@@ -46,7 +69,7 @@ static int load_qkv(const weights *w, int layer, int H, sq_linear *l, sq_err *er
         return sq_err_set(err, "out of memory");
     for (int p = 0; p < 3; p++) {
         char base[128];
-        snprintf(base, sizeof base, "encoder.layer.%d.attention.self.%s", layer, parts[p]);
+        snprintf(base, sizeof base, fn->qkv, layer, fn->q_k_v[p]);
         sq_linear part = {0};
         if (load_linear(w, base, H, H, &part, err) != 0) {
             sq_linear_free(&part);
@@ -59,33 +82,36 @@ static int load_qkv(const weights *w, int layer, int H, sq_linear *l, sq_err *er
     return 0;
 }
 
-static int load_layer(const weights *w, const sq_bert_config *c, int i, sq_block *L,
-                      sq_err *err)
+static int load_norm(const weights *w, const char *pattern, int i, int H, float **g, float **b,
+                     sq_err *err)
+{
+    char base[128], name[160];
+    snprintf(base, sizeof base, pattern, i);
+    snprintf(name, sizeof name, "%s.weight", base);
+    if (!(*g = load(w, name, H, 0, err)))
+        return -1;
+    snprintf(name, sizeof name, "%s.bias", base);
+    return (*b = load(w, name, H, 0, err)) ? 0 : -1;
+}
+
+static int load_layer(const weights *w, const family_names *fn, const sq_bert_config *c, int i,
+                      sq_block *L, sq_err *err)
 {
     const int H = c->hidden, F = c->ffn;
-    char base[128], name[160];
-    if (load_qkv(w, i, H, &L->lin[SQ_LIN_QKV], err) != 0)
+    char base[128];
+    if (load_qkv(w, fn, i, H, &L->lin[SQ_LIN_QKV], err) != 0)
         return -1;
-    snprintf(base, sizeof base, "encoder.layer.%d.attention.output.dense", i);
+    snprintf(base, sizeof base, fn->attn_out, i);
     if (load_linear(w, base, H, H, &L->lin[SQ_LIN_ATTN_OUT], err) != 0)
         return -1;
-    snprintf(base, sizeof base, "encoder.layer.%d.intermediate.dense", i);
+    snprintf(base, sizeof base, fn->ffn_up, i);
     if (load_linear(w, base, F, H, &L->lin[SQ_LIN_FFN_UP], err) != 0)
         return -1;
-    snprintf(base, sizeof base, "encoder.layer.%d.output.dense", i);
+    snprintf(base, sizeof base, fn->ffn_down, i);
     if (load_linear(w, base, H, F, &L->lin[SQ_LIN_FFN_DOWN], err) != 0)
         return -1;
-    snprintf(name, sizeof name, "encoder.layer.%d.attention.output.LayerNorm.weight", i);
-    if (!(L->n1_g = load(w, name, H, 0, err)))
-        return -1;
-    snprintf(name, sizeof name, "encoder.layer.%d.attention.output.LayerNorm.bias", i);
-    if (!(L->n1_b = load(w, name, H, 0, err)))
-        return -1;
-    snprintf(name, sizeof name, "encoder.layer.%d.output.LayerNorm.weight", i);
-    if (!(L->n2_g = load(w, name, H, 0, err)))
-        return -1;
-    snprintf(name, sizeof name, "encoder.layer.%d.output.LayerNorm.bias", i);
-    if (!(L->n2_b = load(w, name, H, 0, err)))
+    if (load_norm(w, fn->ln1, i, H, &L->n1_g, &L->n1_b, err) != 0 ||
+        load_norm(w, fn->ln2, i, H, &L->n2_g, &L->n2_b, err) != 0)
         return -1;
     return 0;
 }
@@ -96,11 +122,17 @@ static int load_layer(const weights *w, const sq_bert_config *c, int i, sq_block
 static int load_classifier(weights *w, const sq_bert_config *c, sq_encoder *enc, sq_err *err)
 {
     const int H = c->hidden;
-    if (load_linear(w, "pooler.dense", H, H, &enc->head, err) != 0)
-        return -1;
+    const bool mpnet = c->rel_buckets > 0;
     const char *prefix = w->prefix;
+    /* MPNetForSequenceClassification: classifier.dense + tanh on <s>, then
+     * classifier.out_proj; no pooler. Both outside the encoder's prefix. */
+    if (mpnet)
+        w->prefix = "";
+    int rc = load_linear(w, mpnet ? "classifier.dense" : "pooler.dense", H, H, &enc->head, err);
     w->prefix = "";
-    int rc = load_linear(w, "classifier", c->num_labels, H, &enc->score, err);
+    if (rc == 0)
+        rc = load_linear(w, mpnet ? "classifier.out_proj" : "classifier", c->num_labels, H,
+                         &enc->score, err);
     w->prefix = prefix;
     return rc;
 }
@@ -119,12 +151,16 @@ int sq_bert_load_dir(const char *dir, sq_encoder *enc, sq_err *err)
     if (sq_hf_weights_open(dir, &w, err) != 0)
         return -1;
     const sq_safetensors *dummy;
-    w.prefix = sq_hf_weights_find(&w, "bert.embeddings.word_embeddings.weight", &dummy) ? "bert."
-                                                                                          : "";
+    const family_names *fn = enc->cfg.rel_buckets > 0 ? &mpnet_names : &bert_names;
+    char probe[64];
+    snprintf(probe, sizeof probe, "%sembeddings.word_embeddings.weight", fn->prefix);
+    w.prefix = sq_hf_weights_find(&w, probe, &dummy) ? fn->prefix : "";
     /* A classification head in the weights makes a sequence classifier even
      * when config.json's "architectures" is missing or empty: run as an
      * embedding model, its head would be dropped without a word. */
-    if (enc->cfg.num_labels == 0 && sq_hf_weights_find(&w, "classifier.weight", &dummy)) {
+    if (enc->cfg.num_labels == 0 &&
+        (sq_hf_weights_find(&w, "classifier.weight", &dummy) ||
+         sq_hf_weights_find(&w, "classifier.out_proj.weight", &dummy))) {
         char *cp = sq_path_join(dir, "config.json");
         rc = cp ? sq_bert_config_load_classifier(cp, &enc->cfg, err) : sq_err_set(err, "out of memory");
         free(cp);
@@ -141,9 +177,15 @@ int sq_bert_load_dir(const char *dir, sq_encoder *enc, sq_err *err)
         goto out;
     if (!(enc->word_emb = load(&w, "embeddings.word_embeddings.weight", c->vocab_size, H, err)) ||
         !(enc->pos_emb = load(&w, "embeddings.position_embeddings.weight", c->max_pos, H, err)) ||
-        !(enc->type_emb = load(&w, "embeddings.token_type_embeddings.weight", c->type_vocab, H, err)) ||
+        (c->type_vocab > 0 &&
+         !(enc->type_emb = load(&w, "embeddings.token_type_embeddings.weight", c->type_vocab, H, err))) ||
         !(enc->emb_ln_g = load(&w, "embeddings.LayerNorm.weight", H, 0, err)) ||
         !(enc->emb_ln_b = load(&w, "embeddings.LayerNorm.bias", H, 0, err)))
+        goto out;
+    if (c->rel_buckets > 0 &&
+        (!(enc->rel_bias = load(&w, "encoder.relative_attention_bias.weight", c->rel_buckets,
+                                c->heads, err)) ||
+         sq_encoder_build_rel_table(enc, err) != 0))
         goto out;
     enc->layers = calloc((size_t)c->layers, sizeof *enc->layers);
     if (!enc->layers) {
@@ -151,7 +193,7 @@ int sq_bert_load_dir(const char *dir, sq_encoder *enc, sq_err *err)
         goto out;
     }
     for (int i = 0; i < c->layers; i++)
-        if (load_layer(&w, c, i, &enc->layers[i], err) != 0)
+        if (load_layer(&w, fn, c, i, &enc->layers[i], err) != 0)
             goto out;
     if (c->num_labels > 0 && load_classifier(&w, c, enc, err) != 0)
         goto out;

@@ -167,14 +167,46 @@ int sq_workspace_reserve(sq_workspace *ws, const sq_encoder *enc, int max_tokens
     return 0;
 }
 
+int sq_encoder_build_rel_table(sq_encoder *enc, sq_err *err)
+{
+    const sq_bert_config *c = &enc->cfg;
+    if (c->rel_buckets <= 0)
+        return 0;
+    const int A = c->heads, NB = c->rel_buckets, M = sq_bert_max_tokens(c), W = 2 * M - 1;
+    for (int i = 0; i < NB * A; i++)
+        if (!isfinite(enc->rel_bias[i]))
+            return sq_err_set(err, "relative attention bias [%d][%d] is not finite", i / A, i % A);
+    free(enc->rel_table);
+    if (!(enc->rel_table = malloc((size_t)A * W * sizeof(float))))
+        return sq_err_set(err, "out of memory");
+    for (int d = -(M - 1); d <= M - 1; d++) {
+        const int bk = sq_rel_bucket(d, NB, c->rel_max_distance);
+        for (int h = 0; h < A; h++)
+            enc->rel_table[(size_t)h * W + d + M - 1] = enc->rel_bias[(size_t)bk * A + h];
+    }
+    return 0;
+}
+
+/* The position row of token t of a sequence starting at t0 (hf_config.h
+ * sq_pos_ids); *run counts the sequence's non-pad tokens so far. */
+static int position_of(const sq_bert_config *c, int32_t id, int t, int t0, int *run)
+{
+    if (c->pos_ids == SQ_POS_IDS_INDEX)
+        return t - t0;
+    if (id == c->pad_token_id)
+        return c->pad_token_id;
+    return c->pad_token_id + ++*run;
+}
+
 static void embed(const sq_encoder *enc, const sq_batch *b, float *x)
 {
     const int E = enc->cfg.embed_dim;
 #pragma omp parallel for schedule(static) \
     num_threads(sq_par_threads(SQ_WORK_ELEM, 3.0 * b->offsets[b->n_seq] * E, b->n_seq))
     for (int s = 0; s < b->n_seq; s++) {
+        int run = 0;
         for (int t = b->offsets[s]; t < b->offsets[s + 1]; t++) {
-            int pos = t - b->offsets[s];
+            int pos = position_of(&enc->cfg, b->ids[t], t, b->offsets[s], &run);
             const float *pe = enc->pos_emb + (size_t)pos * E;
             float *o = x + (size_t)t * E;
             size_t id = (size_t)b->ids[t];
@@ -214,6 +246,7 @@ static void attention(const sq_encoder *enc, const sq_batch *b, const float *qkv
     const bool hw = bf16 ? sq_attn_bf16_hw() : s8 && sq_attn_s8_hw();
     const int H = D, A = enc->cfg.heads, dh = H / A, ld = 3 * H;
     const float scale = 1.0f / sqrtf((float)dh);
+    const int rel_w = 2 * sq_bert_max_tokens(&enc->cfg) - 1; /* a head's rel_table row */
     const int jobs = b->n_seq * A;
     float pmin = 1.0f, pmax = 0.0f; /* min/max reductions are order-independent */
     double t_qk = 0, t_sm = 0, t_pv = 0, wall = prof ? sq_op_now() : 0; /* thread time per step */
@@ -233,14 +266,16 @@ static void attention(const sq_encoder *enc, const sq_batch *b, const float *qkv
         const float *Q = qkv + (size_t)t0 * ld + h * dh;
         const float *K = Q + H, *V = Q + 2 * H;
         double t = prof ? sq_op_now() : 0, u;
+        /* MPNet: the bias of key j for query i is rel[j - i] */
+        const float *rel = enc->rel_table ? enc->rel_table + (size_t)h * rel_w + rel_w / 2 : NULL;
         void *scratch = bf16 || s8 ? (char *)ws->attn_q + (size_t)omp_get_thread_num() *
                                                               ws->attn_q_bytes
                                    : NULL;
         if (s8) {
             float pr[2] = {1.0f, 0.0f};
             sq_attn_s8_times tm = {0, 0, 0};
-            sq_attn_s8_head(Q, K, V, ld, L, dh, scale, ctx + (size_t)t0 * H + h * dh, H, scratch,
-                            hw, prange ? pr : NULL, prof ? &tm : NULL);
+            sq_attn_s8_head(Q, K, V, ld, L, dh, scale, rel, ctx + (size_t)t0 * H + h * dh, H,
+                            scratch, hw, prange ? pr : NULL, prof ? &tm : NULL);
             pmin = pr[0] < pmin ? pr[0] : pmin;
             pmax = pr[1] > pmax ? pr[1] : pmax;
             t_qk += tm.scores, t_sm += tm.softmax, t_pv += tm.context;
@@ -251,6 +286,10 @@ static void attention(const sq_encoder *enc, const sq_batch *b, const float *qkv
         else
             sq_attn_f32_scores(Q, K, ld, L, dh, scale, S,
                                ws->attn_f32 + (size_t)omp_get_thread_num() * ws->attn_f32_floats);
+        if (rel)
+            for (int r = 0; r < L; r++)
+                for (int c = 0; c < L; c++)
+                    S[(size_t)r * L + c] += rel[c - r];
         if (prof)
             u = sq_op_now(), t_qk += u - t, t = u;
         for (int r = 0; r < L; r++)
@@ -310,8 +349,9 @@ int sq_encoder_forward(const sq_encoder *enc, sq_workspace *ws, const sq_batch *
     int T = b->offsets[b->n_seq], max_len = 0;
     for (int s = 0; s < b->n_seq; s++) {
         int L = b->offsets[s + 1] - b->offsets[s];
-        if (L <= 0 || L > c->max_pos)
-            return sq_err_set(err, "sequence %d has %d tokens (must be 1..%d)", s, L, c->max_pos);
+        if (L <= 0 || L > sq_bert_max_tokens(c))
+            return sq_err_set(err, "sequence %d has %d tokens (must be 1..%d)", s, L,
+                              sq_bert_max_tokens(c));
         if (L > max_len)
             max_len = L;
     }
@@ -362,6 +402,8 @@ void sq_encoder_free(sq_encoder *enc)
         free(enc->type_emb);
         free(enc->emb_ln_g);
         free(enc->emb_ln_b);
+        free(enc->rel_bias);
     }
+    free(enc->rel_table);
     memset(enc, 0, sizeof *enc);
 }

@@ -47,11 +47,21 @@ typedef struct sq_encoder {
     float *type_emb;  /* [type_vocab][E]; NULL when type_vocab == 0 */
     float *emb_ln_g, *emb_ln_b; /* NULL without an embedding LayerNorm */
     sq_block *layers; /* LayerNorms (n1 after attention when post, before it when pre) */
+    /* MPNet's relative attention bias (cfg.rel_buckets > 0): the checkpoint's
+     * table [buckets][heads] (borrowed with the rest), and per head the bias
+     * of every key - query distance, rel_table[h][d + max_tokens - 1] for d
+     * in (-max_tokens, max_tokens) (sq_encoder_build_rel_table; owned). */
+    float *rel_bias;
+    float *rel_table;
     sq_linear head;   /* pooling head [H][H] (cfg.head != none), always f32 */
     sq_linear score;  /* sequence classifier [num_labels][H] on the head's output
                          (cfg.num_labels > 0), always f32 */
     sq_attn_matmul attn_matmul; /* the attention matmuls' precision (.sqm `attention`) */
 } sq_encoder;
+
+/* Fill enc->rel_table from enc->rel_bias (cfg.rel_buckets > 0; no-op
+ * otherwise). Refuses a non-finite bias. */
+int sq_encoder_build_rel_table(sq_encoder *enc, sq_err *err);
 
 /* The pooling head in place on n pooled rows: x = tanh(x W^T + b). tmp holds
  * n x H floats. No-op without a head. Each row alone: the same bits at any

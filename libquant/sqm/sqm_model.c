@@ -199,6 +199,14 @@ int sq_sqm_read_meta(const sq_container *c, sq_sqm_schema_ctx *ctx, sq_sqm_info 
     }
     if (sq_bert_config_from_yaml(conf, cfg, err) != 0)
         goto out;
+    /* the name follows from the config (sq_architecture_name): a file whose
+     * name says otherwise was not written by squint */
+    if (arch && (!yt_scalar(arch) || strcmp(yt_scalar(arch), sq_architecture_name(cfg)) != 0)) {
+        sq_err_set(err, "%s: metadata architecture \"%s\" does not match its config (%s)",
+                   c->path, yt_scalar(arch) ? yt_scalar(arch) : "(not a string)",
+                   sq_architecture_name(cfg));
+        goto out;
+    }
     if (cfg->hidden % 2 != 0 || cfg->embed_dim % 2 != 0) {
         sq_err_set(err, "%s: hidden %d and embed_dim %d must be even", c->path, cfg->hidden,
                    cfg->embed_dim);
@@ -209,7 +217,7 @@ int sq_sqm_read_meta(const sq_container *c, sq_sqm_schema_ctx *ctx, sq_sqm_info 
         goto out;
     }
     if (yt_get_bool(r, "normalize", &info->pool.normalize, err) != 0 ||
-        yt_get_int64(r, "max_seq", 3, cfg->max_pos, &v, err) != 0)
+        yt_get_int64(r, "max_seq", 3, sq_bert_max_tokens(cfg), &v, err) != 0)
         goto out;
     info->max_seq = (int)v;
     info->pool.from_sentence_transformers = true;
@@ -418,6 +426,10 @@ int sq_sqm_load_encoder(const sq_container *c, sq_encoder *enc, sq_sqm_info *inf
     if (cfg->emb_ln &&
         (!(enc->emb_ln_g = (float *)sq_sqm_finite_f32(c, "embeddings.ln.gamma", false, err)) ||
          !(enc->emb_ln_b = (float *)sq_sqm_finite_f32(c, "embeddings.ln.beta", false, err))))
+        goto fail;
+    if (cfg->rel_buckets > 0 &&
+        (!(enc->rel_bias = (float *)sq_sqm_finite_f32(c, "relative_bias", false, err)) ||
+         sq_encoder_build_rel_table(enc, err) != 0))
         goto fail;
     if (cfg->head != SQ_HEAD_NONE) {
         sq_linear *hd = &enc->head;

@@ -35,6 +35,8 @@ const sq_sqm_tensor_rule sq_sqm_tensor_rules[] = {
      "embeddings.ln.beta", "embedding LayerNorm scale"},
     {"embeddings.ln.beta", M, SQ_DTR_F32, SQ_SHR_E, SQ_WHEN_EMB_LN, false, NEVER,
      "embeddings.ln.gamma", "embedding LayerNorm shift"},
+    {"relative_bias", M, SQ_DTR_F32, SQ_SHR_REL, SQ_WHEN_REL, false, NEVER, NULL,
+     "relative attention bias [bucket][head] (config.relative_buckets > 0, 6.10), finite"},
     {"head.weight", M, SQ_DTR_F32, SQ_SHR_H_H, SQ_WHEN_HEAD, false, NEVER, "head.bias",
      "pooling head W[out][in]"},
     {"head.bias", M, SQ_DTR_F32, SQ_SHR_H, SQ_WHEN_HEAD, false, NEVER, "head.weight",
@@ -135,7 +137,7 @@ const sq_sqm_meta_rule sq_sqm_meta_rules[] = {
     {"format", NULL, SQ_MT_STRING, true, NULL, "squint-model", L},
     {"format_version", NULL, SQ_MT_INT, true, NULL, "1", L},
     {"tool", NULL, SQ_MT_STRING, false, NULL, "\"squint VERSION\"", P},
-    {"architecture", NULL, SQ_MT_STRING, false, "bert", "bert | t2t | llama (a causal LM: section 10)", L},
+    {"architecture", NULL, SQ_MT_STRING, false, "bert", "bert | t2t | mpnet | llama (a causal LM: section 10)", L},
     {"config", NULL, SQ_MT_MAPPING, true, NULL, "section 2.3", L},
     {"config.vocab_size", NULL, SQ_MT_INT, true, NULL, "1 .. 4194304", L},
     {"config.hidden", NULL, SQ_MT_INT, true, NULL, "1 .. 16384, even", L},
@@ -152,6 +154,12 @@ const sq_sqm_meta_rule sq_sqm_meta_rules[] = {
     {"config.activation", NULL, SQ_MT_STRING, false, "gelu", "gelu | relu", L},
     {"config.positions", NULL, SQ_MT_STRING, false, "learned", "learned | sinusoidal", L},
     {"config.embedding_layernorm", NULL, SQ_MT_BOOL, false, "true", "true | false", L},
+    {"config.position_ids", NULL, SQ_MT_STRING, false, "index",
+     "index | roberta (pad_token_id + 1 + the non-pad tokens so far, 6.1)", L},
+    {"config.relative_buckets", NULL, SQ_MT_INT, false, "0",
+     "0, or 4 .. 256 and a multiple of 4: relative attention buckets (6.10)", L},
+    {"config.relative_max_distance", NULL, SQ_MT_INT, false, "0",
+     "> relative_buckets / 4 (with relative_buckets)", L},
     {"config.pooling_head", NULL, SQ_MT_STRING, false, "none", "none | tanh | identity", L},
     {"config.num_labels", NULL, SQ_MT_INT, false, "0",
      "0 (an embedding model) .. 1024: a sequence classifier's logits", L},
@@ -257,6 +265,7 @@ static bool when_holds(sq_sqm_when w, const sq_sqm_schema_ctx *ctx, sq_qtype lin
     case SQ_WHEN_EMB_QUANT: return ctx->emb_qt != SQ_QT_F32;
     case SQ_WHEN_TYPE_VOCAB: return ctx->cfg.type_vocab > 0;
     case SQ_WHEN_EMB_LN: return ctx->cfg.emb_ln;
+    case SQ_WHEN_REL: return !ctx->decoder && ctx->cfg.rel_buckets > 0;
     case SQ_WHEN_HEAD: return ctx->cfg.head != SQ_HEAD_NONE;
     case SQ_WHEN_SCORE: return ctx->cfg.num_labels > 0;
     case SQ_WHEN_LINEAR: return true; /* the caller knows the linear exists */
@@ -345,6 +354,7 @@ int sq_sqm_expect_tensor(const sq_sqm_tensor_rule *r, const sq_sqm_schema_ctx *c
         break;
     case SQ_SHR_P_E: set_dims(ex, 2, (uint64_t)c->max_pos, E); break;
     case SQ_SHR_T_E: set_dims(ex, 2, (uint64_t)c->type_vocab, E); break;
+    case SQ_SHR_REL: set_dims(ex, 2, (uint64_t)c->rel_buckets, (uint64_t)c->heads); break;
     case SQ_SHR_E: set_dims(ex, 1, E, 0); break;
     case SQ_SHR_H_H: set_dims(ex, 2, H, H); break;
     case SQ_SHR_H: set_dims(ex, 1, H, 0); break;

@@ -38,6 +38,7 @@ typedef enum sq_sqm_when {
     SQ_WHEN_EMB_QUANT,  /* embeddings_type int8 or int4-g128 */
     SQ_WHEN_TYPE_VOCAB, /* config.type_vocab > 0 */
     SQ_WHEN_EMB_LN,     /* config.embedding_layernorm */
+    SQ_WHEN_REL,        /* config.relative_buckets > 0 (an encoder) */
     SQ_WHEN_HEAD,       /* config.pooling_head: tanh */
     SQ_WHEN_SCORE,      /* config.num_labels > 0 (a sequence classifier) */
     SQ_WHEN_LINEAR,     /* the layer has the linear (res: only where in(l) != H) */
@@ -73,6 +74,7 @@ typedef enum sq_sqm_shape_rule {
     SQ_SHR_WORD_SCALE, /* int8: [V]; int4: [V, G_E] */
     SQ_SHR_P_E,        /* [P, E] */
     SQ_SHR_T_E,        /* [T, E] */
+    SQ_SHR_REL,        /* [relative_buckets, heads] */
     SQ_SHR_E,          /* [E] */
     SQ_SHR_H_H,        /* [H, H] */
     SQ_SHR_H,          /* [H] */
@@ -123,6 +125,7 @@ enum sq_sqm_row {
     SQ_ROW_TOKEN_TYPE,
     SQ_ROW_EMB_LN_GAMMA,
     SQ_ROW_EMB_LN_BETA,
+    SQ_ROW_REL_BIAS,
     SQ_ROW_HEAD_WEIGHT,
     SQ_ROW_HEAD_BIAS,
     SQ_ROW_SCORE_WEIGHT,
