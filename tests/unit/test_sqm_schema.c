@@ -93,6 +93,19 @@ static const meta_line meta_t2t[] = {
     {"tokenizer.vocab_size", "  vocab_size: 20"}, {"tokenizer.unk_id", "  unk_id: 0"},
     {"tokenizer.model_max_length", "  model_max_length: 16"}, {NULL, NULL}};
 
+/* MPNet: RoBERTa position ids, a relative attention bias [8 buckets][2
+ * heads], no token types; int8 embeddings. */
+static const meta_line meta_mpnet[] = {
+    {"format", "format: squint-model"}, {"format_version", "format_version: 1"},
+    {"architecture", "architecture: mpnet"},
+    CONFIG(24, 32, 32, "post", "gelu", "learned", "true", "none", 0),
+    {"config.position_ids", "  position_ids: roberta"},
+    {"config.relative_buckets", "  relative_buckets: 8"},
+    {"config.relative_max_distance", "  relative_max_distance: 8"},
+    {"pooling", "pooling: mean"}, {"normalize", "normalize: true"}, {"max_seq", "max_seq: 12"},
+    {"embeddings_type", "embeddings_type: int8"}, {"activation_guard", "activation_guard: row"},
+    WORDPIECE(24), {NULL, NULL}};
+
 /* A cross-encoder / sequence classifier: BERT with the pooler as tanh head
  * and a score linear of 3 labels; fp32 embeddings. */
 static const meta_line meta_ce[] = {
@@ -173,6 +186,7 @@ static const model models[] = {
     {"bert-f32", meta_bert_f32, qt_f32, NULL, NULL, NULL},
     {"t2t", meta_t2t, qt_t2t, "layer.0.res", "layer.1.ffn_down", "layer.0.ffn_down"},
     {"cross-encoder", meta_ce, qt_bert, NULL, NULL, NULL},
+    {"mpnet", meta_mpnet, qt_bert, NULL, NULL, NULL},
     {"bert-head", meta_bert_head, qt_bert, NULL, NULL, NULL},
     {"llama", meta_llama, qt_bert, "layer.0.attn_out", "layer.1.ffn_down", "layer.0.qkv"},
     {"llama-hf", meta_llama_hf, qt_f32, NULL, NULL, NULL},
