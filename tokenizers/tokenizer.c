@@ -4,7 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_util.h"
 #include "tokenizer_bpe.h"
+#include "tokenizer_bytelevel.h"
+#include "tokenizer_hf_json.h"
 #include "tokenizer_unigram.h"
 #include "tokenizer_wordpiece.h"
 
@@ -13,6 +16,7 @@ struct sq_tokenizer {
     sq_wordpiece *wp;
     sq_unigram *uni;
     sq_bpe *bpe;
+    sq_bl *bl;
     int32_t n;
     int32_t unk_id, cls_id, sep_id, pad_id, mask_id, bos_id, eos_id, model_max_length;
     size_t max_piece; /* sq_tokenizer_max_piece_bytes */
@@ -126,12 +130,43 @@ sq_tokenizer *sq_tokenizer_from_bpe(sq_bpe *b, sq_err *err)
     return t;
 }
 
+static sq_tokenizer *from_bl(sq_bl *b, sq_err *err)
+{
+    if (!b)
+        return NULL;
+    sq_tokenizer *t = alloc_tokenizer(SQ_TOKENIZER_BYTELEVEL, err);
+    if (!t) {
+        sq_bl_free(b);
+        return NULL;
+    }
+    t->bl = b;
+    t->n = sq_bl_vocab_size(b);
+    t->bos_id = sq_bl_bos(b);
+    t->eos_id = sq_bl_eos(b);
+    t->max_piece = sq_bl_max_piece_bytes(b); /* every byte has its piece: bounded */
+    return t;
+}
+
 sq_tokenizer *sq_tokenizer_load_bpe_file(const char *path, int32_t bos, int32_t eos, sq_err *err)
 {
     size_t n = strlen(path);
     bool json = n >= 5 && strcmp(path + n - 5, ".json") == 0;
-    sq_bpe *b = json ? sq_bpe_load_hf_json(path, bos, eos, err) : sq_bpe_load(path, err);
-    return b ? sq_tokenizer_from_bpe(b, err) : NULL;
+    if (!json) {
+        sq_bpe *b = sq_bpe_load(path, err);
+        return b ? sq_tokenizer_from_bpe(b, err) : NULL;
+    }
+    json_t *root = sq_json_load_object(path, err);
+    if (!root)
+        return NULL;
+    sq_tokenizer *t = NULL;
+    if (sq_bl_json_is_bytelevel(root)) {
+        t = from_bl(sq_bl_from_json_tree(root, path, bos, eos, err), err);
+    } else {
+        sq_bpe *b = sq_bpe_from_hf_json_tree(root, path, bos, eos, err);
+        t = b ? sq_tokenizer_from_bpe(b, err) : NULL;
+    }
+    json_decref(root);
+    return t;
 }
 
 void sq_tokenizer_free(sq_tokenizer *t)
@@ -141,6 +176,7 @@ void sq_tokenizer_free(sq_tokenizer *t)
     sq_wordpiece_free(t->wp);
     sq_unigram_free(t->uni);
     sq_bpe_free(t->bpe);
+    sq_bl_free(t->bl);
     free(t);
 }
 
@@ -161,6 +197,19 @@ static int64_t bpe_tokenize(const sq_bpe *b, const char *text, size_t len, bool 
     return n;
 }
 
+static int64_t bl_tokenize(const sq_bl *b, const char *text, size_t len, bool bos, int32_t *ids,
+                           int64_t cap)
+{
+    int32_t *all = NULL;
+    int64_t n = sq_bl_encode(b, text, len, bos, false, &all);
+    if (n < 0)
+        return -1;
+    if (ids && cap > 0)
+        memcpy(ids, all, (size_t)(n < cap ? n : cap) * sizeof *ids);
+    free(all);
+    return n;
+}
+
 int64_t sq_tokenizer_tokenize(const sq_tokenizer *t, const char *text, size_t len,
                               int32_t *ids, int64_t cap)
 {
@@ -171,6 +220,8 @@ int64_t sq_tokenizer_tokenize(const sq_tokenizer *t, const char *text, size_t le
         return sq_unigram_tokenize(t->uni, text, len, ids, cap);
     case SQ_TOKENIZER_BPE:
         return bpe_tokenize(t->bpe, text, len, false, ids, cap);
+    case SQ_TOKENIZER_BYTELEVEL:
+        return bl_tokenize(t->bl, text, len, false, ids, cap);
     }
     return -1;
 }
@@ -183,6 +234,8 @@ int sq_tokenizer_encode(const sq_tokenizer *t, const char *text, size_t len, int
             return -1;
         int64_t n = t->kind == SQ_TOKENIZER_UNIGRAM
                         ? sq_unigram_tokenize(t->uni, text, len, ids, max_len)
+                    : t->kind == SQ_TOKENIZER_BYTELEVEL
+                        ? bl_tokenize(t->bl, text, len, t->bos_id >= 0, ids, max_len)
                         : bpe_tokenize(t->bpe, text, len, t->bos_id >= 0, ids, max_len);
         return n < 0 ? -1 : (int)(n < max_len ? n : max_len);
     }
@@ -203,6 +256,8 @@ int64_t sq_tokenizer_encode_all(const sq_tokenizer *t, const char *text, size_t 
     *ids = NULL;
     if (t->kind == SQ_TOKENIZER_BPE)
         return sq_bpe_encode(t->bpe, text, len, bos, eos, ids);
+    if (t->kind == SQ_TOKENIZER_BYTELEVEL)
+        return sq_bl_encode(t->bl, text, len, bos, eos, ids);
     if (len > ((size_t)1 << 28))
         return -1;
     int64_t n = sq_tokenizer_tokenize(t, text, len, NULL, 0);
@@ -230,6 +285,8 @@ const char *sq_tokenizer_decode_piece(const sq_tokenizer *t, int32_t prev, int32
 {
     if (t->kind == SQ_TOKENIZER_BPE)
         return sq_bpe_decode_piece(t->bpe, prev, id, len);
+    if (t->kind == SQ_TOKENIZER_BYTELEVEL)
+        return sq_bl_decode_piece(t->bl, id, len);
     const char *s = sq_tokenizer_is_special(t, id) ? NULL : sq_tokenizer_token(t, id);
     *len = s ? strlen(s) : 0;
     return s ? s : "";
@@ -250,6 +307,8 @@ bool sq_tokenizer_is_special(const sq_tokenizer *t, int32_t id)
 {
     if (t->kind == SQ_TOKENIZER_BPE)
         return sq_bpe_is_special(t->bpe, id);
+    if (t->kind == SQ_TOKENIZER_BYTELEVEL)
+        return sq_bl_is_special(t->bl, id);
     return id >= 0 && (id == t->cls_id || id == t->sep_id || id == t->pad_id ||
                        id == t->mask_id);
 }
@@ -264,6 +323,8 @@ const char *sq_tokenizer_token(const sq_tokenizer *t, int32_t id)
         return sq_unigram_piece(t->uni, id);
     case SQ_TOKENIZER_BPE:
         return sq_bpe_token(t->bpe, id, &n);
+    case SQ_TOKENIZER_BYTELEVEL:
+        return sq_bl_token(t->bl, id);
     }
     return NULL;
 }
@@ -275,6 +336,8 @@ int32_t sq_tokenizer_lookup(const sq_tokenizer *t, const char *token, size_t len
         return sq_wordpiece_lookup(t->wp, token, len);
     case SQ_TOKENIZER_BPE:
         return sq_bpe_lookup(t->bpe, token, len);
+    case SQ_TOKENIZER_BYTELEVEL:
+        return sq_bl_lookup(t->bl, token, len);
     case SQ_TOKENIZER_UNIGRAM:
         /* rare (tools only): a scan; the last duplicate wins as in matching */
         for (int32_t id = t->n - 1; id >= 0; id--) {

@@ -5,7 +5,9 @@
  *   - SentencePiece unigram (USE Lite; tokenizer_unigram.h), from a spec of
  *     type SQ_TOK_UNIGRAM;
  *   - byte-fallback BPE (Llama decoders; tokenizer_bpe.h): llama2.c's
- *     tokenizer.bin or a Hugging Face tokenizer.json of model.type BPE.
+ *     tokenizer.bin or a Hugging Face tokenizer.json of model.type BPE;
+ *   - byte-level BPE (GPT-2, RoBERTa, Qwen2 / Qwen3; tokenizer_bytelevel.h):
+ *     a tokenizer.json with a ByteLevel pre-tokenizer or decoder.
  * The kinds differ only behind this header. Texts are UTF-8 (invalid UTF-8
  * is read as U+FFFD per maximal ill-formed subpart). A tokenizer is
  * immutable after creation: any number of threads may use one at once.
@@ -31,6 +33,7 @@ typedef enum sq_tokenizer_kind {
     SQ_TOKENIZER_WORDPIECE,
     SQ_TOKENIZER_UNIGRAM,
     SQ_TOKENIZER_BPE,
+    SQ_TOKENIZER_BYTELEVEL,
 } sq_tokenizer_kind;
 
 /* Build from a spec (WordPiece or, with type SQ_TOK_UNIGRAM, unigram; the
@@ -43,13 +46,15 @@ sq_tokenizer *sq_tokenizer_load_dir(const char *dir, sq_err *err);
  * (freed with it, also when this fails). */
 sq_tokenizer *sq_tokenizer_from_bpe(sq_bpe *b, sq_err *err);
 /* A causal LM's tokenizer file: a Hugging Face tokenizer.json of model.type
- * BPE when path ends in ".json" (bos / eos: the model's ids, -1 none), else
- * a llama2.c tokenizer file (its own BOS 1 / EOS 2). */
+ * BPE when path ends in ".json" (bos / eos: the model's ids, -1 none): the
+ * byte-level kind when it has a ByteLevel pre-tokenizer or decoder, else the
+ * BPE kind; otherwise a llama2.c tokenizer file (its own BOS 1 / EOS 2). */
 sq_tokenizer *sq_tokenizer_load_bpe_file(const char *path, int32_t bos, int32_t eos, sq_err *err);
 void sq_tokenizer_free(sq_tokenizer *t);
 
 sq_tokenizer_kind sq_tokenizer_kind_of(const sq_tokenizer *t);
-/* The BPE kind's own tokenizer (for writing it into a .sqm), NULL for the others. */
+/* The BPE kind's own tokenizer (for writing it into a .sqm), NULL for the
+ * others (the byte-level kind has no .sqm form yet). */
 const sq_bpe *sq_tokenizer_bpe(const sq_tokenizer *t);
 
 /* Tokenize text (len bytes) into ids WITHOUT special tokens. Writes at most
@@ -73,8 +78,11 @@ int64_t sq_tokenizer_encode_all(const sq_tokenizer *t, const char *text, size_t 
 
 /* The bytes id decodes to after token prev (-1: none); *len gets their count
  * (0 for a special token or an id out of range). BPE: <0xXX> gives its byte,
- * U+2581 a space, the space of the piece after BOS is dropped; the other
- * kinds give the token string. Valid while t lives. */
+ * U+2581 a space, the space of the piece after BOS is dropped; byte-level:
+ * the bytes the piece's byte-alphabet characters stand for (a piece may end
+ * inside a UTF-8 character: concatenate before printing), a non-special
+ * added token its text; the other kinds give the token string. Valid while t
+ * lives. */
 const char *sq_tokenizer_decode_piece(const sq_tokenizer *t, int32_t prev, int32_t id,
                                       size_t *len);
 
@@ -98,7 +106,7 @@ bool sq_tokenizer_is_special(const sq_tokenizer *t, int32_t id);
 size_t sq_tokenizer_max_piece_bytes(const sq_tokenizer *t);
 /* model_max_length from tokenizer_config.json, 0 if unknown. */
 int32_t sq_tokenizer_model_max_length(const sq_tokenizer *t);
-/* The token string of an id (BPE: the raw piece), or NULL. */
+/* The token string of an id (BPE, byte-level: the raw piece), or NULL. */
 const char *sq_tokenizer_token(const sq_tokenizer *t, int32_t id);
 /* The id of an exact token string (len bytes), or -1. */
 int32_t sq_tokenizer_lookup(const sq_tokenizer *t, const char *token, size_t len);

@@ -24,17 +24,10 @@
 
 #include "json_util.h"
 #include "tokenizer_bpe.h"
+#include "tokenizer_hf_json.h"
 
 #define META "\xe2\x96\x81"
 
-typedef struct hfj {
-    const char *name;
-    char **pieces; /* [n] borrowed from the JSON tree */
-    int32_t n;
-    int32_t *merges, n_merges;
-    int32_t *special, n_special;
-    bool add_prefix, replace_space, split;
-} hfj;
 
 static int type_of(json_t *o, const char **type, const char *what, const char *name, sq_err *err)
 {
@@ -155,7 +148,7 @@ static int64_t id_of(json_t *v)
     return json_is_integer(v) ? (int64_t)json_integer_value(v) : -1;
 }
 
-static int read_vocab(json_t *model, json_t *added, hfj *h, sq_err *err)
+int sq_hf_read_vocab(json_t *model, json_t *added, hfj *h, sq_err *err)
 {
     json_t *vocab = json_object_get(model, "vocab");
     if (!json_is_object(vocab) || json_object_size(vocab) == 0)
@@ -235,7 +228,7 @@ static int32_t lut_find(const lut *l, const hfj *h, const char *s)
             return l->slot[i];
 }
 
-static int read_merges(json_t *model, hfj *h, sq_err *err)
+int sq_hf_read_merges(json_t *model, hfj *h, sq_err *err)
 {
     json_t *merges = json_object_get(model, "merges");
     if (!merges || json_is_null(merges))
@@ -298,8 +291,8 @@ static int read_merges(json_t *model, hfj *h, sq_err *err)
     return rc;
 }
 
-static int check_absent(json_t *o, const char *key, const char *why, const char *name,
-                        sq_err *err)
+int sq_hf_check_absent(json_t *o, const char *key, const char *why, const char *name,
+                       sq_err *err)
 {
     json_t *v = json_object_get(o, key);
     if (!v || json_is_null(v) || json_is_false(v) ||
@@ -308,7 +301,8 @@ static int check_absent(json_t *o, const char *key, const char *why, const char 
     return sq_err_set(err, "%s: model.%s is set: %s", name, key, why);
 }
 
-static sq_bpe *build(json_t *root, const char *name, int32_t bos, int32_t eos, sq_err *err)
+sq_bpe *sq_bpe_from_hf_json_tree(json_t *root, const char *name, int32_t bos, int32_t eos,
+                                 sq_err *err)
 {
     hfj h = {.name = name};
     sq_bpe *t = NULL;
@@ -323,11 +317,11 @@ static sq_bpe *build(json_t *root, const char *name, int32_t bos, int32_t eos, s
                    name, type);
         goto out;
     }
-    if (check_absent(model, "dropout", "BPE dropout is not supported", name, err) ||
-        check_absent(model, "continuing_subword_prefix", "not a SentencePiece-style BPE", name,
+    if (sq_hf_check_absent(model, "dropout", "BPE dropout is not supported", name, err) ||
+        sq_hf_check_absent(model, "continuing_subword_prefix", "not a SentencePiece-style BPE", name,
                      err) ||
-        check_absent(model, "end_of_word_suffix", "not a SentencePiece-style BPE", name, err) ||
-        check_absent(model, "ignore_merges", "ignore_merges is not supported", name, err) ||
+        sq_hf_check_absent(model, "end_of_word_suffix", "not a SentencePiece-style BPE", name, err) ||
+        sq_hf_check_absent(model, "ignore_merges", "ignore_merges is not supported", name, err) ||
         sq_json_bool(model, "byte_fallback", true, false, &byte_fallback, name, err) ||
         sq_json_bool(model, "fuse_unk", true, false, &fuse_unk, name, err))
         goto out;
@@ -351,8 +345,8 @@ static sq_bpe *build(json_t *root, const char *name, int32_t bos, int32_t eos, s
                    name);
         goto out;
     }
-    if (read_vocab(model, json_object_get(root, "added_tokens"), &h, err) != 0 ||
-        read_merges(model, &h, err) != 0)
+    if (sq_hf_read_vocab(model, json_object_get(root, "added_tokens"), &h, err) != 0 ||
+        sq_hf_read_merges(model, &h, err) != 0)
         goto out;
     int32_t unk_id = -1;
     for (int32_t k = 0; unk && k < h.n; k++)
@@ -383,7 +377,7 @@ sq_bpe *sq_bpe_parse_hf_json(const char *buf, size_t len, const char *name, int3
     json_t *root = sq_json_parse_object(buf, len, name, err);
     if (!root)
         return NULL;
-    sq_bpe *t = build(root, name, bos, eos, err);
+    sq_bpe *t = sq_bpe_from_hf_json_tree(root, name, bos, eos, err);
     json_decref(root);
     return t;
 }
@@ -393,7 +387,7 @@ sq_bpe *sq_bpe_load_hf_json(const char *path, int32_t bos, int32_t eos, sq_err *
     json_t *root = sq_json_load_object(path, err);
     if (!root)
         return NULL;
-    sq_bpe *t = build(root, path, bos, eos, err);
+    sq_bpe *t = sq_bpe_from_hf_json_tree(root, path, bos, eos, err);
     json_decref(root);
     return t;
 }

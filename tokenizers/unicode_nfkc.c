@@ -76,6 +76,8 @@ static uint32_t compose(uint32_t a, uint32_t b)
     return 0;
 }
 
+static int reorder_compose(sq_u32buf *out);
+
 static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -152,8 +154,65 @@ int sq_nfkc(const uint32_t *in, size_t n, sq_u32buf *out)
         memcpy(out->v + out->n, nfkc_pool + ((r >> NFKC_OFF_SHIFT) & 0x1FFFF), len * sizeof(uint32_t));
         out->n += len;
     }
-    if (!busy)
-        return 0;
+    return busy ? reorder_compose(out) : 0;
+}
+
+/* The full canonical decomposition of cp (NULL when it has none; Hangul
+ * syllables are not looked up here), *len code points. */
+static const uint32_t *canon_of(uint32_t cp, uint32_t *len)
+{
+    size_t lo = 0, hi = NFC_NCANON;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if ((nfc_canon[mid] >> 21) < cp)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == NFC_NCANON || (nfc_canon[lo] >> 21) != cp)
+        return NULL;
+    *len = (uint32_t)(nfc_canon[lo] & 7);
+    return nfc_canon_pool + ((nfc_canon[lo] >> 3) & 0x3FFFF);
+}
+
+int sq_nfc(const uint32_t *in, size_t n, sq_u32buf *out)
+{
+    out->n = 0;
+    if (sq_u32buf_reserve(out, n) != 0)
+        return -1;
+    /* 1. Full canonical decomposition. A precomposed Hangul syllable stays:
+     *    it is a starter, and the one composition it takes part in (LV + T)
+     *    is compose()'s. ASCII is its own NFC unless a non-ASCII mark
+     *    follows (busy). */
+    bool busy = false;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t cp = in[i];
+        if (out->n == out->cap && sq_u32buf_reserve(out, n - i) != 0)
+            return -1;
+        if (cp < 0x80) {
+            out->v[out->n++] = cp;
+            continue;
+        }
+        busy = true;
+        uint32_t len = 0;
+        const uint32_t *d = NULL;
+        if (cp - SBASE >= SCOUNT && ((record(cp) >> NFKC_LEN_SHIFT) & 31))
+            d = canon_of(cp, &len);
+        if (!d) {
+            out->v[out->n++] = cp;
+            continue;
+        }
+        if (sq_u32buf_reserve(out, len) != 0)
+            return -1;
+        memcpy(out->v + out->n, d, len * sizeof(uint32_t));
+        out->n += len;
+    }
+    return busy ? reorder_compose(out) : 0;
+}
+
+/* Steps 2 and 3 of both forms, in place over out. */
+static int reorder_compose(sq_u32buf *out)
+{
     uint32_t *v = out->v;
     size_t m = out->n;
     /* 2. Canonical ordering: stable sort of each run of non-starters. */

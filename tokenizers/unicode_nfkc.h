@@ -1,9 +1,10 @@
-/* Unicode Normalization Form KC over code point arrays, with tables
+/* Unicode Normalization Forms KC and C over code point arrays, with tables
  * generated from the Unicode 17.0 Character Database
  * (scripts/unicode/gen_nfkc.mjs -> unicode_nfkc_data.h), the version that
  * node 20's ICU implements: the generator checks the tables against node's
- * String.prototype.normalize('NFKC') for every code point. Used by the
- * SentencePiece-unigram tokenizer (tokenizer_unigram.c). */
+ * String.prototype.normalize('NFKC') and ('NFC') for every code point. NFKC
+ * is the SentencePiece-unigram tokenizer's (tokenizer_unigram.c), NFC the
+ * byte-level BPE's (tokenizer_bytelevel.c). */
 #ifndef SQ_UNICODE_NFKC_H
 #define SQ_UNICODE_NFKC_H
 
@@ -30,5 +31,9 @@ int sq_nfkc_ccc(uint32_t cp);
  * combining marks), canonical composition. in must be scalar values and must
  * not alias out->v. Returns 0, or -1 when out of memory. */
 int sq_nfkc(const uint32_t *in, size_t n, sq_u32buf *out);
+
+/* Replace out's contents with NFC(in[0..n)): full canonical decomposition,
+ * canonical reordering, canonical composition (same contract as sq_nfkc). */
+int sq_nfc(const uint32_t *in, size_t n, sq_u32buf *out);
 
 #endif

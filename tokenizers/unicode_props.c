@@ -60,6 +60,36 @@ bool sq_uni_is_cjk(uint32_t cp)
            (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0x2F800 && cp <= 0x2FA1F);
 }
 
+bool sq_uni_is_letter(uint32_t cp)
+{
+    if (cp < 0x80)
+        return (cp | 0x20) >= 'a' && (cp | 0x20) <= 'z';
+    switch (utf8proc_category((utf8proc_int32_t)cp)) {
+    case UTF8PROC_CATEGORY_LU:
+    case UTF8PROC_CATEGORY_LL:
+    case UTF8PROC_CATEGORY_LT:
+    case UTF8PROC_CATEGORY_LM:
+    case UTF8PROC_CATEGORY_LO:
+        return true;
+    default:
+        return false;
+    }
+}
+
+bool sq_uni_is_number(uint32_t cp)
+{
+    if (cp < 0x80)
+        return cp >= '0' && cp <= '9';
+    switch (utf8proc_category((utf8proc_int32_t)cp)) {
+    case UTF8PROC_CATEGORY_ND:
+    case UTF8PROC_CATEGORY_NL:
+    case UTF8PROC_CATEGORY_NO:
+        return true;
+    default:
+        return false;
+    }
+}
+
 bool sq_uni_is_nonspacing_mark(uint32_t cp)
 {
     return cp >= 0x300 && utf8proc_category((utf8proc_int32_t)cp) == UTF8PROC_CATEGORY_MN;

@@ -29,6 +29,14 @@ bool sq_uni_is_punctuation(uint32_t cp);
  * is_chinese_char (note 0x2B920..0x2CEAF there, not Python's 0x2B820). */
 bool sq_uni_is_cjk(uint32_t cp);
 
+/* \p{L} (general category Lu, Ll, Lt, Lm, Lo) and \p{N} (Nd, Nl, No), as the
+ * regular expressions of tokenizers' pre-tokenizers (Oniguruma) read them.
+ * The data is utf8proc's (Debian 12: 2.8, Unicode 15.0, the version of the
+ * Oniguruma 6.9.8 that tokenizers bundles); a code point assigned later is
+ * neither. */
+bool sq_uni_is_letter(uint32_t cp);
+bool sq_uni_is_number(uint32_t cp);
+
 /* General category Mn (nonspacing mark): dropped when stripping accents. */
 bool sq_uni_is_nonspacing_mark(uint32_t cp);
 

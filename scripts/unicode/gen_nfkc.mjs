@@ -1,5 +1,5 @@
 // Generate tokenizers/unicode_nfkc_data.h: the Unicode tables behind squint's
-// NFKC (tokenizers/unicode_nfkc.c), from the Unicode Character Database.
+// NFKC and NFC (tokenizers/unicode_nfkc.c), from the Unicode Character Database.
 //
 // Usage: node gen_nfkc.mjs <ucd-dir> <out.h>
 //   <ucd-dir> holds either the UCD text files UnicodeData.txt and
@@ -39,7 +39,7 @@ function addEntry(cp, cc, dm) {
   decomp.set(cp, { compat, seq: (compat ? parts.slice(1) : parts).map(hex) });
 }
 let exclusions = [];
-let normTest = null; // [[source cps], [nfkc cps]]
+let normTest = null; // [[source cps], [nfkc cps], [nfc cps]]
 if (exists('UnicodeData.txt')) {
   for (const line of read('UnicodeData.txt').split('\n')) {
     if (!line) continue;
@@ -57,7 +57,7 @@ if (exists('UnicodeData.txt')) {
     for (const line of read('NormalizationTest.txt').split('\n')) {
       if (!line || line[0] === '#' || line[0] === '@') continue;
       const f = line.split(';').map((x) => x.trim().split(' ').map(hex));
-      normTest.push([f[0], f[3]]);
+      normTest.push([f[0], f[3], f[1]]);
     }
   }
 } else if (exists('UnicodeData.json')) {
@@ -69,7 +69,7 @@ if (exists('UnicodeData.txt')) {
   if (exists('NormalizationTest.json')) {
     normTest = [];
     for (const e of JSON.parse(read('NormalizationTest.json')).NormalizationTest)
-      if (e.NFKCSequence) normTest.push([e.sourceSequence.map(hex), e.NFKCSequence.map(hex)]);
+      if (e.NFKCSequence) normTest.push([e.sourceSequence.map(hex), e.NFKCSequence.map(hex), e.NFCSequence ? e.NFCSequence.map(hex) : null]);
   }
 } else {
   console.error(`gen_nfkc: ${ucdDir} has neither UnicodeData.txt nor UnicodeData.json`);
@@ -170,6 +170,36 @@ for (let cp = 0; cp < 0x110000; cp++) {
   }
   if (secondSet.has(cp)) r = (r | SECOND_BIT) >>> 0;
   rec[cp] = r;
+}
+
+// Canonical decompositions (NFC / NFD): the full canonical decomposition of
+// every code point with a canonical mapping (Hangul syllables are algorithmic),
+// in a table sorted by code point for a binary search; only code points whose
+// record has a decomposition length are looked up.
+function fullCanon(cp) {
+  const d = decomp.get(cp);
+  if (!d || d.compat) return [cp];
+  return d.seq.flatMap(fullCanon);
+}
+const canon = []; // [cp, offset, length]
+const canonPool = [];
+const canonIndex = new Map();
+let maxCanon = 0;
+for (let cp = 0; cp < 0x110000; cp++) {
+  const d = decomp.get(cp);
+  if (!d || d.compat) continue;
+  const seq = fullCanon(cp);
+  const key = seq.join(',');
+  let off = canonIndex.get(key);
+  if (off === undefined) {
+    off = canonPool.length;
+    canonPool.push(...seq);
+    canonIndex.set(key, off);
+  }
+  maxCanon = Math.max(maxCanon, seq.length);
+  if (seq.length >= 8 || off >= 1 << 16) throw new Error('canonical pool overflow');
+  if (!((rec[cp] >>> LEN_SHIFT) & 31)) throw new Error(`U+${cp.toString(16)}: canonical mapping without a record length`);
+  canon.push([cp, off, seq.length]);
 }
 
 // Three-level table: top[cp >> S0] -> mid block, mid[...] -> leaf block,
@@ -302,9 +332,79 @@ for (let cp = 0; cp < 0x110000; cp++) {
     if (pg.length !== pw.length || pg.some((c, k) => c !== pw[k])) report('probe', probe, pg, pw);
   }
 }
+// NFC: the same steps with the canonical table (a JS copy of sq_nfc).
+function canonOf(cp) {
+  let lo = 0, hi = canon.length;
+  while (lo < hi) {
+    const m = (lo + hi) >> 1;
+    if (canon[m][0] < cp) lo = m + 1; else hi = m;
+  }
+  return lo < canon.length && canon[lo][0] === cp ? canonPool.slice(canon[lo][1], canon[lo][1] + canon[lo][2]) : null;
+}
+function nfc(cps) {
+  const d = [];
+  for (const cp of cps) {
+    if (cp >= SBASE && cp < SBASE + SCOUNT) { d.push(cp); continue; } // composes back as it is
+    const r = look(cp);
+    const c = (r >>> LEN_SHIFT) & 31 ? canonOf(cp) : null;
+    if (c) d.push(...c); else d.push(cp);
+  }
+  // a precomposed Hangul syllable is a starter that composes only with a
+  // following T jamo (LV + T), which compose() handles: no need to decompose it
+  return nfkcCompose(d);
+}
+function nfkcCompose(d) {
+  for (let i = 0; i < d.length;) {
+    if (!cccOf(d[i])) { i++; continue; }
+    let j = i;
+    while (j < d.length && cccOf(d[j])) j++;
+    const run = d.slice(i, j).map((c, k) => [cccOf(c), k, c]).sort((x, y) => x[0] - y[0] || x[1] - y[1]);
+    run.forEach((x, k) => { d[i + k] = x[2]; });
+    i = j;
+  }
+  const out = [];
+  let sp = -1;
+  for (const c of d) {
+    const cc = cccOf(c);
+    if (sp >= 0) {
+      const last = out.length - 1;
+      const prev = cccOf(out[last]);
+      if (last === sp || (prev !== 0 && prev < cc)) {
+        const comp = compose(out[sp], c);
+        if (comp >= 0) { out[sp] = comp; continue; }
+      }
+    }
+    if (cc === 0) sp = out.length;
+    out.push(c);
+  }
+  return out;
+}
+for (let cp = 0; cp < 0x110000; cp++) {
+  if (cp >= 0xd800 && cp < 0xe000) continue;
+  const want = cpsOf(String.fromCodePoint(cp).normalize('NFC'));
+  const got = nfc([cp]);
+  if (got.length !== want.length || got.some((c, k) => c !== want[k])) report('NFC U+', [cp], got, want);
+  const c = ((look(cp) >>> LEN_SHIFT) & 31) ? canonOf(cp) : null;
+  const dw = cpsOf(String.fromCodePoint(cp).normalize('NFD'));
+  if (!(cp >= SBASE && cp < SBASE + SCOUNT)) {
+    const dg = c || [cp];
+    const srt = (a) => a.map((x, k) => [cccOf(x), k, x]).sort((x, y) => (x[0] && y[0] ? x[0] - y[0] : 0) || x[1] - y[1]).map((x) => x[2]);
+    const g = srt(dg);
+    if (g.length !== dw.length || g.some((x, k) => x !== dw[k])) report('NFD U+', [cp], g, dw);
+  }
+  for (const probe of [[0x61, cp, 0x334], [0x61, 0x334, cp], [0x61, cp, 0x301], [0x61, 0x301, cp], [cp, 0x301], [0x1100, 0x1161, cp], [cp, 0x11a8]]) {
+    const pg = nfc(probe);
+    const pw = cpsOf(String.fromCodePoint(...probe).normalize('NFC'));
+    if (pg.length !== pw.length || pg.some((x, k) => x !== pw[k])) report('NFC probe', probe, pg, pw);
+  }
+}
 let ntChecked = 0;
 if (normTest) {
-  for (const [src, nfkcWant] of normTest) {
+  for (const [src, nfkcWant, nfcWant] of normTest) {
+    if (nfcWant) {
+      const g = nfc(src);
+      if (g.length !== nfcWant.length || g.some((c, k) => c !== nfcWant[k])) report('NormalizationTest NFC', src, g, nfcWant);
+    }
     const got = nfkc(src);
     const node = cpsOf(String.fromCodePoint(...src).normalize('NFKC'));
     const eq = (a, b) => a.length === b.length && a.every((c, k) => c === b[k]);
@@ -318,7 +418,8 @@ console.log(`gen_nfkc: Unicode ${version} data; node ${process.versions.node}, I
 if (supplemented.length) console.log(`gen_nfkc: taken from node (Unicode 17.0 additions): ${supplemented.join(' ')}`);
 console.log(`gen_nfkc: ${decomp.size} mappings, pool ${pool.length} code points (max ${maxLen}), ` +
   `${pairs.length} composition pairs, shifts ${s0}/${s1}: ${best.bytes + pool.length * 4 + pairs.length * 8} bytes`);
-console.log(`gen_nfkc: checked NFKC, NFKD and context probes of all code points${normTest ? ` and ${ntChecked} NormalizationTest lines` : ''}: ${diffs} differences`);
+console.log(`gen_nfkc: ${canon.length} canonical decompositions, pool ${canonPool.length} (max ${maxCanon})`);
+console.log(`gen_nfkc: checked NFKC, NFKD, NFC, NFD and context probes of all code points${normTest ? ` and ${ntChecked} NormalizationTest lines` : ''}: ${diffs} differences`);
 if (diffs) {
   console.error('gen_nfkc: the tables disagree with node\'s String.prototype.normalize; not written');
   process.exit(1);
@@ -334,7 +435,7 @@ const h = (n) => '0x' + n.toString(16).toUpperCase();
 const out = `/* Generated by scripts/unicode/gen_nfkc.mjs from the Unicode ${version} Character
  * Database (UnicodeData, CompositionExclusions); checked against node
  * ${process.versions.node} (ICU ${process.versions.icu}, Unicode ${process.versions.unicode}) String.prototype.normalize('NFKC')
- * for every code point. Do not edit: run scripts/unicode/regen-nfkc.sh.
+ * and ('NFC') for every code point. Do not edit: run scripts/unicode/regen-nfkc.sh.
  * Included only by unicode_nfkc.c. */
 #ifndef SQ_UNICODE_NFKC_DATA_H
 #define SQ_UNICODE_NFKC_DATA_H
@@ -375,6 +476,19 @@ ${fmt(pool, 8, h)}
 #define NFKC_NPAIRS ${pairs.length}
 static const uint64_t nfkc_pairs[${pairs.length}] = {
 ${fmt(pairs.map((p) => (BigInt(p[0]) << 42n) | (BigInt(p[1]) << 21n) | BigInt(p[2])), 4, (x) => '0x' + x.toString(16).toUpperCase() + 'ull')}
+};
+
+/* NFC: the full canonical decomposition of each code point that has one
+ * (Hangul syllables excluded: algorithmic), sorted by code point:
+ * nfc_canon[i] = cp << 21 | offset in nfc_canon_pool << 3 | length. */
+#define NFC_NCANON ${canon.length}
+#define NFC_MAX_DECOMP ${maxCanon}
+static const uint64_t nfc_canon[${canon.length}] = {
+${fmt(canon.map((c) => (BigInt(c[0]) << 21n) | (BigInt(c[1]) << 3n) | BigInt(c[2])), 4, (x) => '0x' + x.toString(16).toUpperCase() + 'ull')}
+};
+
+static const uint32_t nfc_canon_pool[${canonPool.length}] = {
+${fmt(canonPool, 8, h)}
 };
 
 #endif

