@@ -170,6 +170,8 @@ static const sq_linear *dec_linear(void *ctx, int l, sq_linear_kind k, const sq_
 int sq_dec_sqm_write(const sq_llama_model *m, bool dynamic_acts, const sq_quant_result *res,
                      int zstd_level, const char *path, sq_err *err)
 {
+    if (!sq_tokenizer_bpe(m->tok)) /* quantize refuses it first (dec_check_recipe) */
+        return sq_err_set(err, "%s: a byte-level BPE tokenizer has no .sqm form", path);
     char *meta = build_metadata(m, dynamic_acts, res);
     dec_src ds = {m, res};
     const sq_sqm_source src = {dec_tensor, dec_linear, &ds};

@@ -47,6 +47,8 @@ static void yaml_tokenizer(sq_strbuf *sb, const sq_wordpiece_spec *t)
     for (int i = 0; i < t->n_added; i++)
         sq_sb_printf(sb, "\n    - %d", t->added[i].id);
     sq_sb_printf(sb, "\n");
+    if (t->pair_double_sep) /* absent: BERT's pairs, as files before the key */
+        sq_sb_printf(sb, "  pair: roberta\n");
 }
 
 static char *build_metadata(const sq_embed_model *m, const sq_calib_stats *st, uint64_t st_hash,

@@ -19,6 +19,7 @@ struct sq_tokenizer {
     sq_bl *bl;
     int32_t n;
     int32_t unk_id, cls_id, sep_id, pad_id, mask_id, bos_id, eos_id, model_max_length;
+    bool pair_double_sep;
     size_t max_piece; /* sq_tokenizer_max_piece_bytes */
 };
 
@@ -75,6 +76,7 @@ sq_tokenizer *sq_tokenizer_new(const sq_wordpiece_spec *spec, sq_err *err)
     t->pad_id = spec->pad_id;
     t->mask_id = spec->mask_id;
     t->model_max_length = spec->model_max_length > 0 ? spec->model_max_length : 0;
+    t->pair_double_sep = spec->pair_double_sep;
     return t;
 }
 
@@ -301,6 +303,7 @@ int32_t sq_tokenizer_mask_id(const sq_tokenizer *t) { return t->mask_id; }
 int32_t sq_tokenizer_bos_id(const sq_tokenizer *t) { return t->bos_id; }
 int32_t sq_tokenizer_eos_id(const sq_tokenizer *t) { return t->eos_id; }
 int32_t sq_tokenizer_model_max_length(const sq_tokenizer *t) { return t->model_max_length; }
+bool sq_tokenizer_pair_double_sep(const sq_tokenizer *t) { return t->pair_double_sep; }
 size_t sq_tokenizer_max_piece_bytes(const sq_tokenizer *t) { return t->max_piece; }
 
 bool sq_tokenizer_is_special(const sq_tokenizer *t, int32_t id)

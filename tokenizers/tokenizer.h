@@ -106,6 +106,9 @@ bool sq_tokenizer_is_special(const sq_tokenizer *t, int32_t id);
 size_t sq_tokenizer_max_piece_bytes(const sq_tokenizer *t);
 /* model_max_length from tokenizer_config.json, 0 if unknown. */
 int32_t sq_tokenizer_model_max_length(const sq_tokenizer *t);
+/* A pair is [CLS] A [SEP] [SEP] B [SEP], all of token type 0 (RoBERTa,
+ * MPNet), not BERT's [CLS] A [SEP] B [SEP] with B of type 1. */
+bool sq_tokenizer_pair_double_sep(const sq_tokenizer *t);
 /* The token string of an id (BPE, byte-level: the raw piece), or NULL. */
 const char *sq_tokenizer_token(const sq_tokenizer *t, int32_t id);
 /* The id of an exact token string (len bytes), or -1. */

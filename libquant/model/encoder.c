@@ -359,9 +359,10 @@ int sq_encoder_forward(const sq_encoder *enc, sq_workspace *ws, const sq_batch *
         if (b->ids[t] < 0 || b->ids[t] >= c->vocab_size)
             return sq_err_set(err, "token id %d is outside the vocabulary (%d)", b->ids[t],
                               c->vocab_size);
-        if (b->type_ids && (b->type_ids[t] < 0 || b->type_ids[t] >= c->type_vocab))
+        /* no type table (MPNet): every token is of type 0 */
+        if (b->type_ids && (b->type_ids[t] < 0 || b->type_ids[t] >= (c->type_vocab > 0 ? c->type_vocab : 1)))
             return sq_err_set(err, "token type %d is outside [0, %d)", b->type_ids[t],
-                              c->type_vocab);
+                              c->type_vocab > 0 ? c->type_vocab : 1);
     }
     if (sq_workspace_reserve(ws, enc, T, max_len) != 0)
         return sq_err_set(err, "out of memory for a batch of %d tokens", T);

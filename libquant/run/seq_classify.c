@@ -60,7 +60,13 @@ int sq_tokenize_pairs(const sq_embed_model *m, const char *const *a, const size_
     const int32_t cls = sq_tokenizer_cls_id(m->tok), sep = sq_tokenizer_sep_id(m->tok);
     if (cls < 0 || sep < 0)
         return sq_err_set(err, "the tokenizer has no [CLS]/[SEP] tokens: it cannot form pairs");
-    const int64_t budget = max_seq - 3;
+    /* RoBERTa-style pairs (MPNet) put two separators between the texts */
+    const bool roberta = sq_tokenizer_pair_double_sep(m->tok);
+    if (roberta && max_seq < SQ_PAIR_MIN_SEQ + 1)
+        return sq_err_set(err, "max sequence length %d is below %d (a pair needs <s> query "
+                               "</s></s> document </s>)",
+                          max_seq, SQ_PAIR_MIN_SEQ + 1);
+    const int64_t budget = max_seq - (roberta ? 4 : 3);
     int32_t **ta = calloc((size_t)n, sizeof *ta), **tb = calloc((size_t)n, sizeof *tb);
     int64_t *ka = calloc((size_t)n, sizeof *ka), *kb = calloc((size_t)n, sizeof *kb);
     int failed = 0, rc = -1;
@@ -86,7 +92,7 @@ int sq_tokenize_pairs(const sq_embed_model *m, const char *const *a, const size_
         goto oom;
     int64_t ntok = 0;
     for (int64_t i = 0; i < n; i++)
-        ntok += ka[i] + kb[i] + 3;
+        ntok += ka[i] + kb[i] + (roberta ? 4 : 3);
     out->offsets = malloc((size_t)(n + 1) * sizeof *out->offsets);
     out->ids = malloc((size_t)ntok * sizeof *out->ids);
     out->types = malloc((size_t)ntok * sizeof *out->types);
@@ -101,6 +107,8 @@ int sq_tokenize_pairs(const sq_embed_model *m, const char *const *a, const size_
         memcpy(out->ids + t, ta[i], (size_t)ka[i] * sizeof(int32_t));
         t += ka[i];
         out->ids[t++] = sep;
+        if (roberta)
+            out->ids[t++] = sep;
         for (int64_t j = t0; j < t; j++)
             out->types[j] = 0;
         int64_t t1 = t;
@@ -108,7 +116,7 @@ int sq_tokenize_pairs(const sq_embed_model *m, const char *const *a, const size_
         t += kb[i];
         out->ids[t++] = sep;
         for (int64_t j = t1; j < t; j++)
-            out->types[j] = 1;
+            out->types[j] = roberta ? 0 : 1;
         out->source[i] = i;
         out->offsets[i + 1] = t;
     }

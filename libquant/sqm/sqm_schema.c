@@ -196,6 +196,8 @@ const sq_sqm_meta_rule sq_sqm_meta_rules[] = {
     {"tokenizer.model_max_length", "wordpiece", SQ_MT_INT, false, "0", "0 .. 2^30", T},
     {"tokenizer.added_tokens", "wordpiece", SQ_MT_INT_LIST, false, "[]",
      "ids 0 .. vocab_size - 1", T},
+    {"tokenizer.pair", "wordpiece", SQ_MT_STRING, false, "bert",
+     "bert ([CLS] A [SEP] B [SEP], types 0/1) | roberta (<s> A </s></s> B </s>, types 0)", T},
     {"tokenizer.vocab_size", "unigram", SQ_MT_INT, true, NULL, "1 .. 4194304, > 6", T},
     {"tokenizer.unk_id", "unigram", SQ_MT_INT, true, NULL, "0", T},
     {"tokenizer.model_max_length", "unigram", SQ_MT_INT, false, "0", "0 .. 2^30", T},

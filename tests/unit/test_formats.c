@@ -45,6 +45,51 @@ START_TEST(config_ok)
 }
 END_TEST
 
+/* MPNet's config: RoBERTa position ids (max tokens = positions - pad - 1),
+ * no token types, 32 relative buckets (another count is refused); and the
+ * buckets themselves, against values PyTorch 1.13 gives for MPNet's
+ * relative_position_bucket (float32 steps; the boundaries at distance 16,
+ * 32, 64 are exact there and must land the same here). */
+START_TEST(config_mpnet)
+{
+    static const char *cfg =
+        "{\"model_type\":\"mpnet\",\"architectures\":[\"MPNetForMaskedLM\"],\"hidden_size\":32,"
+        "\"num_hidden_layers\":2,\"num_attention_heads\":4,\"intermediate_size\":64,"
+        "\"max_position_embeddings\":514,\"vocab_size\":200,\"pad_token_id\":1,"
+        "\"layer_norm_eps\":1e-05,\"relative_attention_num_buckets\":32}";
+    char *p = tu_write_str(dir, "config.json", cfg);
+    sq_bert_config c;
+    sq_err err = {0};
+    ck_assert_int_eq(sq_bert_config_load(p, &c, &err), 0);
+    ck_assert_int_eq(c.type_vocab, 0);
+    ck_assert_int_eq(c.pos_ids, SQ_POS_IDS_ROBERTA);
+    ck_assert_int_eq(c.rel_buckets, 32);
+    ck_assert_int_eq(c.rel_max_distance, 128);
+    ck_assert_int_eq(sq_bert_max_tokens(&c), 512);
+    ck_assert_str_eq(sq_architecture_name(&c), "mpnet");
+    free(p);
+    char bad[1024];
+    const char *at = strstr(cfg, ":32}");
+    snprintf(bad, sizeof bad, "%.*s:64}", (int)(at - cfg), cfg);
+    p = tu_write_str(dir, "config.json", bad);
+    ck_assert_int_eq(sq_bert_config_load(p, &c, &err), -1);
+    ck_assert_msg(strstr(err.msg, "relative_attention_num_buckets 64"), "%s", err.msg);
+    free(p);
+    /* (distance key - query, bucket) from torch: both directions, the exact
+     * range, each logarithmic step's first distance, the clamp */
+    static const int want[][2] = {
+        {0, 0},    {-1, 1},   {-7, 7},   {-8, 8},   {-11, 8},  {-12, 9},  {-15, 9},
+        {-16, 10}, {-22, 10}, {-23, 11}, {-31, 11}, {-32, 12}, {-45, 12}, {-46, 13},
+        {-63, 13}, {-64, 14}, {-90, 14}, {-91, 15}, {-600, 15}, {1, 17}, {7, 23},
+        {8, 24},   {12, 25},  {16, 26},  {23, 27},  {32, 28},  {46, 29}, {64, 30},
+        {91, 31},  {511, 31},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+        ck_assert_msg(sq_rel_bucket(want[i][0], 32, 128) == want[i][1], "distance %d: bucket %d, torch %d",
+                      want[i][0], sq_rel_bucket(want[i][0], 32, 128), want[i][1]);
+}
+END_TEST
+
 /* The layer index in a tensor name (layer_name.h). */
 START_TEST(layer_index)
 {
@@ -406,6 +451,7 @@ int main(void)
     tcase_add_test(tc, pooling_configs);
     tcase_add_test(tc, npy_header);
     tcase_add_test(tc, npy_reader);
+    tcase_add_test(tc, config_mpnet);
     tcase_add_test(tc, inputs_guard);
     tcase_add_test(tc, atomic_write);
     tcase_add_test(tc, text_input_formats);
