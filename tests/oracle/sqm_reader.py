@@ -959,6 +959,17 @@ class Model:
                                   ("none", "tanh", "identity"))
         # 2.3 / 6.11: a sequence classifier (cross-encoder or text classifier)
         c["num_labels"] = _int(cfg.get("num_labels", 0), "config.num_labels", 0, 1024)
+        # 2.3 / 6.1 / 6.5: RoBERTa position ids and MPNet's relative attention bias
+        c["position_ids"] = _enum(cfg.get("position_ids", "index"), "config.position_ids",
+                                  ("index", "roberta"))
+        c["relative_buckets"] = _int(cfg.get("relative_buckets", 0), "config.relative_buckets",
+                                     0, 256)
+        if c["relative_buckets"]:
+            if c["relative_buckets"] < 4 or c["relative_buckets"] % 4:
+                raise Refused("%s: config.relative_buckets %d" % (self.path, c["relative_buckets"]))
+            c["relative_max_distance"] = _int(cfg.get("relative_max_distance"),
+                                              "config.relative_max_distance",
+                                              c["relative_buckets"] // 4 + 1, 65536)
         sa = cfg.get("score_activation", "identity")
         c["score_activation"] = _enum(sa, "config.score_activation",
                                       ("identity", "sigmoid", "tanh", "softmax"))
@@ -969,7 +980,8 @@ class Model:
         self.cfg = c
         self.pooling = _enum(md["pooling"], "pooling", ("cls", "mean"))
         self.normalize = _bool(md["normalize"], "normalize")
-        self.max_seq = _int(md["max_seq"], "max_seq", 3, c["max_positions"])
+        skip = c["pad_token_id"] + 1 if c["position_ids"] == "roberta" else 0
+        self.max_seq = _int(md["max_seq"], "max_seq", 3, c["max_positions"] - skip)
         self.embeddings_type = _enum(md["embeddings_type"], "embeddings_type",
                                      ("fp32", "int8", "int4-g128"))
         g = md.get("activation_guard", "clip")
@@ -1044,6 +1056,9 @@ class Model:
         self.type0 = self.types[0] if T > 0 else None
         if c["embedding_layernorm"]:
             self.emb_ln = (self.f32("embeddings.ln.gamma", (E,)), self.f32("embeddings.ln.beta", (E,)))
+        self.rel_bias = None
+        if c["relative_buckets"]:                      # 3.2, 6.5
+            self.rel_bias = self.f32("relative_bias", (c["relative_buckets"], c["heads"]))
         if c["pooling_head"] in ("tanh", "identity"):
             self.head = (self.f32("head.weight", (H, H)), self.f32("head.bias", (H,)))
         if c["num_labels"] > 0:                        # 3.2, 6.11
@@ -1286,8 +1301,32 @@ def _dot_bf16(a, b):
     return acc
 
 
-def attention(qkv, D, A, bf16=False):
-    """6.5: qkv [L, 3D] -> ctx [L, D]."""
+def relative_bucket(n_query_minus_key, NB, max_distance):
+    """6.5's b(j - i) for n = i - j, in f32 steps."""
+    half = NB // 2
+    exact = half // 2
+    n = n_query_minus_key
+    base = half if n < 0 else 0
+    n = abs(n)
+    if n < exact:
+        return base + n
+    x = f32(f32(np.log(f32(f32(n) / f32(exact)))) / f32(math.log(max_distance / exact)))
+    x = f32(x * f32(half - exact))
+    return base + min(half - 1, exact + int(x))
+
+
+def relative_bias_matrix(model, L):
+    """[A, L, L]: the bias of score (i, j) per head (6.5), or None."""
+    c = model.cfg
+    if model.rel_bias is None:
+        return None
+    b = np.array([[relative_bucket(i - j, c["relative_buckets"], c["relative_max_distance"])
+                   for j in range(L)] for i in range(L)], dtype=np.int64)
+    return np.ascontiguousarray(model.rel_bias[b].transpose(2, 0, 1)).astype(f32)
+
+
+def attention(qkv, D, A, bf16=False, bias=None):
+    """6.5: qkv [L, 3D] -> ctx [L, D]; bias [A, L, L] (MPNet) or None."""
     dh = D // A
     c = f32(1) / np.sqrt(f32(dh)).astype(f32)
     c = f32(c)
@@ -1299,6 +1338,8 @@ def attention(qkv, D, A, bf16=False):
             S = (_dot_bf16(_bf16(Q[:, sl]), _bf16(Kt[:, sl]).T) * c).astype(f32)
         else:
             S = (dot32(Q[:, sl], Kt[:, sl].T) * c).astype(f32)
+        if bias is not None:
+            S = (S + bias[h]).astype(f32)
         m = S.max(axis=1, keepdims=True)
         e = np.exp((S - m).astype(f32).astype(f64)).astype(f32)
         tot = e.astype(f64).sum(axis=1, keepdims=True).astype(f32)
@@ -1412,7 +1453,14 @@ def encode(model, ids, stats=None, pooling=None, normalize=None, gelu="spec", ty
                 e = (e + model.types[tt]).astype(f32)
         elif types is not None and any(types):
             raise ValueError("token type 1 without a token-type table (type_vocab 0)")
-        e = (e + model.pos[:L]).astype(f32)
+        if c["position_ids"] == "roberta":                # 6.1
+            pad = c["pad_token_id"]
+            real = np.asarray(ids) != pad
+            rows = np.where(real, pad + np.cumsum(real), pad)
+        else:
+            rows = np.arange(L)
+        e = (e + model.pos[rows]).astype(f32)
+        bias = relative_bias_matrix(model, L)
         if c["embedding_layernorm"]:
             e = layer_norm(e, *model.emb_ln, model.eps)
         x = e
@@ -1421,7 +1469,7 @@ def encode(model, ids, stats=None, pooling=None, normalize=None, gelu="spec", ty
             D = Ly["D"]
             lin = lambda name, v: linear(Ly[name], v, model.guard, stats)
             if not pre:
-                ctx = attention(lin("qkv", x), D, c["heads"], model.attn_bf16)
+                ctx = attention(lin("qkv", x), D, c["heads"], model.attn_bf16, bias)
                 a = lin("attn_out", ctx)
                 r = lin("res", x) if Ly["res"] is not None else x
                 x = layer_norm((r + a).astype(f32), *Ly["ln_attn"], model.eps)
@@ -1429,7 +1477,7 @@ def encode(model, ids, stats=None, pooling=None, normalize=None, gelu="spec", ty
                 x = layer_norm((x + lin("ffn_down", u)).astype(f32), *Ly["ln_ffn"], model.eps)
             else:
                 ctx = attention(lin("qkv", layer_norm(x, *Ly["ln_attn"], model.eps)), D,
-                                c["heads"], model.attn_bf16)
+                                c["heads"], model.attn_bf16, bias)
                 a = lin("attn_out", ctx)
                 r = lin("res", x) if Ly["res"] is not None else x
                 x = (r + a).astype(f32)

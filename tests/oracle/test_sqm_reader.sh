@@ -7,7 +7,8 @@
 # exit: 0 pass, 1 fail, 77 skip (no python3 with numpy)
 #
 # Models: two fixtures (tiny 2x32/4/64, CLS + normalize; odd-width 2x72/4/200,
-# mean pooling, no normalization) x five recipes (int8 default with zero
+# mean pooling, no normalization) x five recipes (and a tiny MPNet fixture,
+# RoBERTa positions and a relative attention bias, x int8 / int4 / bf16) (int8 default with zero
 # points and the row guard; int4-g128; fp32 linears; int8 with guard: clip;
 # a mix of int8 / int4 / fp32 linears with a smoothed attn_out), plus the
 # zstd form and a corrupted file. Cross-encoders (SQM.md 6.11): two tiny
@@ -148,8 +149,10 @@ gen() {  # NAME ARGS...
 gen tiny --shape tiny --seed 3 --outliers 2
 gen odd --hidden 72 --heads 4 --ffn 200 --layers 2 --seed 7 --outliers 3 \
     --pooling mean --no-normalize
+# MPNet (SQM.md 6.1 RoBERTa positions, 6.5 relative attention bias)
+gen mpnet --family mpnet --shape tiny --seed 9 --outliers 2 --pooling mean
 # Calibrate each fixture once (bundled corpus, 256 samples); every recipe reuses it.
-for fx in tiny odd; do
+for fx in tiny odd mpnet; do
     if ! "$SQUINT" calibrate "$W/$fx" -o "$W/$fx.sqc" --quiet --threads 1 > "$W/$fx.cal.log" 2>&1; then
         echo "FAIL: squint calibrate $fx: $(tail -2 "$W/$fx.cal.log")"
         exit 1
@@ -226,6 +229,9 @@ for fx in tiny odd; do
     for rc in default int4 fp32 clip mix bf16; do
         run_model "$fx" "$rc" || fail=1
     done
+done
+for rc in default int4 bf16; do
+    run_model mpnet "$rc" || fail=1
 done
 
 if [ -n "${SQM_READER_USE_LITE:-}" ]; then
