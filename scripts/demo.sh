@@ -68,6 +68,8 @@ if [[ ! -f "$model/model.json" && ! -f "$model/config.json" ]]; then
   rm -rf "$model"
   build/tests/fixture/squint-gen-fixture "$model" --shape bge-small --outliers 2 "${vocab_args[@]}"
   recipe=recipes/bge-small-en-v1.5.yaml
+elif [[ -f "$model/config.json" ]] && grep -q '"model_type": *"mpnet"' "$model/config.json"; then
+  recipe=recipes/all-mpnet-base-v2.yaml   # MPNet (its recipes name architecture mpnet)
 elif [[ -f "$model/config.json" ]]; then
   recipe=recipes/bert-generic.yaml
 fi

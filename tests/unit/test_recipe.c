@@ -77,6 +77,7 @@ static const struct {
     {"recipes/bge-base-en-v1.5.yaml", "bge-base-en-v1.5", 768, 12, 12, 3072},
     {"recipes/bge-large-en-v1.5.yaml", "bge-large-en-v1.5", 1024, 24, 16, 4096},
     {"recipes/bert-generic.yaml", "bert-generic", 0, 0, 0, 0},
+    {"recipes/all-mpnet-base-v2.yaml", "all-mpnet-base-v2", 768, 12, 12, 3072},
 };
 
 START_TEST(shipped_recipes_load)
@@ -96,8 +97,10 @@ START_TEST(shipped_recipes_load)
     ck_assert_int_eq(r.observer, SQ_CALIB_PERCENTILE);
     ck_assert(r.gates.set[SQ_GATE_COS_MEAN]);
     if (shipped[_i].hidden) {
-        /* the bge models are CLS + Normalize (their 1_Pooling and modules.json) */
-        ck_assert(r.set_pooling && r.pooling == SQ_POOL_CLS);
+        /* the bge models are CLS + Normalize, all-mpnet-base-v2 mean + Normalize
+         * (their 1_Pooling and modules.json) */
+        const bool mpnet = strcmp(r.architecture, "mpnet") == 0;
+        ck_assert(r.set_pooling && r.pooling == (mpnet ? SQ_POOL_MEAN : SQ_POOL_CLS));
         ck_assert(r.set_normalize && r.normalize);
         int layers = r.layers;
         ck_assert_int_eq(sq_recipe_check_overrides_layers(&r, layers, true, NULL, NULL, NULL), 0);
