@@ -293,6 +293,8 @@ int cmd_quantize(int argc, char **argv)
             if (mc->type_vocab > 0)
                 printf("  %-22s [%5d x %5d]  fp32\n", "embeddings.token_type", mc->type_vocab,
                        mc->embed_dim);
+            if (mc->rel_buckets > 0)
+                printf("  %-22s [%5d x %5d]  fp32\n", "relative_bias", mc->rel_buckets, mc->heads);
             int ln_floats = mc->emb_ln ? 2 * mc->embed_dim : 0;
             for (int l = 0; l < mc->layers; l++)
                 ln_floats += 2 * (sq_ln_attn_dim(mc, l) + mc->hidden);
