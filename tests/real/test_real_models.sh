@@ -11,6 +11,7 @@
 #  3. measured on text calibration never saw, with gates: the 2,758 STS-B
 #     test texts (cosine, Spearman drop) and SciFact on a 1,000-document
 #     corpus (nDCG@10 drop; fewer documents for a larger model);
+#  (MPNet: also a cross-encoder built by transformers, tests/real/mpnet_cross_encoder.py);
 #  4. the gates can fail: textbook static int8 (per-tensor activation clip at
 #     the 99.99th percentile, out-of-range values clipped, no SmoothQuant, no
 #     outlier channels) must fail them on this model.
@@ -50,6 +51,17 @@ elif HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$py" "$here/parity.py" "$SQ" "$mod
   pass "parity with tokenizers (10,000 texts) and sentence-transformers ($TEXTS texts)"
 else
   fail "parity with the references: $(grep FAIL "$W/parity.txt")"
+fi
+
+# 1b. MPNet: a cross-encoder made by transformers with this model's tokenizer
+# (RoBERTa pairs, MPNet's classification head) against squint rerank.
+if [[ ${py:-} && $rc == 0 ]] && grep -q '"model_type": *"mpnet"' "$model/config.json"; then
+  if HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 "$py" "$here/mpnet_cross_encoder.py" "$SQ" "$model" "$data" \
+      "$W/ce" 2>&1 | grep -v -i -E "warn" | tee "$W/ce.txt" && [[ ${PIPESTATUS[0]} == 0 ]]; then
+    pass "MPNet cross-encoder: $(grep -E '^mpnet' "$W/ce.txt")"
+  else
+    fail "MPNet cross-encoder against transformers"
+  fi
 fi
 
 # 2. Calibrate, quantize, verify; the same bytes at any thread count.
