@@ -138,7 +138,7 @@ sq_calib_target sq_calib_target_encoder(sq_embed_model *m)
 {
     return (sq_calib_target){
         .model = m,
-        .max_pos = m->enc.cfg.max_pos,
+        .max_pos = sq_bert_max_tokens(&m->enc.cfg),
         .refuse = m->is_sqm ? "%s is a packed model: calibrate the fp32 checkpoint it came from"
                             : NULL,
         .init_stats = enc_init_stats,

@@ -145,8 +145,8 @@ static void worker(const sq_inst_plan *p, int idx, int to_parent, int from_paren
     if (sq_embed_model_open(p->model_path, &m, &err) != 0)
         goto fail;
     const sq_bert_config *cfg = &m.enc.cfg;
-    if (p->seq > cfg->max_pos) {
-        sq_err_set(&err, "--seq %d exceeds the model's %d positions", p->seq, cfg->max_pos);
+    if (p->seq > sq_bert_max_tokens(cfg)) {
+        sq_err_set(&err, "--seq %d exceeds the model's %d positions", p->seq, sq_bert_max_tokens(cfg));
         goto fail;
     }
     if (bench_batch_make(&m, p->batch, p->seq, &bb, &err) != 0)

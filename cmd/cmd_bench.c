@@ -241,10 +241,10 @@ int cmd_bench(int argc, char **argv)
     }
     const sq_bert_config *cfg = &m.enc.cfg;
     /* The latency length defaults to 128 tokens, or the model's length when shorter. */
-    if (!lseq_given && lseq > cfg->max_pos)
-        lseq = cfg->max_pos;
-    if (seq > cfg->max_pos || lseq > cfg->max_pos) {
-        const int max_pos = cfg->max_pos; /* read before the model is closed */
+    if (!lseq_given && lseq > sq_bert_max_tokens(cfg))
+        lseq = sq_bert_max_tokens(cfg);
+    if (seq > sq_bert_max_tokens(cfg) || lseq > sq_bert_max_tokens(cfg)) {
+        const int max_pos = sq_bert_max_tokens(cfg); /* read before the model is closed */
         sq_embed_model_close(&m);
         return cli_usage_error("bench", "%s %ld exceeds the model's %d positions",
                                seq > max_pos ? "--seq" : "--lat-seq", seq > max_pos ? seq : lseq,

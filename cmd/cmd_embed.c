@@ -220,9 +220,9 @@ int cmd_embed(int argc, char **argv)
         sq_text_stream_close(&in);
         return SQ_EXIT_BADINPUT;
     }
-    if (max_seq > m.enc.cfg.max_pos) {
+    if (max_seq > sq_bert_max_tokens(&m.enc.cfg)) {
         fprintf(stderr, "squint embed: error: --max-seq %ld exceeds the model's %d positions\n",
-                max_seq, m.enc.cfg.max_pos);
+                max_seq, sq_bert_max_tokens(&m.enc.cfg));
         sq_embed_model_close(&m);
         sq_text_stream_close(&in);
         return SQ_EXIT_BADINPUT;

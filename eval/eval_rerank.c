@@ -186,8 +186,8 @@ static int retrieve(const sq_eval_rerank_opts *o, const sq_eval_input *in, sq_ev
     sq_embed_opts eo = {.batch = o->batch, .max_seq = o->max_seq ? o->max_seq : m.max_seq,
                         .pooling = m.pool.pooling, .normalize = true,
                         .progress = on_progress, .progress_ctx = &sp};
-    if (eo.max_seq > m.enc.cfg.max_pos)
-        eo.max_seq = m.enc.cfg.max_pos;
+    if (eo.max_seq > sq_bert_max_tokens(&m.enc.cfg))
+        eo.max_seq = sq_bert_max_tokens(&m.enc.cfg);
     if (sq_embed_texts(&m, in->text, in->len, in->n, &eo, &res, err) != 0) {
         sq_err_prefix(err, "%s", o->retriever);
         goto out;

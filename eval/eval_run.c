@@ -52,9 +52,9 @@ int sq_eval_embed(const char *path, const sq_eval_embed_opts *eo, const sq_eval_
     int rc = -1;
     if (sq_embed_model_require_embeddings(&m, path, err) != 0)
         goto done;
-    if (eo->max_seq > m.enc.cfg.max_pos) {
+    if (eo->max_seq > sq_bert_max_tokens(&m.enc.cfg)) {
         sq_err_set(err, "%s: max_seq %d exceeds the model's %d positions", path, eo->max_seq,
-                   m.enc.cfg.max_pos);
+                   sq_bert_max_tokens(&m.enc.cfg));
         goto done;
     }
     sq_embed_opts o = {

@@ -140,9 +140,9 @@ static squint_status resolve_options(const squint_model *h, const squint_embed_o
     }
     if (in->normalize < -1 || in->normalize > 1)
         return fail(err, SQUINT_ERR_ARGUMENT, "squint_embed: normalize must be -1, 0 or 1");
-    if (in->max_seq != 0 && (in->max_seq < 3 || in->max_seq > h->m.enc.cfg.max_pos)) {
+    if (in->max_seq != 0 && (in->max_seq < 3 || in->max_seq > sq_bert_max_tokens(&h->m.enc.cfg))) {
         snprintf(msg, sizeof msg, "squint_embed: max_seq %d is outside [3, %d] (0: the model's %d)",
-                 in->max_seq, h->m.enc.cfg.max_pos, h->m.max_seq);
+                 in->max_seq, sq_bert_max_tokens(&h->m.enc.cfg), h->m.max_seq);
         return fail(err, SQUINT_ERR_ARGUMENT, msg);
     }
     sq_pooling pooling = h->m.pool.pooling;

@@ -130,7 +130,7 @@ static int open_checkpoint(const char *arg, sq_embed_model *m, sq_err *err)
         if (sq_tfjs_load_encoder(dir, &m->enc, &m->tok_spec, &m->pool, err) != 0 ||
             !(m->tok = sq_tokenizer_new(&m->tok_spec, err)))
             return -1;
-        m->max_seq = m->enc.cfg.max_pos;
+        m->max_seq = sq_bert_max_tokens(&m->enc.cfg);
         m->model_dir = strdup(dir);
         return m->model_dir ? 0 : sq_err_set(err, "out of memory");
     }
@@ -160,7 +160,7 @@ static int open_checkpoint(const char *arg, sq_embed_model *m, sq_err *err)
     /* The default truncation: the smallest of the model's positions, the
      * tokenizer's model_max_length and sentence-transformers' max_seq_length. */
     int limit = m->tok_spec.model_max_length;
-    m->max_seq = m->enc.cfg.max_pos;
+    m->max_seq = sq_bert_max_tokens(&m->enc.cfg); /* the positions (less RoBERTa's offset) */
     if (limit > 1 && limit < m->max_seq)
         m->max_seq = limit;
     if (m->pool.max_seq_length >= 3 && m->pool.max_seq_length < m->max_seq)

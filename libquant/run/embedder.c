@@ -176,10 +176,10 @@ int sq_encode_seqs(sq_embed_model *m, const sq_token_seqs *s, const sq_embed_opt
     int max_len = 1;
     for (int64_t i = 0; i < n; i++) {
         int64_t L = s->offsets[i + 1] - s->offsets[i];
-        if (L < (allow_empty ? 0 : 1) || L > m->enc.cfg.max_pos)
+        if (L < (allow_empty ? 0 : 1) || L > sq_bert_max_tokens(&m->enc.cfg))
             return sq_err_set(err, "sequence %lld has %lld tokens (the model takes %d..%d)",
                               (long long)i, (long long)L, allow_empty ? 0 : 1,
-                              m->enc.cfg.max_pos);
+                              sq_bert_max_tokens(&m->enc.cfg));
         if (L > max_len)
             max_len = (int)L;
     }
@@ -257,9 +257,9 @@ int sq_embed_texts(sq_embed_model *m, const char *const *texts, const size_t *le
                    const sq_embed_opts *o, sq_embed_result *res, sq_err *err)
 {
     memset(res, 0, sizeof *res);
-    if (o->max_seq < 3 || o->max_seq > m->enc.cfg.max_pos)
+    if (o->max_seq < 3 || o->max_seq > sq_bert_max_tokens(&m->enc.cfg))
         return sq_err_set(err, "max sequence length %d is outside [3, %d]", o->max_seq,
-                          m->enc.cfg.max_pos);
+                          sq_bert_max_tokens(&m->enc.cfg));
     if (o->dimensions < 0 || o->dimensions > m->enc.cfg.hidden)
         return sq_err_set(err, "dimensions %d is outside [1, %d] (the model's embedding width)",
                           o->dimensions, m->enc.cfg.hidden);

@@ -144,9 +144,9 @@ int sq_classify_texts(sq_embed_model *m, const char *const *a, const size_t *ale
 {
     if (!sq_model_is_classifier(m))
         return sq_err_set(err, "the model is not a sequence classifier (no score head)");
-    if (o->max_seq > m->enc.cfg.max_pos)
+    if (o->max_seq > sq_bert_max_tokens(&m->enc.cfg))
         return sq_err_set(err, "max sequence length %d is above the model's %d positions",
-                          o->max_seq, m->enc.cfg.max_pos);
+                          o->max_seq, sq_bert_max_tokens(&m->enc.cfg));
     sq_token_seqs seqs;
     int rc = b ? sq_tokenize_pairs(m, a, alen, b, blen, n, o->max_seq, &seqs, err)
                : sq_tokenize_texts(m, a, alen, n, o->max_seq, false, &seqs, err);
