@@ -120,7 +120,7 @@ static int read_decoder_meta(const sq_container *c, const yt_node *r, const yt_n
             return sq_err_set(err, "%s: metadata activation_guard must be row or clip", c->path);
         info->guard_rows = strcmp(s, "row") == 0;
     }
-    if (read_attention(c, r, ctx->dec.dim, ctx->dec.dim, ctx->dec.n_heads, ctx->dec.max_pos, info,
+    if (read_attention(c, r, ctx->dec.q_dim, ctx->dec.q_dim, ctx->dec.n_heads, ctx->dec.max_pos, info,
                        err) != 0)
         return -1;
     /* informative (10.4), but a value must be one the spec names; the
