@@ -32,11 +32,6 @@ static bool dec_stats_match(const sq_quant_target *t, const sq_calib_stats *st)
 
 static int dec_check_recipe(const sq_quant_target *t, const sq_recipe *r, sq_err *err)
 {
-    /* the .sqm holds llama2c-bpe and hf-bpe tokenizers (SQM.md 10.5) only */
-    if (!sq_tokenizer_bpe(model_of(t)->tok))
-        return sq_err_set(err, "this model's tokenizer (byte-level BPE, GPT-2 / Qwen style) has "
-                               "no .sqm form yet: it runs in fp32 from its folder, but cannot "
-                               "be quantized into a .sqm");
     if (r->architecture[0] && strcmp(r->architecture, "llama") != 0)
         return sq_err_set(err, "%s: the recipe is for architecture %s, the model is a causal LM "
                                "(llama)", r->source ? r->source : "recipe", r->architecture);
