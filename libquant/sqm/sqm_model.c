@@ -53,7 +53,7 @@ static const yt_node *hf_key(const sq_container *c, const yt_node *tok, const ch
 {
     const yt_node *n = yt_get(tok, key);
     if (!n)
-        sq_err_set(err, "%s: metadata tokenizer.%s is missing (an hf-bpe tokenizer needs it: "
+        sq_err_set(err, "%s: metadata tokenizer.%s is missing (an hf-bpe or hf-bytelevel tokenizer needs it: "
                         "SQM.md 10.5)", c->path, key);
     return n;
 }
