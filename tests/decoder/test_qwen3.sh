@@ -8,12 +8,17 @@
 #   - calibrate + quantize int8 (the stories recipe): verify OK, the .sqm
 #     bytes the same at 1 and 2 threads, its tokenizer hf-bytelevel with the
 #     folder's ids, generate from it (the same bytes at 1 and 2 threads);
+#   - forged hf-bytelevel tokenizers (sqm_poke: merges out of range or not
+#     making a piece, added rows with a bad id or flag, a vocab_size or a
+#     pattern the tensors do not fit) refused by generate and verify, naming
+#     the file;
 #   - serve: POST /v1/completions gives the text of squint generate (skipped
 #     without libmicrohttpd).
-# usage: test_qwen3.sh SQUINT DEC_LOGITS
+# usage: test_qwen3.sh SQUINT DEC_LOGITS SQM_POKE
 set -uo pipefail
 SQ=$1
 DL=$2
+POKE=$3
 here=$(cd "$(dirname "$0")" && pwd)
 PY=/usr/bin/python3
 T=${SQUINT_SHARED_DATA:-}/qwen3-tokenizer
@@ -94,6 +99,23 @@ for t in 1 2; do
 done
 if [[ -s $W/s1.txt ]] && cmp -s "$W/s1.txt" "$W/s2.txt"; then ok "generate from the int8 .sqm: $(wc -c <"$W/s1.txt") bytes, the same at 1 and 2 threads"
 else fail "generate .sqm: empty or thread-dependent"; fi
+
+# forged tokenizers: refused by generate and by verify, the file named
+forged() { # WHAT POKE-ARGS...
+  local what=$1; shift
+  "$POKE" "$W/q1.sqm" "$W/f.sqm" "$@" 2>"$W/err" || { fail "sqm_poke $what: $(cat "$W/err")"; return; }
+  if "$SQ" generate "$W/f.sqm" --max-tokens 2 >/dev/null 2>"$W/err"; then fail "$what: generate accepts it"
+  elif ! grep -q "f.sqm" "$W/err"; then fail "$what: the message names no file: $(cat "$W/err")"
+  elif "$SQ" verify "$W/f.sqm" >/dev/null 2>&1; then fail "$what: verify accepts it"
+  else ok "$what refused: $(head -1 "$W/err" | sed "s|$W/||")"; fi
+}
+forged "a merge id out of range" tokenizer.merges 0 --set-i32 99999999
+forged "a merge that makes no piece" tokenizer.merges 1 --set-i32 151668
+forged "an added token id out of range" tokenizer.added 0 --set-i32 -1
+forged "an added token flag 2" tokenizer.added 1 --set-i32 2
+forged "vocab_size one less than the pieces" --replace "vocab_size: 151669" "vocab_size: 151668"
+forged "an unknown pattern" --replace "pattern: qwen2" "pattern: qwen9"
+forged "nfc not a bool" --replace "nfc: true" "nfc: tru3"
 
 # serve /v1/completions
 if [[ $("$SQ" serve x 2>&1) == *"built without libmicrohttpd"* ]]; then
