@@ -32,10 +32,13 @@ static bool dec_stats_match(const sq_quant_target *t, const sq_calib_stats *st)
 
 static int dec_check_recipe(const sq_quant_target *t, const sq_recipe *r, sq_err *err)
 {
-    if (r->architecture[0] && strcmp(r->architecture, "llama") != 0)
-        return sq_err_set(err, "%s: the recipe is for architecture %s, the model is a causal LM "
-                               "(llama)", r->source ? r->source : "recipe", r->architecture);
+    /* llama: any causal LM (Qwen3 is one with q/k norms); qwen3: only a Qwen3 */
     const sq_decoder_config *c = &model_of(t)->dec.cfg;
+    if (r->architecture[0] && strcmp(r->architecture, "llama") != 0 &&
+        !(strcmp(r->architecture, "qwen3") == 0 && c->qk_norm))
+        return sq_err_set(err, "%s: the recipe is for architecture %s, the model is a causal LM "
+                               "(%s)", r->source ? r->source : "recipe", r->architecture,
+                          c->qk_norm ? "qwen3" : "llama");
     const char *why = sq_attn_matmul_problem(r->attn_matmul, c->q_dim, c->q_dim, c->n_heads,
                                              c->max_pos);
     if (why)

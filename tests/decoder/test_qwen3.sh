@@ -5,7 +5,7 @@
 #   - generate from the folder: text, the same bytes at 1 and 2 threads;
 #   - config.json refusals by name (use_sliding_window, rope_scaling,
 #     attention_bias, layer_types) and a missing q_norm tensor named;
-#   - calibrate + quantize int8 (the stories recipe): verify OK, the .sqm
+#   - calibrate + quantize int8 (recipes/qwen3-int8.yaml): verify OK, the .sqm
 #     bytes the same at 1 and 2 threads, its tokenizer hf-bytelevel with the
 #     folder's ids, generate from it (the same bytes at 1 and 2 threads);
 #   - forged hf-bytelevel tokenizers (sqm_poke: merges out of range or not
@@ -82,7 +82,7 @@ printf '%s\n' "Once upon a time, there was a little girl named Lily." "She loved
 "$SQ" calibrate "$M" --corpus "$W/calib.txt" --samples 0 --window --threads 1 --quiet -o "$W/q.sqc" 2>"$W/err" ||
   fail "calibrate: $(cat "$W/err")"
 for t in 1 2; do
-  "$SQ" quantize "$M" --calib "$W/q.sqc" --recipe "$here/../../recipes/stories260K-int8.yaml" \
+  "$SQ" quantize "$M" --calib "$W/q.sqc" --recipe "$here/../../recipes/qwen3-int8.yaml" \
     -o "$W/q$t.sqm" --threads $t --json >/dev/null 2>"$W/err" || fail "quantize --threads $t: $(cat "$W/err")"
 done
 cmp -s "$W/q1.sqm" "$W/q2.sqm" && ok "quantize int8: the .sqm bytes the same at 1 and 2 threads" || fail "quantize: thread-dependent .sqm"
