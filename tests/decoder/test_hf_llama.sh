@@ -133,7 +133,9 @@ expect_error "a merge making no piece" "makes no piece of the vocabulary" "" -- 
 mk; edit "$W/bad/tokenizer.json" 'd["model"]["merges"].append(["zz","q"])'
 expect_error "a merge of an unknown piece" "\"zz\" is not in the vocabulary" "" -- "$SQ" generate "$W/bad"
 mk; edit "$W/bad/tokenizer.json" 'd["pre_tokenizer"]={"type":"ByteLevel","add_prefix_space":False}'
-expect_error "ByteLevel refused" "pre_tokenizer ByteLevel is not supported" "" -- "$SQ" generate "$W/bad"
+# a ByteLevel pre-tokenizer makes it the byte-level kind, which refuses the
+# Llama file's Metaspace decoder by name
+expect_error "ByteLevel refused" "decoder Metaspace is not supported for a byte-level BPE" "" -- "$SQ" generate "$W/bad"
 mk; edit "$W/bad/tokenizer.json" 'd["model"]["type"]="Unigram"'
 expect_error "Unigram refused" "model.type Unigram is not supported" "" -- "$SQ" generate "$W/bad"
 mk; edit "$W/bad/tokenizer.json" 'd["model"]["vocab"]["zz"]=900'
