@@ -46,8 +46,10 @@ int sq_decoder_from_llama(sq_llama_ckpt *ck, sq_decoder *d, sq_err *err)
     k->n_layers = c->n_layers;
     k->n_heads = c->n_heads;
     k->n_kv_heads = c->n_kv_heads;
-    k->head_dim = c->dim / c->n_heads;
+    k->head_dim = c->head_dim > 0 ? c->head_dim : c->dim / c->n_heads;
     k->kv_dim = k->head_dim * c->n_kv_heads;
+    k->q_dim = k->head_dim * c->n_heads;
+    k->qk_norm = ck->q_norm != NULL;
     k->vocab = c->vocab;
     k->max_pos = c->seq_len;
     k->norm_eps = c->norm_eps;
@@ -56,14 +58,15 @@ int sq_decoder_from_llama(sq_llama_ckpt *ck, sq_decoder *d, sq_err *err)
     k->eos = c->eos;
     k->tied_classifier = c->shared_classifier;
     const size_t D = (size_t)k->dim, H = (size_t)k->hidden, KV = (size_t)k->kv_dim;
+    const size_t Q = (size_t)k->q_dim, hd = (size_t)k->head_dim;
     d->layers = calloc((size_t)k->n_layers, sizeof *d->layers);
     if (!d->layers)
         goto oom;
     for (int l = 0; l < k->n_layers; l++) {
         sq_block *L = &d->layers[l];
-        if (make_linear(&L->lin[SQ_LIN_QKV], k->dim, ck->wq + l * D * D, k->dim,
+        if (make_linear(&L->lin[SQ_LIN_QKV], k->dim, ck->wq + l * Q * D, k->q_dim,
                         ck->wk + l * KV * D, k->kv_dim, ck->wv + l * KV * D, k->kv_dim) != 0 ||
-            make_linear(&L->lin[SQ_LIN_ATTN_OUT], k->dim, ck->wo + l * D * D, k->dim, NULL, 0,
+            make_linear(&L->lin[SQ_LIN_ATTN_OUT], k->q_dim, ck->wo + l * D * Q, k->dim, NULL, 0,
                         NULL, 0) != 0 ||
             make_linear(&L->lin[SQ_LIN_FFN_UP], k->dim, ck->w1 + l * H * D, k->hidden,
                         ck->w3 + l * H * D, k->hidden, NULL, 0) != 0 ||
@@ -76,6 +79,12 @@ int sq_decoder_from_llama(sq_llama_ckpt *ck, sq_decoder *d, sq_err *err)
             goto oom;
         memcpy(L->n1_g, ck->rms_att + l * D, D * sizeof(float));
         memcpy(L->n2_g, ck->rms_ffn + l * D, D * sizeof(float));
+        if (k->qk_norm) {
+            if (!(L->qn_g = malloc(hd * sizeof(float))) || !(L->kn_g = malloc(hd * sizeof(float))))
+                goto oom;
+            memcpy(L->qn_g, ck->q_norm + l * hd, hd * sizeof(float));
+            memcpy(L->kn_g, ck->k_norm + l * hd, hd * sizeof(float));
+        }
     }
     /* Moved, not copied. */
     d->tok_emb = ck->tok_emb;
@@ -127,14 +136,14 @@ int sq_decoder_state_init(sq_decoder_state *st, const sq_decoder *d, int max_row
     st->v_cache = f32_cache ? malloc(cache * sizeof(float)) : NULL;
     st->x = malloc(R * c->dim * sizeof(float));
     st->xb = malloc(R * c->dim * sizeof(float));
-    st->qkv = malloc(R * (c->dim + 2 * c->kv_dim) * sizeof(float));
-    st->att = malloc(R * c->dim * sizeof(float));
+    st->qkv = malloc(R * (c->q_dim + 2 * c->kv_dim) * sizeof(float));
+    st->att = malloc(R * c->q_dim * sizeof(float));
     st->gu = malloc(R * 2 * c->hidden * sizeof(float));
     st->hb = malloc(R * c->hidden * sizeof(float));
     /* the probabilities (f32 and bf16) and the f32 kernels' scratch; int8
      * attention has its own (attn_q, the int8 cache) */
     /* the one rule of what each precision can run (attn_matmul.h) */
-    const char *why = sq_attn_matmul_problem(d->attn_matmul, c->dim, c->dim, c->n_heads, max_pos);
+    const char *why = sq_attn_matmul_problem(d->attn_matmul, c->q_dim, c->q_dim, c->n_heads, max_pos);
     if (why) {
         sq_decoder_state_free(st);
         return sq_err_set(err, "%s (%d positions asked)", why, max_pos);
@@ -169,9 +178,11 @@ int sq_decoder_state_init(sq_decoder_state *st, const sq_decoder *d, int max_row
     }
     /* Quantized linears: the widest padded input (int4 pads K to 128) and
      * the widest output. */
-    const size_t kmax = (size_t)(c->hidden > c->dim ? c->hidden : c->dim);
+    size_t kmax = (size_t)(c->hidden > c->dim ? c->hidden : c->dim);
+    if ((size_t)c->q_dim > kmax) /* attn_out's input */
+        kmax = (size_t)c->q_dim;
     const size_t kpad = (kmax + 127) / 128 * 128;
-    size_t nmax = (size_t)(c->dim + 2 * c->kv_dim);
+    size_t nmax = (size_t)(c->q_dim + 2 * c->kv_dim);
     if ((size_t)2 * c->hidden > nmax)
         nmax = (size_t)2 * c->hidden;
     if (d->classifier.qtype != SQ_QT_F32 && (size_t)c->vocab > nmax) /* int8 classifier */
@@ -229,6 +240,19 @@ static void rope(const sq_decoder *d, float *v, int n_heads_here, int p)
     }
 }
 
+void sq_decoder_qk_row(const sq_decoder *d, int layer, float *qkv_row, int p)
+{
+    const sq_decoder_config *c = &d->cfg;
+    float *q = qkv_row, *k = qkv_row + c->q_dim;
+    if (c->qk_norm) { /* each head a row of head_dim (in place: read before written) */
+        const sq_block *L = &d->layers[layer];
+        sq_rmsnorm_to(q, q, c->n_heads, c->head_dim, L->qn_g, c->norm_eps);
+        sq_rmsnorm_to(k, k, c->n_kv_heads, c->head_dim, L->kn_g, c->norm_eps);
+    }
+    rope(d, q, c->n_heads, p);
+    rope(d, k, c->n_kv_heads, p);
+}
+
 /* The decoder's attention core (block.h): RoPE on the chunk's queries and
  * keys, K and V appended to the layer's cache, then per head the chunk's
  * rows against the cache's pos + n keys with libquant's attention kernels
@@ -252,7 +276,8 @@ static bool dec_attn_run(void *ctx, int layer, float *qkv, float *out, float *pr
     const sq_decoder *d = a->d;
     sq_decoder_state *st = a->st;
     const sq_decoder_config *c = &d->cfg;
-    const int D = c->dim, KV = c->kv_dim, hd = c->head_dim, QKV = D + 2 * KV;
+    /* D: the attention width (q_dim), hidden for Llama */
+    const int D = c->q_dim, KV = c->kv_dim, hd = c->head_dim, QKV = D + 2 * KV;
     const int group = c->n_heads / c->n_kv_heads, n = a->n, pos = a->pos;
     const float inv_sqrt = 1.0f / sqrtf((float)hd);
     const sq_attn_matmul mm = d->attn_matmul;
@@ -262,8 +287,7 @@ static bool dec_attn_run(void *ctx, int layer, float *qkv, float *out, float *pr
     sq_attn_s8_cache *s8c = st->s8_cache ? st->s8_cache + (size_t)layer * c->n_kv_heads : NULL;
     for (int r = 0; r < n; r++) {
         float *q = qkv + (size_t)r * QKV;
-        rope(d, q, c->n_heads, pos + r);
-        rope(d, q + D, c->n_kv_heads, pos + r);
+        sq_decoder_qk_row(d, layer, q, pos + r);
         if (mm == SQ_ATTN_INT8) { /* quantized once, into the int8 cache */
             for (int g = 0; g < c->n_kv_heads; g++)
                 sq_attn_s8_cache_put(&s8c[g], pos + r, q + D + g * hd, q + D + KV + g * hd, hw);

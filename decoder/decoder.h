@@ -5,6 +5,9 @@
  * Each layer is the one block (libquant/model/block.h) described as
  * pre-RMSNorm with SwiGLU; this file holds its attention core (RoPE, the
  * KV cache, causal attention) and the embedding and LM head around it.
+ * Qwen3 adds an RMSNorm of each head of q and k before RoPE
+ * (sq_decoder_qk_row) and a head_dim independent of dim / n_heads (the
+ * attention is q_dim = n_heads * head_dim wide).
  * RoPE as llama2.c applies it: adjacent pairs (2j, 2j+1) inside each head
  * rotated by pos * theta^(-2j / head_dim) (theta 10000). Grouped-query
  * attention: query head h reads key/value head h / (n_heads / n_kv_heads),
@@ -72,5 +75,11 @@ void sq_decoder_state_free(sq_decoder_state *st);
  * an id out of range or positions beyond the cache. */
 int sq_decoder_forward(const sq_decoder *d, sq_decoder_state *st, const int32_t *ids, int n,
                        int pos, float *logits, bool all_logits, sq_err *err);
+
+/* The attention core's step on one q|k|v row of layer `layer` at position
+ * p, in place: with cfg.qk_norm (Qwen3) each head of q and of k RMSNormed
+ * over head_dim (eps cfg.norm_eps, weights layers[layer].qn_g / kn_g),
+ * then RoPE on q and k. v is untouched. */
+void sq_decoder_qk_row(const sq_decoder *d, int layer, float *qkv_row, int p);
 
 #endif

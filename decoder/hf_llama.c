@@ -76,6 +76,7 @@ int sq_hf_llama_load(const char *dir, sq_llama_ckpt *ck, sq_err *err)
     c->rope_theta = (float)hc.rope_theta;
     c->bos = hc.bos;
     c->eos = hc.eos;
+    c->head_dim = hc.head_dim;
     sq_hf_weights w;
     if (sq_hf_weights_open(dir, &w, err) != 0)
         return -1;
@@ -85,21 +86,26 @@ int sq_hf_llama_load(const char *dir, sq_llama_ckpt *ck, sq_err *err)
         return -1;
     }
     const size_t L = (size_t)c->n_layers, D = (size_t)c->dim, H = (size_t)c->hidden;
-    const int hd = c->dim / c->n_heads, KV = hd * c->n_kv_heads;
+    const int hd = c->head_dim, KV = hd * c->n_kv_heads, Q = hd * c->n_heads;
+    const size_t QD = (size_t)Q * D;
     float *tmp = NULL;
     rc = -1;
     ck->rms_att = malloc(L * D * sizeof(float));
     ck->rms_ffn = malloc(L * D * sizeof(float));
-    ck->wq = malloc(L * D * D * sizeof(float));
+    ck->wq = malloc(L * QD * sizeof(float));
     ck->wk = malloc(L * (size_t)KV * D * sizeof(float));
     ck->wv = malloc(L * (size_t)KV * D * sizeof(float));
-    ck->wo = malloc(L * D * D * sizeof(float));
+    ck->wo = malloc(L * QD * sizeof(float));
+    if (hc.qwen3) {
+        ck->q_norm = malloc(L * (size_t)hd * sizeof(float));
+        ck->k_norm = malloc(L * (size_t)hd * sizeof(float));
+    }
     ck->w1 = malloc(L * H * D * sizeof(float));
     ck->w2 = malloc(L * D * H * sizeof(float));
     ck->w3 = malloc(L * H * D * sizeof(float));
     tmp = malloc((size_t)hd * D * sizeof(float));
     if (!ck->rms_att || !ck->rms_ffn || !ck->wq || !ck->wk || !ck->wv || !ck->wo || !ck->w1 ||
-        !ck->w2 || !ck->w3 || !tmp) {
+        !ck->w2 || !ck->w3 || !tmp || (hc.qwen3 && (!ck->q_norm || !ck->k_norm))) {
         sq_err_set(err, "%s: out of memory for the weights", dir);
         goto out;
     }
@@ -110,16 +116,27 @@ int sq_hf_llama_load(const char *dir, sq_llama_ckpt *ck, sq_err *err)
     for (int l = 0; l < c->n_layers; l++) {
         if (load_layer_part(&w, l, "input_layernorm", ck->rms_att, c->dim, 0, err) ||
             load_layer_part(&w, l, "post_attention_layernorm", ck->rms_ffn, c->dim, 0, err) ||
-            load_layer_part(&w, l, "self_attn.q_proj", ck->wq, c->dim, c->dim, err) ||
+            load_layer_part(&w, l, "self_attn.q_proj", ck->wq, Q, c->dim, err) ||
             load_layer_part(&w, l, "self_attn.k_proj", ck->wk, KV, c->dim, err) ||
             load_layer_part(&w, l, "self_attn.v_proj", ck->wv, KV, c->dim, err) ||
-            load_layer_part(&w, l, "self_attn.o_proj", ck->wo, c->dim, c->dim, err) ||
+            load_layer_part(&w, l, "self_attn.o_proj", ck->wo, c->dim, Q, err) ||
             load_layer_part(&w, l, "mlp.gate_proj", ck->w1, c->hidden, c->dim, err) ||
             load_layer_part(&w, l, "mlp.up_proj", ck->w3, c->hidden, c->dim, err) ||
             load_layer_part(&w, l, "mlp.down_proj", ck->w2, c->dim, c->hidden, err))
             goto out;
-        unpermute_rows(ck->wq + (size_t)l * D * D, c->n_heads, hd, c->dim, tmp);
+        unpermute_rows(ck->wq + (size_t)l * QD, c->n_heads, hd, c->dim, tmp);
         unpermute_rows(ck->wk + (size_t)l * KV * D, c->n_kv_heads, hd, c->dim, tmp);
+        if (hc.qwen3) {
+            /* Qwen3's q_norm / k_norm [head_dim] scale each head's channels
+             * before RoPE; RMS over a head does not depend on the channels'
+             * order, so the weight takes the rows' permutation and the
+             * normed head is the HF one, un-permuted */
+            if (load_layer_part(&w, l, "self_attn.q_norm", ck->q_norm, hd, 0, err) ||
+                load_layer_part(&w, l, "self_attn.k_norm", ck->k_norm, hd, 0, err))
+                goto out;
+            unpermute_rows(ck->q_norm + (size_t)l * hd, 1, hd, 1, tmp);
+            unpermute_rows(ck->k_norm + (size_t)l * hd, 1, hd, 1, tmp);
+        }
     }
     const sq_safetensors *in;
     const bool has_head = sq_hf_weights_find(&w, "lm_head.weight", &in) != NULL;

@@ -1,4 +1,4 @@
-/* A Hugging Face LlamaForCausalLM folder: config.json (formats/hf_config.h
+/* A Hugging Face LlamaForCausalLM or Qwen3ForCausalLM folder: config.json (formats/hf_config.h
  * reads it), model.safetensors or its shards (formats/hf_weights.h; F32, F16
  * or BF16), tokenizer.json (tokenizer_bpe.h). The weights land in the same
  * sq_llama_ckpt the llama2.c reader fills, so one executor (decoder.h) runs
@@ -11,6 +11,9 @@
  *   model.layers.N.mlp.{gate,up,down}_proj       -> w1, w3, w2
  *   model.norm.weight                            -> rms_final
  *   lm_head.weight [V, D] (absent when tie_word_embeddings) -> wcls
+ * Qwen3 adds per layer self_attn.{q,k}_norm.weight [head_dim] -> q_norm,
+ * k_norm (permuted as the q / k rows are), and its head_dim makes q_proj
+ * [heads * head_dim, D], o_proj [D, heads * head_dim].
  * Every message names the file and the tensor. */
 #ifndef SQ_HF_LLAMA_H
 #define SQ_HF_LLAMA_H

@@ -197,7 +197,8 @@ out:
 void sq_llama_ckpt_free(sq_llama_ckpt *ck)
 {
     float **p[] = {&ck->tok_emb, &ck->rms_att, &ck->rms_ffn, &ck->wq, &ck->wk, &ck->wv,
-                   &ck->wo, &ck->w1, &ck->w2, &ck->w3, &ck->rms_final, &ck->wcls};
+                   &ck->wo, &ck->w1, &ck->w2, &ck->w3, &ck->rms_final, &ck->wcls,
+                   &ck->q_norm, &ck->k_norm};
     for (size_t i = 0; i < sizeof p / sizeof p[0]; i++) {
         free(*p[i]);
         *p[i] = NULL;

@@ -36,6 +36,7 @@ typedef struct sq_llama_config {
     float norm_eps;   /* RMSNorm epsilon (1e-5, llama2.c's) */
     float rope_theta; /* 10000 */
     int32_t bos, eos; /* 1, 2 (an HF config.json says) */
+    int head_dim;     /* 0: dim / n_heads (llama2.c); an HF config's head_dim (Qwen3) */
 } sq_llama_config;
 
 /* The weights, copied out of the file (owned). */
@@ -47,6 +48,10 @@ typedef struct sq_llama_ckpt {
     float *w1, *w2, *w3;       /* [L][hidden][dim], [L][dim][hidden], [L][hidden][dim] */
     float *rms_final;          /* [dim] */
     float *wcls;               /* [vocab][dim], NULL when shared */
+    /* Qwen3 (HF folders only): per-head q / k RMSNorm weights [L][head_dim],
+     * NULL for Llama. With head_dim set, wq is [L][heads * head_dim][dim],
+     * wk, wv [L][kv_heads * head_dim][dim], wo [L][dim][heads * head_dim]. */
+    float *q_norm, *k_norm;
 } sq_llama_ckpt;
 
 /* Check a header (7 int32 as read) and derive the config. expected_bytes

@@ -31,9 +31,14 @@ static int open_tokenizer(const char *path, const char *tokenizer, const char *o
         /* a tokenizer.json (bos / eos: the model's ids), else a llama2.c file */
         if (!(m->tok = sq_tokenizer_load_bpe_file(tokenizer, c->bos, c->eos, err)))
             return -1;
-        if (sq_tokenizer_vocab_size(m->tok) != vocab)
+        /* a byte-level tokenizer may have fewer ids than the model has rows
+         * (Qwen3: 151,669 of 151,936; the rows past it are never encoded to,
+         * and decode to nothing when sampled) */
+        const int32_t tv = sq_tokenizer_vocab_size(m->tok);
+        if (tv > vocab ||
+            (tv != vocab && sq_tokenizer_kind_of(m->tok) != SQ_TOKENIZER_BYTELEVEL))
             return sq_err_set(err, "%s: %d tokens, but the model %s has a vocabulary of %d",
-                              tokenizer, (int)sq_tokenizer_vocab_size(m->tok), path, vocab);
+                              tokenizer, (int)tv, path, vocab);
         return (m->tokenizer_path = strdup(tokenizer)) ? 0 : sq_err_set(err, "out of memory");
     }
     static const char *const names[] = {"tokenizer.bin", "tok512.bin"};

@@ -655,7 +655,8 @@ static bool names_causal_lm(json_t *root)
             if (n >= 11 && strcmp(a + n - 11, "ForCausalLM") == 0)
                 return true;
         }
-    return json_is_string(mt) && strcmp(json_string_value(mt), "llama") == 0;
+    return json_is_string(mt) && (strcmp(json_string_value(mt), "llama") == 0 ||
+                                  strcmp(json_string_value(mt), "qwen3") == 0);
 }
 
 bool sq_hf_dir_is_causal_lm(const char *dir)
@@ -697,27 +698,68 @@ int sq_hf_llama_config_load(const char *path, sq_hf_llama_config *c, sq_err *err
     int rc = -1;
     const char *mt = NULL, *act = NULL;
     json_t *arch = json_object_get(root, "architectures");
-    bool llama = false;
+    bool llama = false, qwen3 = false;
     size_t i;
     json_t *v;
     if (json_is_array(arch))
-        json_array_foreach(arch, i, v) if (json_is_string(v) &&
-                                           strcmp(json_string_value(v), "LlamaForCausalLM") == 0)
-            llama = true;
+        json_array_foreach(arch, i, v) if (json_is_string(v))
+        {
+            llama |= strcmp(json_string_value(v), "LlamaForCausalLM") == 0;
+            qwen3 |= strcmp(json_string_value(v), "Qwen3ForCausalLM") == 0;
+        }
     if (sq_json_str(root, "model_type", true, &mt, path, err) != 0)
         goto out;
-    if (!llama && !(mt && strcmp(mt, "llama") == 0)) {
+    if (!llama && !qwen3 && mt && strcmp(mt, "qwen3") == 0)
+        qwen3 = true;
+    if (llama && qwen3) {
+        sq_err_set(err, "%s: architectures names both LlamaForCausalLM and Qwen3ForCausalLM", path);
+        goto out;
+    }
+    if (!llama && !qwen3 && !(mt && strcmp(mt, "llama") == 0)) {
         const char *a0 = json_is_array(arch) ? json_string_value(json_array_get(arch, 0)) : NULL;
-        sq_err_set(err, "%s: %s \"%s\" is not supported (squint's decoder runs LlamaForCausalLM)",
+        sq_err_set(err, "%s: %s \"%s\" is not supported (squint's decoder runs LlamaForCausalLM "
+                        "and Qwen3ForCausalLM)",
                    path, a0 ? "architectures" : "model_type", a0 ? a0 : mt ? mt : "(none)");
         goto out;
     }
+    c->qwen3 = qwen3;
     static const char *const refused[][2] = {
         {"rope_scaling", "RoPE scaling (linear / dynamic / llama3 / yarn) is not supported"},
         {"quantization_config", "an already quantized checkpoint is not read"},
         {"sliding_window", "sliding-window attention is not supported"},
     };
+    /* Qwen3 configs carry sliding_window (null or a width) with
+     * use_sliding_window false: every layer attends fully then (transformers'
+     * Qwen3Attention), so the width is ignored and use_sliding_window true is
+     * what is refused. */
+    if (qwen3) {
+        bool sw = false;
+        if (sq_json_bool(root, "use_sliding_window", true, false, &sw, path, err) != 0)
+            goto out;
+        if (sw) {
+            sq_err_set(err, "%s: use_sliding_window is true: sliding-window attention is not "
+                            "supported",
+                       path);
+            goto out;
+        }
+        json_t *lt = json_object_get(root, "layer_types");
+        if (lt && !json_is_null(lt) && !json_is_array(lt)) {
+            sq_err_set(err, "%s: layer_types is not a list", path);
+            goto out;
+        }
+        if (lt && !json_is_null(lt))
+            json_array_foreach(lt, i, v) if (!json_is_string(v) ||
+                                             strcmp(json_string_value(v), "full_attention") != 0)
+            {
+                sq_err_set(err, "%s: layer_types[%zu] is not \"full_attention\": sliding-window "
+                                "attention is not supported",
+                           path, i);
+                goto out;
+            }
+    }
     for (size_t k = 0; k < sizeof refused / sizeof refused[0]; k++) {
+        if (qwen3 && strcmp(refused[k][0], "sliding_window") == 0)
+            continue;
         json_t *x = json_object_get(root, refused[k][0]);
         if (x && !json_is_null(x)) {
             sq_err_set(err, "%s: %s is set: %s", path, refused[k][0], refused[k][1]);
@@ -730,8 +772,8 @@ int sq_hf_llama_config_load(const char *path, sq_hf_llama_config *c, sq_err *err
         if (sq_json_bool(root, no_bias[k], true, false, &b, path, err) != 0)
             goto out;
         if (b) {
-            sq_err_set(err, "%s: %s is true: biases in a Llama layer are not supported", path,
-                       no_bias[k]);
+            sq_err_set(err, "%s: %s is true: biases in a %s layer are not supported", path,
+                       no_bias[k], qwen3 ? "Qwen3" : "Llama");
             goto out;
         }
     }
@@ -755,8 +797,21 @@ int sq_hf_llama_config_load(const char *path, sq_hf_llama_config *c, sq_err *err
     GET(kv_heads, "num_key_value_heads", 1, c->heads, true, c->heads);
     GET(max_pos, "max_position_embeddings", 1, 1 << 20, false, 0);
     GET(vocab, "vocab_size", 3, SQ_MAX_VOCAB, false, 0);
+    if (qwen3) {
+        /* transformers' Qwen3Config: head_dim=128 when absent */
+        GET(head_dim, "head_dim", 2, 1024, true, 128);
+        if (c->head_dim % 2 != 0) {
+            sq_err_set(err, "%s: head_dim %d is odd (RoPE rotates pairs)", path, c->head_dim);
+            goto out;
+        }
+        if ((int64_t)c->heads * c->head_dim > 65536) {
+            sq_err_set(err, "%s: num_attention_heads %d x head_dim %d is over 65536", path,
+                       c->heads, c->head_dim);
+            goto out;
+        }
+    }
 #undef GET
-    if (c->hidden % c->heads != 0 || (c->hidden / c->heads) % 2 != 0) {
+    if (!qwen3 && (c->hidden % c->heads != 0 || (c->hidden / c->heads) % 2 != 0)) {
         sq_err_set(err, "%s: hidden_size %d is not num_attention_heads %d times an even head size "
                         "(RoPE rotates pairs)",
                    path, c->hidden, c->heads);
@@ -767,7 +822,9 @@ int sq_hf_llama_config_load(const char *path, sq_hf_llama_config *c, sq_err *err
                    path, c->heads, c->kv_heads);
         goto out;
     }
-    json_t *hd = json_object_get(root, "head_dim");
+    json_t *hd = qwen3 ? NULL : json_object_get(root, "head_dim");
+    if (!qwen3)
+        c->head_dim = c->hidden / c->heads;
     if (hd && !json_is_null(hd) &&
         (!json_is_integer(hd) || json_integer_value(hd) != c->hidden / c->heads)) {
         sq_err_set(err, "%s: head_dim is not hidden_size / num_attention_heads = %d (a decoupled "

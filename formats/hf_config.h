@@ -150,12 +150,15 @@ int sq_pooling_parse(const char *s, sq_pooling *out);
 
 /* ---- causal LMs (decoder/hf_llama.c builds the model) ---- */
 
-/* config.json of a LlamaForCausalLM (model_type llama). */
+/* config.json of a LlamaForCausalLM (model_type llama) or a
+ * Qwen3ForCausalLM (model_type qwen3). */
 typedef struct sq_hf_llama_config {
     int hidden, ffn, layers, heads, kv_heads, vocab, max_pos;
     double rms_eps, rope_theta;
     bool tied;
     int bos, eos; /* -1: none */
+    int head_dim; /* Llama: hidden / heads; Qwen3: head_dim (absent: 128, Qwen3Config's default) */
+    bool qwen3;   /* q_norm / k_norm per head before RoPE */
 } sq_hf_llama_config;
 
 /* True when dir is a directory whose config.json names a causal LM
@@ -164,7 +167,10 @@ typedef struct sq_hf_llama_config {
  * rest by name. */
 bool sq_hf_dir_is_causal_lm(const char *dir);
 
-/* Read and check: architectures LlamaForCausalLM (or model_type llama);
+/* Read and check: architectures LlamaForCausalLM (or model_type llama), or
+ * Qwen3ForCausalLM (or model_type qwen3: head_dim decoupled from hidden /
+ * heads, q/k norms; sliding_window ignored unless use_sliding_window, which
+ * is refused, as is a layer_types entry other than full_attention);
  * hidden_size, intermediate_size, num_hidden_layers, num_attention_heads,
  * num_key_value_heads (default: heads), max_position_embeddings,
  * vocab_size, rms_norm_eps (1e-6), rope_theta (10000), tie_word_embeddings

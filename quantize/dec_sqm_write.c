@@ -17,6 +17,7 @@
 #include "squint_version.h"
 #include "strbuf.h"
 #include "tokenizer_bpe.h"
+#include "tokenizer_bytelevel.h"
 #include "yaml_tree.h"
 
 
@@ -43,7 +44,17 @@ static char *build_metadata(const sq_llama_model *m, bool dynamic_acts, const sq
     if (res->recipe->attn_matmul != SQ_ATTN_F32) /* absent: f32, as files before the key */
         sq_sb_printf(&sb, "attention: %s\n", sq_attn_matmul_name(res->recipe->attn_matmul));
     const sq_bpe *tok = sq_tokenizer_bpe(m->tok);
-    if (sq_bpe_is_hf(tok)) {
+    const sq_bl *bl = sq_tokenizer_bl(m->tok);
+    if (bl) { /* SQM.md 10.5, hf-bytelevel */
+        sq_bl_spec b;
+        sq_bl_settings(bl, &b);
+        static const char *const pattern[] = {"none", "gpt2", "qwen2"};
+        sq_sb_printf(&sb, "tokenizer:\n  type: hf-bytelevel\n  vocab_size: %d\n  nfc: %s\n"
+                          "  pattern: %s\n  add_prefix_space: %s\n  ignore_merges: %s\n",
+                     (int)b.n_pieces, b.nfc ? "true" : "false",
+                     pattern[(unsigned)b.pattern < 3 ? b.pattern : 0],
+                     b.add_prefix_space ? "true" : "false", b.ignore_merges ? "true" : "false");
+    } else if (sq_bpe_is_hf(tok)) {
         sq_bpe_hf h;
         sq_bpe_hf_settings(tok, &h);
         sq_sb_printf(&sb, "tokenizer:\n  type: hf-bpe\n  vocab_size: %d\n  add_prefix: %s\n"
@@ -133,6 +144,60 @@ static int tokenizer_rows(const sq_bpe *tok, enum sq_sqm_row row, sq_keep *kp, s
     return 0;
 }
 
+/* The hf-bytelevel rows (SQM.md 10.5): tokenizer.vocab (pieces in id order,
+ * NUL after each), .merges in rank order, .added as (id, normalized,
+ * special) rows (none: the optional tensor left out). */
+static int bytelevel_rows(const sq_bl *bl, enum sq_sqm_row row, sq_keep *kp, sq_sqm_data *out,
+                          sq_err *err)
+{
+    sq_bl_spec b;
+    sq_bl_settings(bl, &b);
+    if (row == SQ_ROW_TOK_MERGES || row == SQ_ROW_TOK_ADDED) {
+        const int32_t n = row == SQ_ROW_TOK_MERGES ? b.n_merges : b.n_added, w = row == SQ_ROW_TOK_MERGES ? 2 : 3;
+        if (n < 1) {
+            if (row == SQ_ROW_TOK_ADDED)
+                return 0;
+            return sq_err_set(err, "the tokenizer has no merges (the format stores at least one)");
+        }
+        int32_t *v = sq_keep_add(kp, malloc((size_t)n * (size_t)w * sizeof *v));
+        if (!v)
+            return sq_err_set(err, "out of memory");
+        for (int32_t r = 0; r < n; r++) {
+            if (row == SQ_ROW_TOK_MERGES) {
+                sq_bl_merge_pair(bl, r, &v[2 * r], &v[2 * r + 1]);
+            } else {
+                v[3 * r] = b.added[r].id;
+                v[3 * r + 1] = b.added[r].normalized;
+                v[3 * r + 2] = b.added[r].special;
+            }
+        }
+        *out = (sq_sqm_data){v, (uint64_t)n};
+        return 0;
+    }
+    if (row != SQ_ROW_TOK_VOCAB)
+        return 0;
+    uint64_t vbytes = 0;
+    for (int32_t i = 0; i < b.n_pieces; i++) {
+        const size_t n = strlen(sq_bl_token(bl, i));
+        if (n == 0)
+            return sq_err_set(err, "the tokenizer's piece %d is empty (the format cannot hold it)",
+                              (int)i);
+        vbytes += n + 1;
+    }
+    char *vocab = sq_keep_add(kp, malloc(vbytes));
+    if (!vocab)
+        return sq_err_set(err, "out of memory");
+    uint64_t o = 0;
+    for (int32_t i = 0; i < b.n_pieces; i++) {
+        const char *t = sq_bl_token(bl, i);
+        const size_t n = strlen(t);
+        memcpy(vocab + o, t, n + 1);
+        o += n + 1;
+    }
+    *out = (sq_sqm_data){vocab, vbytes};
+    return 0;
+}
+
 static int dec_tensor(void *ctx, enum sq_sqm_row row, int l, sq_keep *kp, sq_sqm_data *out,
                       sq_err *err)
 {
@@ -142,10 +207,17 @@ static int dec_tensor(void *ctx, enum sq_sqm_row row, int l, sq_keep *kp, sq_sqm
     switch (row) {
     case SQ_ROW_TOK_VOCAB:
     case SQ_ROW_TOK_SCORES:
-    case SQ_ROW_TOK_MERGES: return tokenizer_rows(sq_tokenizer_bpe(s->m->tok), row, kp, out, err);
+    case SQ_ROW_TOK_MERGES:
+    case SQ_ROW_TOK_ADDED:
+        if (sq_tokenizer_bl(s->m->tok))
+            return bytelevel_rows(sq_tokenizer_bl(s->m->tok), row, kp, out, err);
+        return row == SQ_ROW_TOK_ADDED ? 0
+                                       : tokenizer_rows(sq_tokenizer_bpe(s->m->tok), row, kp, out, err);
     case SQ_ROW_WORD: out->p = d->tok_emb; break;
     case SQ_ROW_RMS_ATT: out->p = d->layers[l].n1_g; break;
     case SQ_ROW_RMS_FFN: out->p = d->layers[l].n2_g; break;
+    case SQ_ROW_Q_NORM: out->p = d->layers[l].qn_g; break;
+    case SQ_ROW_K_NORM: out->p = d->layers[l].kn_g; break;
     case SQ_ROW_FINAL_NORM: out->p = d->rms_final; break;
     case SQ_ROW_CLASSIFIER: out->p = d->classifier.w; break;
     default: break;
@@ -170,8 +242,6 @@ static const sq_linear *dec_linear(void *ctx, int l, sq_linear_kind k, const sq_
 int sq_dec_sqm_write(const sq_llama_model *m, bool dynamic_acts, const sq_quant_result *res,
                      int zstd_level, const char *path, sq_err *err)
 {
-    if (!sq_tokenizer_bpe(m->tok)) /* quantize refuses it first (dec_check_recipe) */
-        return sq_err_set(err, "%s: a byte-level BPE tokenizer has no .sqm form", path);
     char *meta = build_metadata(m, dynamic_acts, res);
     dec_src ds = {m, res};
     const sq_sqm_source src = {dec_tensor, dec_linear, &ds};

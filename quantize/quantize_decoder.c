@@ -32,16 +32,15 @@ static bool dec_stats_match(const sq_quant_target *t, const sq_calib_stats *st)
 
 static int dec_check_recipe(const sq_quant_target *t, const sq_recipe *r, sq_err *err)
 {
-    /* the .sqm holds llama2c-bpe and hf-bpe tokenizers (SQM.md 10.5) only */
-    if (!sq_tokenizer_bpe(model_of(t)->tok))
-        return sq_err_set(err, "this model's tokenizer (byte-level BPE, GPT-2 / Qwen style) has "
-                               "no .sqm form yet: it runs in fp32 from its folder, but cannot "
-                               "be quantized into a .sqm");
-    if (r->architecture[0] && strcmp(r->architecture, "llama") != 0)
-        return sq_err_set(err, "%s: the recipe is for architecture %s, the model is a causal LM "
-                               "(llama)", r->source ? r->source : "recipe", r->architecture);
+    /* llama: any causal LM (Qwen3 is one with q/k norms); qwen3: only a Qwen3 */
     const sq_decoder_config *c = &model_of(t)->dec.cfg;
-    const char *why = sq_attn_matmul_problem(r->attn_matmul, c->dim, c->dim, c->n_heads, c->max_pos);
+    if (r->architecture[0] && strcmp(r->architecture, "llama") != 0 &&
+        !(strcmp(r->architecture, "qwen3") == 0 && c->qk_norm))
+        return sq_err_set(err, "%s: the recipe is for architecture %s, the model is a causal LM "
+                               "(%s)", r->source ? r->source : "recipe", r->architecture,
+                          c->qk_norm ? "qwen3" : "llama");
+    const char *why = sq_attn_matmul_problem(r->attn_matmul, c->q_dim, c->q_dim, c->n_heads,
+                                             c->max_pos);
     if (why)
         return sq_err_set(err, "%s: attention.matmul %s: %s; this model has hidden %d, %d "
                                "heads and %d positions",
@@ -57,6 +56,13 @@ static int dec_write(const sq_quant_target *t, const sq_quant_result *res, int z
     return sq_dec_sqm_write(d->m, d->dynamic_acts, res, zstd_level, path, err);
 }
 
+/* The widest linear input: dim, the FFN width or (attn_out) q_dim. */
+static int dec_kmax(const sq_decoder_config *c)
+{
+    int k = c->hidden > c->dim ? c->hidden : c->dim;
+    return c->q_dim > k ? c->q_dim : k;
+}
+
 int sq_dec_quantize(sq_llama_model *m, const char *model_arg, const sq_calib_stats *st,
                     const char *st_path, const sq_quantize_opts *o, bool dynamic_acts,
                     const char *out_path, sq_quantize_report *rep, sq_err *err)
@@ -68,7 +74,7 @@ int sq_dec_quantize(sq_llama_model *m, const char *model_arg, const sq_calib_sta
     /* replays run 64 rows per prefill step (what the decoder quantizer has always
      * replayed with; the .sqm bytes depend on it) */
     const sq_quant_target t = {.model = &d, .n_layers = c->n_layers,
-                               .kmax = c->hidden > c->dim ? c->hidden : c->dim,
+                               .kmax = dec_kmax(c),
                                .dynamic_acts = dynamic_acts, .calib = &ct, .replay_batch = 64,
                                .stats_match = dec_stats_match, .check_recipe = dec_check_recipe,
                                .linear = dec_linear,

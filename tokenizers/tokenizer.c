@@ -132,7 +132,7 @@ sq_tokenizer *sq_tokenizer_from_bpe(sq_bpe *b, sq_err *err)
     return t;
 }
 
-static sq_tokenizer *from_bl(sq_bl *b, sq_err *err)
+sq_tokenizer *sq_tokenizer_from_bl(sq_bl *b, sq_err *err)
 {
     if (!b)
         return NULL;
@@ -162,7 +162,7 @@ sq_tokenizer *sq_tokenizer_load_bpe_file(const char *path, int32_t bos, int32_t 
         return NULL;
     sq_tokenizer *t = NULL;
     if (sq_bl_json_is_bytelevel(root)) {
-        t = from_bl(sq_bl_from_json_tree(root, path, bos, eos, err), err);
+        t = sq_tokenizer_from_bl(sq_bl_from_json_tree(root, path, bos, eos, err), err);
     } else {
         sq_bpe *b = sq_bpe_from_hf_json_tree(root, path, bos, eos, err);
         t = b ? sq_tokenizer_from_bpe(b, err) : NULL;
@@ -184,6 +184,7 @@ void sq_tokenizer_free(sq_tokenizer *t)
 
 sq_tokenizer_kind sq_tokenizer_kind_of(const sq_tokenizer *t) { return t->kind; }
 const sq_bpe *sq_tokenizer_bpe(const sq_tokenizer *t) { return t->bpe; }
+const sq_bl *sq_tokenizer_bl(const sq_tokenizer *t) { return t->bl; }
 
 /* The BPE kind encodes into a buffer of its own; copy up to cap of it. */
 static int64_t bpe_tokenize(const sq_bpe *b, const char *text, size_t len, bool bos,

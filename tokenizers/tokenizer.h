@@ -54,8 +54,15 @@ void sq_tokenizer_free(sq_tokenizer *t);
 
 sq_tokenizer_kind sq_tokenizer_kind_of(const sq_tokenizer *t);
 /* The BPE kind's own tokenizer (for writing it into a .sqm), NULL for the
- * others (the byte-level kind has no .sqm form yet). */
+ * others. */
 const sq_bpe *sq_tokenizer_bpe(const sq_tokenizer *t);
+/* The byte-level kind's own (tokenizer_bytelevel.h; its .sqm form), NULL for
+ * the others. */
+typedef struct sq_bl sq_bl;
+const sq_bl *sq_tokenizer_bl(const sq_tokenizer *t);
+/* The byte-level kind around b, which the tokenizer then owns (freed with
+ * it, also when this fails). */
+sq_tokenizer *sq_tokenizer_from_bl(sq_bl *b, sq_err *err);
 
 /* Tokenize text (len bytes) into ids WITHOUT special tokens. Writes at most
  * cap ids; returns the total count the text produces (may exceed cap), or -1

@@ -38,6 +38,8 @@ struct sq_bl {
     sq_pretok_pattern pattern;
     int32_t bos, eos;
     size_t max_piece;
+    sq_bl_added *added;   /* the spec's added tokens (for the .sqm form) */
+    int32_t n_added;
 };
 
 /* GPT-2's bytes_to_unicode: printable Latin-1 bytes are themselves, the
@@ -129,6 +131,7 @@ void sq_bl_free(sq_bl *t)
     free(t->special);
     free(t->raw.v);
     free(t->norm.v);
+    free(t->added);
     free(t);
 }
 
@@ -182,6 +185,12 @@ sq_bl *sq_bl_new(const sq_bl_spec *sp, const char *name, sq_err *err)
     t->add_prefix_space = sp->add_prefix_space;
     t->ignore_merges = sp->ignore_merges;
     t->bos = sp->bos, t->eos = sp->eos;
+    if (sp->n_added > 0) {
+        if (!(t->added = malloc((size_t)sp->n_added * sizeof *t->added)))
+            goto oom;
+        memcpy(t->added, sp->added, (size_t)sp->n_added * sizeof *t->added);
+        t->n_added = sp->n_added;
+    }
     byte_alphabet(t->byte_cp);
     for (int b = 0; b < 256; b++) {
         uint8_t u[4];
@@ -489,3 +498,16 @@ int32_t sq_bl_lookup(const sq_bl *t, const char *s, size_t len)
     return sq_bpe_lookup(t->bpe, s, len);
 }
 size_t sq_bl_max_piece_bytes(const sq_bl *t) { return t->max_piece; }
+
+void sq_bl_settings(const sq_bl *t, sq_bl_spec *out)
+{
+    sq_bpe_hf h;
+    sq_bpe_hf_settings(t->bpe, &h);
+    *out = (sq_bl_spec){NULL, t->n, NULL, h.n_merges, t->nfc, t->pattern, t->add_prefix_space,
+                        t->ignore_merges, t->added, t->n_added, t->bos, t->eos};
+}
+
+void sq_bl_merge_pair(const sq_bl *t, int32_t r, int32_t *a, int32_t *b)
+{
+    sq_bpe_merge_pair(t->bpe, r, a, b);
+}

@@ -87,5 +87,11 @@ const char *sq_bl_token(const sq_bl *t, int32_t id);
 int32_t sq_bl_lookup(const sq_bl *t, const char *s, size_t len);
 /* The most input bytes one token can stand for (sq_tokenizer_max_piece_bytes). */
 size_t sq_bl_max_piece_bytes(const sq_bl *t);
+/* What built t, for writing it into a .sqm (SQM.md 10.5, hf-bytelevel):
+ * pieces and merges NULL (sq_bl_token, sq_bl_merge_pair), added pointing
+ * into t. */
+void sq_bl_settings(const sq_bl *t, sq_bl_spec *out);
+/* Merge r (rank order) as (left id, right id). */
+void sq_bl_merge_pair(const sq_bl *t, int32_t r, int32_t *a, int32_t *b);
 
 #endif

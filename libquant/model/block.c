@@ -145,6 +145,8 @@ void sq_block_free(sq_block *L, bool borrowed)
         free(L->n1_b);
         free(L->n2_g);
         free(L->n2_b);
+        free(L->qn_g);
+        free(L->kn_g);
     }
     memset(L, 0, sizeof *L);
 }

@@ -67,6 +67,9 @@ typedef struct sq_block {
     sq_linear lin[SQ_LIN_KINDS];
     float *n1_g, *n1_b;
     float *n2_g, *n2_b;
+    /* A decoder's per-head q / k RMSNorm weights [head_dim] (Qwen3), read by
+     * its attention core; NULL: none. */
+    float *qn_g, *kn_g;
 } sq_block;
 
 /* The family's attention core: context rows [rows][in] from the q|k|v

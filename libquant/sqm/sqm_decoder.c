@@ -46,6 +46,14 @@ int sq_sqm_load_decoder(const sq_container *c, sq_decoder *d, sq_tokenizer **tok
         snprintf(name, sizeof name, "layer.%d.rms_ffn.weight", l);
         if (!(L->n2_g = (float *)sq_sqm_finite_f32(c, name, false, err)))
             goto fail;
+        if (k->qk_norm) { /* Qwen3 (SQM.md 10.7) */
+            snprintf(name, sizeof name, "layer.%d.q_norm.weight", l);
+            if (!(L->qn_g = (float *)sq_sqm_finite_f32(c, name, false, err)))
+                goto fail;
+            snprintf(name, sizeof name, "layer.%d.k_norm.weight", l);
+            if (!(L->kn_g = (float *)sq_sqm_finite_f32(c, name, false, err)))
+                goto fail;
+        }
         for (int j = 0; j < NK; j++) {
             int N, K;
             sq_decoder_linear_shape(k, (sq_linear_kind)j, &N, &K);

@@ -53,7 +53,7 @@ static const yt_node *hf_key(const sq_container *c, const yt_node *tok, const ch
 {
     const yt_node *n = yt_get(tok, key);
     if (!n)
-        sq_err_set(err, "%s: metadata tokenizer.%s is missing (an hf-bpe tokenizer needs it: "
+        sq_err_set(err, "%s: metadata tokenizer.%s is missing (an hf-bpe or hf-bytelevel tokenizer needs it: "
                         "SQM.md 10.5)", c->path, key);
     return n;
 }
@@ -92,6 +92,43 @@ static int read_attention(const sq_container *c, const yt_node *r, int hidden, i
     return 0;
 }
 
+/* An hf-bytelevel tokenizer's keys (SQM.md 10.5): its vocabulary may be
+ * smaller than the model's (Qwen3: 151,669 ids, 151,936 rows). */
+static int read_bytelevel_meta(const sq_container *c, const yt_node *tok, sq_sqm_schema_ctx *ctx,
+                               sq_sqm_info *info, sq_err *err)
+{
+    int64_t v;
+    const yt_node *n;
+    if (!(n = hf_key(c, tok, "vocab_size", err)))
+        return -1;
+    if (yt_as_int64(n, "tokenizer.vocab_size", 256, ctx->dec.vocab, &v, err) != 0)
+        return sq_err_prefix(err, "%s: metadata (config.vocab_size %d)", c->path, ctx->dec.vocab);
+    ctx->tok_vocab_size = v;
+    if (ctx->dec.bos >= v || ctx->dec.eos >= v)
+        return sq_err_set(err, "%s: metadata config.bos_token_id %d / eos_token_id %d beyond "
+                               "tokenizer.vocab_size %d",
+                          c->path, (int)ctx->dec.bos, (int)ctx->dec.eos, (int)v);
+    const char *pat;
+    if (hf_bool(c, tok, "nfc", &ctx->bl_nfc, err) ||
+        hf_bool(c, tok, "add_prefix_space", &ctx->bl_add_prefix_space, err) ||
+        hf_bool(c, tok, "ignore_merges", &ctx->bl_ignore_merges, err) ||
+        !(n = hf_key(c, tok, "pattern", err)))
+        return -1;
+    if (yt_as_string(n, "tokenizer.pattern", &pat, err) != 0)
+        return sq_err_prefix(err, "%s: metadata", c->path);
+    if (strcmp(pat, "none") == 0)
+        ctx->bl_pattern = 0;
+    else if (strcmp(pat, "gpt2") == 0)
+        ctx->bl_pattern = 1; /* SQ_PRETOK_GPT2 (sqm_tokenizer.c asserts it) */
+    else if (strcmp(pat, "qwen2") == 0)
+        ctx->bl_pattern = 2; /* SQ_PRETOK_QWEN2 */
+    else
+        return sq_err_set(err, "%s: metadata tokenizer.pattern \"%s\" is not none, gpt2 or qwen2",
+                          c->path, pat);
+    info->max_seq = ctx->dec.max_pos;
+    return 0;
+}
+
 static int read_decoder_meta(const sq_container *c, const yt_node *r, const yt_node *conf,
                              sq_sqm_schema_ctx *ctx, sq_sqm_info *info, sq_err *err)
 {
@@ -120,7 +157,7 @@ static int read_decoder_meta(const sq_container *c, const yt_node *r, const yt_n
             return sq_err_set(err, "%s: metadata activation_guard must be row or clip", c->path);
         info->guard_rows = strcmp(s, "row") == 0;
     }
-    if (read_attention(c, r, ctx->dec.dim, ctx->dec.dim, ctx->dec.n_heads, ctx->dec.max_pos, info,
+    if (read_attention(c, r, ctx->dec.q_dim, ctx->dec.q_dim, ctx->dec.n_heads, ctx->dec.max_pos, info,
                        err) != 0)
         return -1;
     /* informative (10.4), but a value must be one the spec names; the
@@ -134,11 +171,15 @@ static int read_decoder_meta(const sq_container *c, const yt_node *r, const yt_n
     }
     const yt_node *tok = yt_get(r, "tokenizer");
     if (!tok || yt_get_string(tok, "type", &s, err) != 0 ||
-        (strcmp(s, "llama2c-bpe") != 0 && strcmp(s, "hf-bpe") != 0))
-        return sq_err_set(err, "%s: metadata tokenizer.type of a causal LM must be llama2c-bpe "
-                               "or hf-bpe",
+        (strcmp(s, "llama2c-bpe") != 0 && strcmp(s, "hf-bpe") != 0 &&
+         strcmp(s, "hf-bytelevel") != 0))
+        return sq_err_set(err, "%s: metadata tokenizer.type of a causal LM must be llama2c-bpe, "
+                               "hf-bpe or hf-bytelevel",
                           c->path);
     ctx->hf_bpe = strcmp(s, "hf-bpe") == 0;
+    ctx->bytelevel = strcmp(s, "hf-bytelevel") == 0;
+    if (ctx->bytelevel) /* SQM.md 10.5: every key required */
+        return read_bytelevel_meta(c, tok, ctx, info, err);
     if (yt_get_int64(tok, "vocab_size", 3, 1 << 22, &v, err) != 0 || v != ctx->dec.vocab)
         return sq_err_set(err, "%s: metadata tokenizer.vocab_size must equal config.vocab_size %d",
                           c->path, ctx->dec.vocab);

@@ -22,7 +22,10 @@ const sq_sqm_tensor_rule sq_sqm_tensor_rules[] = {
     {"tokenizer.scores", M, SQ_DTR_F64, SQ_SHR_TOK_VOCAB, SQ_WHEN_SCORES, false, NEVER, NULL,
      "piece log-probabilities (unigram) / merge scores (llama2c-bpe), finite"},
     {"tokenizer.merges", M, SQ_DTR_I32, SQ_SHR_PAIRS, SQ_WHEN_HF_BPE, false, NEVER, NULL,
-     "hf-bpe merges in rank order: (left id, right id) per row (10.5)"},
+     "hf-bpe / hf-bytelevel merges in rank order: (left id, right id) per row (10.5)"},
+    {"tokenizer.added", M, SQ_DTR_I32, SQ_SHR_TRIPLES, SQ_WHEN_BYTELEVEL, true, NEVER, NULL,
+     "hf-bytelevel added tokens: (id, normalized 0/1, special 0/1) per row (10.5); absent: "
+     "none"},
     {"embeddings.word", M, SQ_DTR_WORD, SQ_SHR_WORD, SQ_WHEN_ALWAYS, false, NEVER, NULL,
      "word embeddings per embeddings_type: fp32 / int8 / int4-g128 (4.2)"},
     {"embeddings.word.scale", M, SQ_DTR_F32, SQ_SHR_WORD_SCALE, SQ_WHEN_EMB_QUANT, false, NEVER,
@@ -82,6 +85,10 @@ const sq_sqm_tensor_rule sq_sqm_tensor_rules[] = {
      "RMSNorm weight before attention"},
     {"layer.%d.rms_ffn.weight", LY, SQ_DTR_F32, SQ_SHR_H, SQ_WHEN_DECODER, false, NEVER, NULL,
      "RMSNorm weight before the SwiGLU FFN"},
+    {"layer.%d.q_norm.weight", LY, SQ_DTR_F32, SQ_SHR_HEAD_DIM, SQ_WHEN_QK_NORM, false, NEVER,
+     NULL, "RMSNorm weight of each query head before RoPE (config.qk_norm, 10.7)"},
+    {"layer.%d.k_norm.weight", LY, SQ_DTR_F32, SQ_SHR_HEAD_DIM, SQ_WHEN_QK_NORM, false, NEVER,
+     NULL, "RMSNorm weight of each key head before RoPE (config.qk_norm, 10.7)"},
     {"final_norm.weight", M, SQ_DTR_F32, SQ_SHR_H, SQ_WHEN_DECODER, false, NEVER, NULL,
      "RMSNorm weight before the classifier"},
     {"classifier.weight", M, SQ_DTR_F32, SQ_SHR_V_H, SQ_WHEN_UNTIED, false, NEVER, NULL,
@@ -177,7 +184,7 @@ const sq_sqm_meta_rule sq_sqm_meta_rules[] = {
      "fp32 | int8 (llama: the classifier, section 10.6)", L},
     {"tokenizer", NULL, SQ_MT_MAPPING, true, NULL, "section 2.4", T},
     {"tokenizer.type", NULL, SQ_MT_STRING, true, NULL,
-     "wordpiece | unigram | llama2c-bpe | hf-bpe", T},
+     "wordpiece | unigram | llama2c-bpe | hf-bpe | hf-bytelevel", T},
     {"tokenizer.vocab_size", "wordpiece", SQ_MT_INT, true, NULL, "1 .. 4194304", T},
     {"tokenizer.lowercase", "wordpiece", SQ_MT_BOOL, false, "false", NULL, T},
     {"tokenizer.strip_accents", "wordpiece", SQ_MT_BOOL_OR_NULL, false, "null",
@@ -209,6 +216,10 @@ const sq_sqm_meta_rule sq_sqm_meta_rules[] = {
     {"config.tied_embeddings", NULL, SQ_MT_BOOL, true, NULL, "true | false (llama)", L},
     {"config.bos_token_id", NULL, SQ_MT_INT, true, NULL, "0 .. vocab_size - 1 (llama)", L},
     {"config.eos_token_id", NULL, SQ_MT_INT, true, NULL, "0 .. vocab_size - 1 (llama)", L},
+    {"config.head_dim", NULL, SQ_MT_INT, false, "hidden / heads",
+     "2 .. 1024, even; heads x head_dim <= 65536 (llama; Qwen3: 10.7)", L},
+    {"config.qk_norm", NULL, SQ_MT_BOOL, false, "false",
+     "true | false: per-head q / k RMSNorm before RoPE (llama; Qwen3: 10.7)", L},
     {"tokenizer.vocab_size", "llama2c-bpe", SQ_MT_INT, true, NULL, "config.vocab_size", T},
     {"tokenizer.vocab_size", "hf-bpe", SQ_MT_INT, true, NULL, "config.vocab_size", T},
     {"tokenizer.add_prefix", "hf-bpe", SQ_MT_BOOL, true, NULL, "true | false (10.5)", T},
@@ -218,6 +229,14 @@ const sq_sqm_meta_rule sq_sqm_meta_rules[] = {
     {"tokenizer.unk_id", "hf-bpe", SQ_MT_INT, true, NULL, "-1 .. vocab_size - 1", T},
     {"tokenizer.special_ids", "hf-bpe", SQ_MT_INT_LIST, true, NULL, "ids 0 .. vocab_size - 1",
      T},
+    {"tokenizer.vocab_size", "hf-bytelevel", SQ_MT_INT, true, NULL,
+     "256 .. config.vocab_size (the ids past it are model rows no text encodes to)", T},
+    {"tokenizer.nfc", "hf-bytelevel", SQ_MT_BOOL, true, NULL, "true | false (10.5)", T},
+    {"tokenizer.pattern", "hf-bytelevel", SQ_MT_STRING, true, NULL, "none | gpt2 | qwen2 (10.5)",
+     T},
+    {"tokenizer.add_prefix_space", "hf-bytelevel", SQ_MT_BOOL, true, NULL, "true | false (10.5)",
+     T},
+    {"tokenizer.ignore_merges", "hf-bytelevel", SQ_MT_BOOL, true, NULL, "true | false (10.5)", T},
     {"source", NULL, SQ_MT_MAPPING, false, NULL, "path, digest", P},
     {"calibration", NULL, SQ_MT_MAPPING, false, NULL, "section 2.5", P},
     {"recipe", NULL, SQ_MT_STRING, false, NULL, "canonical recipe text", P},
@@ -279,8 +298,10 @@ static bool when_holds(sq_sqm_when w, const sq_sqm_schema_ctx *ctx, sq_qtype lin
     case SQ_WHEN_DECODER: return ctx->decoder;
     case SQ_WHEN_UNTIED:
         return ctx->decoder && !ctx->dec.tied_classifier && ctx->cls_qt == SQ_QT_F32;
-    case SQ_WHEN_SCORES: return ctx->unigram || (ctx->decoder && !ctx->hf_bpe);
-    case SQ_WHEN_HF_BPE: return ctx->decoder && ctx->hf_bpe;
+    case SQ_WHEN_SCORES: return ctx->unigram || (ctx->decoder && !ctx->hf_bpe && !ctx->bytelevel);
+    case SQ_WHEN_HF_BPE: return ctx->decoder && (ctx->hf_bpe || ctx->bytelevel);
+    case SQ_WHEN_BYTELEVEL: return ctx->decoder && ctx->bytelevel;
+    case SQ_WHEN_QK_NORM: return ctx->decoder && ctx->dec.qk_norm;
     }
     return false;
 }
@@ -375,6 +396,8 @@ int sq_sqm_expect_tensor(const sq_sqm_tensor_rule *r, const sq_sqm_schema_ctx *c
     case SQ_SHR_CLS: set_dims(ex, 1, (uint64_t)ctx->class_head_classes, 0); break;
     case SQ_SHR_V_H: set_dims(ex, 2, V, H); break;
     case SQ_SHR_PAIRS: ex->any_rows = true, set_dims(ex, 2, 0, 2); break;
+    case SQ_SHR_TRIPLES: ex->any_rows = true, set_dims(ex, 2, 0, 3); break;
+    case SQ_SHR_HEAD_DIM: set_dims(ex, 1, (uint64_t)ctx->dec.head_dim, 0); break;
     }
     return 1;
 }

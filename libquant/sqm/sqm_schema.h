@@ -52,7 +52,9 @@ typedef enum sq_sqm_when {
     SQ_WHEN_DECODER,    /* architecture: llama */
     SQ_WHEN_UNTIED,     /* ... with config.tied_embeddings false and an fp32 classifier */
     SQ_WHEN_SCORES,     /* tokenizer.type unigram or llama2c-bpe (piece scores) */
-    SQ_WHEN_HF_BPE,     /* tokenizer.type hf-bpe (ranked merges) */
+    SQ_WHEN_HF_BPE,     /* tokenizer.type hf-bpe or hf-bytelevel (ranked merges) */
+    SQ_WHEN_BYTELEVEL,  /* tokenizer.type hf-bytelevel */
+    SQ_WHEN_QK_NORM,    /* a causal LM with config.qk_norm (Qwen3) */
 } sq_sqm_when;
 
 /* The allowed dtypes. */
@@ -94,6 +96,8 @@ typedef enum sq_sqm_shape_rule {
     SQ_SHR_CLS,        /* [C] */
     SQ_SHR_V_H,        /* [V, H] (a causal LM's separate classifier) */
     SQ_SHR_PAIRS,      /* [n > 0, 2] (tokenizer.merges) */
+    SQ_SHR_TRIPLES,    /* [n > 0, 3] (tokenizer.added) */
+    SQ_SHR_HEAD_DIM,   /* [head_dim] (a causal LM's q / k norm) */
 } sq_sqm_shape_rule;
 
 typedef struct sq_sqm_tensor_rule {
@@ -119,6 +123,7 @@ enum sq_sqm_row {
     SQ_ROW_TOK_VOCAB,
     SQ_ROW_TOK_SCORES,
     SQ_ROW_TOK_MERGES,
+    SQ_ROW_TOK_ADDED,
     SQ_ROW_WORD,
     SQ_ROW_WORD_SCALE,
     SQ_ROW_POSITION,
@@ -149,6 +154,8 @@ enum sq_sqm_row {
     /* causal LMs (SQM.md section 10) */
     SQ_ROW_RMS_ATT,
     SQ_ROW_RMS_FFN,
+    SQ_ROW_Q_NORM,
+    SQ_ROW_K_NORM,
     SQ_ROW_FINAL_NORM,
     SQ_ROW_CLASSIFIER,
     SQ_ROW_COUNT
@@ -180,6 +187,9 @@ typedef struct sq_sqm_schema_ctx {
     /* hf-bpe settings (SQM.md 10.5; special_ids checked, read by sqm_tokenizer.c) */
     bool hf_add_prefix, hf_split, hf_byte_fallback, hf_fuse_unk;
     int32_t hf_unk;
+    /* tokenizer.type hf-bytelevel (SQM.md 10.5; read by sqm_tokenizer.c) */
+    bool bytelevel, bl_nfc, bl_add_prefix_space, bl_ignore_merges;
+    int bl_pattern;         /* sq_pretok_pattern, 0: none */
     int64_t tok_vocab_size; /* tokenizer.vocab_size; < 1: unknown (the tokenizer's own
                                parser refuses the metadata then) */
     int class_head_classes; /* labels in metadata class_head; 0: no class head */

@@ -7,7 +7,11 @@
 
 #include "sqm_schema.h"
 #include "tokenizer_bpe.h"
+#include "tokenizer_bytelevel.h"
 #include "yaml_tree.h"
+
+_Static_assert(SQ_PRETOK_GPT2 == 1 && SQ_PRETOK_QWEN2 == 2,
+               "sqm_model.c reads tokenizer.pattern into these values");
 
 static int get_id(const yt_node *t, const char *key, int32_t vocab, int32_t *out, sq_err *err)
 {
@@ -286,9 +290,86 @@ static int load_bpe(const sq_container *c, const sq_sqm_schema_ctx *ctx, int voc
     return *tok ? 0 : -1;
 }
 
+/* The hf-bytelevel tokenizer (SQM.md 10.5): the pieces (exactly
+ * tokenizer.vocab_size, non-empty), the merges and the added tokens into
+ * the byte-level kind's constructor, which checks the rest (ids in range,
+ * every byte's piece, each merge making a piece, no duplicates). The file is
+ * hostile: counts are checked against the tensors' sizes first. */
+static sq_tokenizer *load_bytelevel(const sq_container *c, const sq_sqm_schema_ctx *ctx,
+                                    sq_err *err)
+{
+    const int32_t n = (int32_t)ctx->tok_vocab_size;
+    const sq_container_tensor *tv = sq_container_find(c, "tokenizer.vocab");
+    const sq_container_tensor *tm = sq_container_find(c, "tokenizer.merges");
+    const sq_container_tensor *ta = sq_container_find(c, "tokenizer.added");
+    const char *p = tv->data, *end = p + tv->size;
+    if (tv->size == 0 || end[-1] != '\0') {
+        sq_err_set_at(err, "tokenizer.vocab", "%s: tensor \"tokenizer.vocab\" does not end with a "
+                      "NUL byte", c->path);
+        return NULL;
+    }
+    if (tm->dims[0] > SQ_BPE_MAX_MERGES) {
+        sq_err_set_at(err, "tokenizer.merges", "%s: tensor \"tokenizer.merges\" has more than %d "
+                      "rows", c->path, SQ_BPE_MAX_MERGES);
+        return NULL;
+    }
+    const int32_t na = ta ? (int32_t)(ta->dims[0] > (uint64_t)n ? -1 : (int64_t)ta->dims[0]) : 0;
+    if (na < 0) {
+        sq_err_set_at(err, "tokenizer.added", "%s: tensor \"tokenizer.added\" has more rows than "
+                      "tokenizer.vocab_size %d", c->path, (int)n);
+        return NULL;
+    }
+    const char **pieces = malloc((size_t)n * sizeof *pieces);
+    sq_bl_added *added = malloc(((size_t)na + 1) * sizeof *added);
+    sq_tokenizer *t = NULL;
+    if (!pieces || !added) {
+        sq_err_set(err, "out of memory");
+        goto out;
+    }
+    int32_t k = 0;
+    for (const char *q = p; q < end; q += strlen(q) + 1, k++) {
+        if (k >= n || *q == '\0') {
+            sq_err_set_at(err, "tokenizer.vocab", "%s: tensor \"tokenizer.vocab\" holds %s (piece "
+                          "%d)", c->path, k >= n ? "more pieces than tokenizer.vocab_size" :
+                          "an empty piece", (int)k);
+            goto out;
+        }
+        pieces[k] = q;
+    }
+    if (k != n) {
+        sq_err_set_at(err, "tokenizer.vocab", "%s: tensor \"tokenizer.vocab\" holds %d pieces, "
+                      "tokenizer.vocab_size is %d", c->path, (int)k, (int)n);
+        goto out;
+    }
+    const int32_t *a = ta ? ta->data : NULL;
+    for (int32_t i = 0; i < na; i++) {
+        const int32_t id = a[3 * i], nz = a[3 * i + 1], sp = a[3 * i + 2];
+        if (id < 0 || id >= n || (nz != 0 && nz != 1) || (sp != 0 && sp != 1)) {
+            sq_err_set_at(err, "tokenizer.added", "%s: tensor \"tokenizer.added\" row %d is (%d, "
+                          "%d, %d): not (an id below %d, 0 or 1, 0 or 1)", c->path, (int)i,
+                          (int)id, (int)nz, (int)sp, (int)n);
+            goto out;
+        }
+        added[i] = (sq_bl_added){id, nz == 1, sp == 1};
+    }
+    const sq_bl_spec spec = {pieces, n, tm->data, (int32_t)tm->dims[0], ctx->bl_nfc,
+                             (sq_pretok_pattern)ctx->bl_pattern, ctx->bl_add_prefix_space,
+                             ctx->bl_ignore_merges, added, na, ctx->dec.bos, ctx->dec.eos};
+    char what[600];
+    snprintf(what, sizeof what, "%s (tokenizer.vocab, tokenizer.merges, tokenizer.added)", c->path);
+    sq_bl *b = sq_bl_new(&spec, what, err);
+    t = b ? sq_tokenizer_from_bl(b, err) : NULL;
+out:
+    free(pieces);
+    free(added);
+    return t;
+}
+
 sq_tokenizer *sq_sqm_tokenizer_load_bpe(const sq_container *c, const sq_sqm_schema_ctx *ctx,
                                         int vocab, sq_err *err)
 {
+    if (ctx->bytelevel)
+        return load_bytelevel(c, ctx, err);
     sq_bpe *b = NULL;
     return load_bpe(c, ctx, vocab, &b, err) == 0 ? sq_tokenizer_from_bpe(b, err) : NULL;
 }

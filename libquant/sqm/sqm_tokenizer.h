@@ -17,9 +17,11 @@ int sq_sqm_tokenizer_spec(const sq_container *c, sq_wordpiece_spec *spec, sq_err
 /* sq_sqm_tokenizer_spec + sq_tokenizer_new. */
 sq_tokenizer *sq_sqm_tokenizer_load(const sq_container *c, sq_err *err);
 
-/* A decoder's BPE tokenizer (SQM.md 10.5: llama2c-bpe or hf-bpe) from an
- * open .sqm whose metadata sq_sqm_read_meta proved into ctx; vocab is
- * config.vocab_size. Every failure names the file and the tensor. */
+/* A decoder's tokenizer (SQM.md 10.5: llama2c-bpe, hf-bpe or hf-bytelevel)
+ * from an open .sqm whose metadata sq_sqm_read_meta proved into ctx and
+ * whose tensors sq_sqm_check_schema checked; vocab is config.vocab_size
+ * (hf-bytelevel: tokenizer.vocab_size, at most that). Every failure names
+ * the file and the tensor. */
 sq_tokenizer *sq_sqm_tokenizer_load_bpe(const sq_container *c, const sq_sqm_schema_ctx *ctx,
                                         int vocab, sq_err *err);
 

@@ -853,6 +853,72 @@ START_TEST(split_documents)
 }
 END_TEST
 
+/* The attention core's q/k step (Qwen3: per-head RMSNorm of q and k, then
+ * RoPE) against its scalar definition in HF's layout, in double: the row
+ * and the norm weights are the loader's un-permuted ones (hf_llama.c:
+ * squint's channel 2j + c of a head is HF's c * hd/2 + j), so the check
+ * also proves the norm commutes with the un-permutation. With qk_norm off
+ * the same row gets RoPE alone. v is never touched. */
+static void qk_row_check(bool qk_norm, int p)
+{
+    enum { NH = 3, NKV = 1, HD = 8, HALF = HD / 2, QD = NH * HD, KVD = NKV * HD };
+    sq_decoder d;
+    memset(&d, 0, sizeof d);
+    d.cfg.n_heads = NH, d.cfg.n_kv_heads = NKV, d.cfg.head_dim = HD;
+    d.cfg.q_dim = QD, d.cfg.kv_dim = KVD, d.cfg.dim = 16, d.cfg.max_pos = 16;
+    d.cfg.rope_theta = 1e6f, d.cfg.norm_eps = 1e-6f, d.cfg.qk_norm = qk_norm, d.cfg.n_layers = 1;
+    sq_block L;
+    memset(&L, 0, sizeof L);
+    float qn[HD], kn[HD];
+    for (int i = 0; i < HD; i++)
+        qn[i] = 1 + rnd(), kn[i] = 2 * rnd() + (i == 3 ? 6 : 0); /* one large k_norm weight */
+    L.qn_g = qn, L.kn_g = kn;
+    d.layers = &L;
+    ck_assert_int_eq(sq_decoder_rope_tables(&d), 0);
+    float row[QD + 2 * KVD], got[QD + 2 * KVD];
+    for (int i = 0; i < QD + 2 * KVD; i++)
+        row[i] = 3 * rnd() + (i % HD == 5 ? 20 : 0); /* a massive channel */
+    memcpy(got, row, sizeof row);
+    sq_decoder_qk_row(&d, 0, got, p);
+    for (int h = 0; h < NH + NKV; h++) {
+        const float *x = row + h * HD, *g = h < NH ? qn : kn;
+        double xh[HD], gh[HD], y[HD], o[HD];
+        for (int j = 0; j < HALF; j++)
+            for (int c = 0; c < 2; c++)
+                xh[c * HALF + j] = x[2 * j + c], gh[c * HALF + j] = g[2 * j + c];
+        double ms = 0;
+        for (int i = 0; i < HD; i++)
+            ms += xh[i] * xh[i];
+        const double inv = 1 / sqrt(ms / HD + 1e-6);
+        for (int i = 0; i < HD; i++)
+            y[i] = qk_norm ? xh[i] * inv * gh[i] : xh[i];
+        for (int j = 0; j < HALF; j++) { /* rotate_half, inv_freq theta^(-2j/hd) */
+            const double a = p * pow(1e6, -2.0 * j / HD);
+            o[j] = y[j] * cos(a) - y[j + HALF] * sin(a);
+            o[j + HALF] = y[j + HALF] * cos(a) + y[j] * sin(a);
+        }
+        for (int j = 0; j < HALF; j++)
+            for (int c = 0; c < 2; c++) {
+                const double want = o[c * HALF + j], have = got[h * HD + 2 * j + c];
+                ck_assert_msg(fabs(have - want) <= 1e-5 * (1 + fabs(want)),
+                              "head %d channel %d at %d (qk_norm %d): %g, want %g", h, 2 * j + c, p,
+                              qk_norm, have, want);
+            }
+    }
+    ck_assert_mem_eq(got + QD + KVD, row + QD + KVD, KVD * sizeof(float));
+    free(d.rope_cos);
+    free(d.rope_sin);
+}
+
+START_TEST(qk_norm_rope_scalar)
+{
+    for (int p = 0; p < 16; p += 5) {
+        qk_row_check(true, p);
+        qk_row_check(false, p);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("decoder");
@@ -871,6 +937,7 @@ int main(void)
     tcase_add_test(tc, prefill_equals_steps_random);
     tcase_add_test(tc, prefill_equals_steps_stories260k);
     tcase_add_test(tc, sampler_determinism);
+    tcase_add_test(tc, qk_norm_rope_scalar);
     tcase_add_test(tc, split_documents);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

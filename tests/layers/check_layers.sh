@@ -77,7 +77,7 @@ kinds=""
 while IFS= read -r f; do
   rel=${f#"$root"/}
   case $rel in tokenizers/*|libquant/sqm/sqm_tokenizer.c|quantize/dec_sqm_write.c) continue ;; esac
-  grep -qE '#[[:space:]]*include[[:space:]]*"tokenizer_(bpe|unigram|wordpiece)\.h"' "$f" && kinds+="$rel "
+  grep -qE '#[[:space:]]*include[[:space:]]*"tokenizer_(bpe|unigram|wordpiece|bytelevel)\.h"' "$f" && kinds+="$rel "
 done < <(find "$root"/{base,formats,tokenizers,libquant,decoder,heads,serve,libsquint,calib,quantize,eval,cmd} \
            -name '*.c' -o -name '*.h')
 [[ -z $kinds ]] && pass "outside tokenizers/, text becomes ids only through tokenizer.h" ||

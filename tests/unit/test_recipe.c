@@ -593,7 +593,7 @@ static const struct {
     {"gates:\n  topk_k: 0\n", "x.yaml:2:11: 'topk_k' must be an integer in [1, 1000]"},
     /* model */
     {"model: {architecture: gpt2}\n",
-     "x.yaml:1:23: unsupported architecture 'gpt2' (expected: bert, t2t, mpnet, llama)"},
+     "x.yaml:1:23: unsupported architecture 'gpt2' (expected: bert, t2t, mpnet, llama, qwen3)"},
     {"model: {hidden: 0}\n", "x.yaml:1:17: 'hidden' must be an integer in [1, 16384]"},
     {"model: {layers: 12.5}\n", "x.yaml:1:17: 'layers' must be an integer in [1, 256]"},
     {"model: {hidden: 384, heads: 10}\n", "x.yaml:1:29: 'heads' (10) must divide 'hidden' (384)"},

@@ -153,6 +153,30 @@ static const meta_line meta_llama_hf[] = {
     {"tokenizer.fuse_unk", "  fuse_unk: true"}, {"tokenizer.unk_id", "  unk_id: 0"},
     {"tokenizer.special_ids", "  special_ids: [1, 2]"}, {NULL, NULL}};
 
+/* A Qwen3 decoder (SQM.md 10.5, 10.7): head_dim 16 x 4 heads = 64, wider
+ * than hidden 32; q/k norms; a byte-level tokenizer of 257 pieces (the 256
+ * byte-alphabet characters, then U+0100 U+0100 that the one merge (0, 0)
+ * makes) under a model of 260 rows. */
+static const meta_line meta_qwen3[] = {
+    {"format", "format: squint-model"}, {"format_version", "format_version: 1"},
+    {"architecture", "architecture: llama"}, {"config", "config:"},
+    {"config.vocab_size", "  vocab_size: 260"}, {"config.hidden", "  hidden: 32"},
+    {"config.layers", "  layers: 2"}, {"config.heads", "  heads: 4"},
+    {"config.kv_heads", "  kv_heads: 2"}, {"config.ffn", "  ffn: 48"},
+    {"config.max_positions", "  max_positions: 16"},
+    {"config.rms_norm_eps", "  rms_norm_eps: 1e-06"}, {"config.rope_theta", "  rope_theta: 1000000"},
+    {"config.tied_embeddings", "  tied_embeddings: false"},
+    {"config.bos_token_id", "  bos_token_id: 255"}, {"config.eos_token_id", "  eos_token_id: 256"},
+    {"config.head_dim", "  head_dim: 16"}, {"config.qk_norm", "  qk_norm: true"},
+    {"embeddings_type", "embeddings_type: fp32"}, {"activation_guard", "activation_guard: row"},
+    {"tokenizer", "tokenizer:"}, {"tokenizer.type", "  type: hf-bytelevel"},
+    {"tokenizer.vocab_size", "  vocab_size: 257"}, {"tokenizer.nfc", "  nfc: true"},
+    {"tokenizer.pattern", "  pattern: qwen2"}, {"tokenizer.add_prefix_space", "  add_prefix_space: false"},
+    {"tokenizer.ignore_merges", "  ignore_merges: false"}, {NULL, NULL}};
+
+/* the model being built has a byte-level tokenizer (add_tensor's vocabulary) */
+static bool g_bytelevel;
+
 typedef struct model {
     const char *id;
     const meta_line *meta;
@@ -190,6 +214,7 @@ static const model models[] = {
     {"bert-head", meta_bert_head, qt_bert, NULL, NULL, NULL},
     {"llama", meta_llama, qt_bert, "layer.0.attn_out", "layer.1.ffn_down", "layer.0.qkv"},
     {"llama-hf", meta_llama_hf, qt_f32, NULL, NULL, NULL},
+    {"qwen3", meta_qwen3, qt_bert, "layer.1.attn_out", NULL, NULL},
 };
 #define N_MODELS (sizeof models / sizeof *models)
 
@@ -248,7 +273,22 @@ static void add_tensor(sq_container_writer *w, const sq_sqm_expect *ex, const bu
     uint64_t dims[2] = {ex->dims[0], ex->dims[1]};
     char vocab[1024];
     size_t vlen = 0;
-    if (!strcmp(ex->name, "tokenizer.vocab")) {
+    if (!strcmp(ex->name, "tokenizer.vocab") && g_bytelevel) {
+        /* GPT-2's byte alphabet in byte order, then U+0100 U+0100 */
+        for (int b = 0, k = 0; b < 256; b++) {
+            const bool pr = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
+            const int cp = pr ? b : 0x100 + k++;
+            if (cp < 0x80) {
+                vocab[vlen++] = (char)cp;
+            } else {
+                vocab[vlen++] = (char)(0xC0 | (cp >> 6));
+                vocab[vlen++] = (char)(0x80 | (cp & 0x3F));
+            }
+            vocab[vlen++] = 0;
+        }
+        vlen += (size_t)snprintf(vocab + vlen, sizeof vocab - vlen, "\xC4\x80\xC4\x80") + 1;
+        dims[0] = vlen;
+    } else if (!strcmp(ex->name, "tokenizer.vocab")) {
         /* the last piece is "tok0tok0", so an hf-bpe file's one merge
          * (0, 0; tokenizer.merges is zeros) makes a piece and the file loads */
         for (int i = 0; i < vocab_size; i++)
@@ -312,6 +352,7 @@ static char *build(const model *m, const build_opts *o, const char *file)
     sq_sqm_info info;
     ck_assert_msg(sq_container_open(path, SQ_KIND_SQM, &c, &err) == 0, "%s", err.msg);
     ck_assert_msg(sq_sqm_read_meta(&c, &ctx, &info, &err) == 0, "%s: %s", m->id, err.msg);
+    g_bytelevel = ctx.bytelevel;
     sq_container_close(&c);
     sq_container_writer_free(w);
     w = sq_container_writer_new(SQ_KIND_SQM);
@@ -331,7 +372,8 @@ static char *build(const model *m, const build_opts *o, const char *file)
                 ck_assert_msg(rc >= 0, "%s", err.msg);
                 if (rc == 0 || !ex.applies)
                     continue;
-                if (ex.optional && !is(ex.name, m->smooth, "smooth") &&
+                if (ex.optional && strcmp(ex.name, "tokenizer.added") != 0 &&
+                    !is(ex.name, m->smooth, "smooth") &&
                     !is(ex.name, m->zero, "act_zero") &&
                     !is(ex.name, m->outl, "outlier_index") &&
                     !is(ex.name, m->outl, "outlier_weight"))
@@ -524,8 +566,10 @@ START_TEST(metadata_keys)
     for (size_t mi = 0; mi < N_MODELS; mi++) {
         const model *m = &models[mi];
         char *text = meta_text(m->meta, NULL);
-        const char *tok_type = strstr(text, "type: unigram") ? "unigram"
-                               : strstr(text, "type: hf-bpe") ? "hf-bpe" : "wordpiece";
+        const char *tok_type = strstr(text, "type: unigram")        ? "unigram"
+                               : strstr(text, "type: hf-bpe")       ? "hf-bpe"
+                               : strstr(text, "type: hf-bytelevel") ? "hf-bytelevel"
+                                                                    : "wordpiece";
         free(text);
         for (size_t i = 0; i < sq_sqm_n_meta_rules; i++) {
             const sq_sqm_meta_rule *r = &sq_sqm_meta_rules[i];
