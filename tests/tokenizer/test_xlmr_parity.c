@@ -8,8 +8,10 @@
  * out/cache/xlmr-tokenizer) through the checkpoint-folder path
  * (sq_wordpiece_spec_load_dir + sq_tokenizer_new). Every text: the full ids
  * (sq_tokenizer_encode_all), a small cap (sq_tokenizer_tokenize), the
- * encoder's truncated sequence (sq_tokenizer_encode, 16), then all again from
- * 4 threads. Exit 77 (skip) without the shared data or the tokenizer.
+ * encoder's truncated sequence (sq_tokenizer_encode, 16); then all again
+ * from 4 threads with the tokenizer written to a .sqm (the encoder writer's
+ * tokenizer section and tensors) and read back. Exit 77 (skip) without the
+ * shared data or the tokenizer.
  *
  * SQUINT_XLMR_INJECT=no-precompiled | no-collapse | no-prefix drops that step
  * from the spec: the test must then fail (tests/tokenizer/README.md). */
@@ -20,10 +22,15 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "container.h"
+#include "encoder_sqm_write.h"
 #include "golden_ids.h"
 #include "hf_tokenizer.h"
 #include "sentences.h"
+#include "sqm_tokenizer.h"
+#include "strbuf.h"
 #include "tokenizer.h"
 
 #ifndef TK_SOURCE_DIR
@@ -122,6 +129,50 @@ static double since(const struct timespec *t0)
     return (double)(t1.tv_sec - t0->tv_sec) + (t1.tv_nsec - t0->tv_nsec) * 1e-9;
 }
 
+/* The spec's .sqm form (the encoder writer's tokenizer section and the
+ * tokenizer tensors, SQM.md 2.4 / 3.2) written to a file and read back
+ * through the .sqm tokenizer reader. */
+static sq_tokenizer *via_sqm(const sq_wordpiece_spec *spec, const char *file, sq_err *err)
+{
+    sq_strbuf sb = {0};
+    sq_enc_sqm_tokenizer_yaml(&sb, spec);
+    size_t vb = 0;
+    for (int32_t i = 0; i < spec->vocab_size; i++)
+        vb += strlen(spec->vocab[i]) + 1;
+    char *vocab = malloc(vb);
+    sq_container_writer *w = sq_container_writer_new(SQ_KIND_SQM);
+    sq_tokenizer *t = NULL;
+    if (!vocab || !w || sb.failed) {
+        sq_err_set(err, "out of memory");
+        goto out;
+    }
+    for (int32_t i = 0, o = 0; i < spec->vocab_size; i++) {
+        size_t l = strlen(spec->vocab[i]) + 1;
+        memcpy(vocab + o, spec->vocab[i], l);
+        o += (int)l;
+    }
+    uint64_t dv = vb, ds = (uint64_t)spec->vocab_size, dc = spec->charsmap_len;
+    if (sq_container_writer_set_metadata(w, sb.s, sb.len, err) != 0 ||
+        sq_container_writer_add_tensor(w, "tokenizer.vocab", SQ_CDT_U8, 1, &dv, vocab, vb, err) ||
+        sq_container_writer_add_tensor(w, "tokenizer.scores", SQ_CDT_F64, 1, &ds, spec->scores,
+                                       ds * 8, err) ||
+        (spec->charsmap && sq_container_writer_add_tensor(w, "tokenizer.charsmap", SQ_CDT_U8, 1,
+                                                          &dc, spec->charsmap, dc, err)) ||
+        sq_container_writer_write(w, file, err) != 0)
+        goto out;
+    sq_container c;
+    if (sq_container_open(file, SQ_KIND_SQM, &c, err) != 0)
+        goto out;
+    t = sq_sqm_tokenizer_load(&c, err);
+    sq_container_close(&c);
+out:
+    sq_container_writer_free(w);
+    free(vocab);
+    free(sb.s);
+    remove(file);
+    return t;
+}
+
 static bool sources_match(const gold *g, size_t ng)
 {
     size_t k = 0;
@@ -204,8 +255,22 @@ int main(void)
     if (inject && *inject)
         printf("INJECTED FAULT: %s (this run must fail)\n", inject);
     sq_tokenizer *t = sq_tokenizer_new(&spec, &err);
+    const double load_s = since(&t0);
+    char sqm[] = "/tmp/squint-xlmr-tok-XXXXXX";
+    int fd = mkstemp(sqm);
+    if (fd >= 0)
+        close(fd);
+    sq_err err2 = {0};
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    sq_tokenizer *ts = fd >= 0 ? via_sqm(&spec, sqm, &err2) : NULL;
+    if (!ts)
+        printf("ERROR the .sqm form: %s\n", fd >= 0 ? err2.msg : "no temp file");
+    else
+        printf("the .sqm form written and read back in %.2f s\n", since(&t0));
     sq_wordpiece_spec_free(&spec);
-    if (!t) {
+    if (!t || !ts) {
+        sq_tokenizer_free(t);
+        sq_tokenizer_free(ts);
         printf("ERROR %s\n", err.msg);
         tk_golden_free(g, ng);
         return 1;
@@ -215,7 +280,7 @@ int main(void)
                    sq_tokenizer_sep_id(t) == 2 && sq_tokenizer_pad_id(t) == 1 &&
                    sq_tokenizer_unk_id(t) == 3 && sq_tokenizer_mask_id(t) == 250001 &&
                    sq_tokenizer_model_max_length(t) == 512;
-    printf("tokenizer.json loaded in %.2f s: %d pieces, kind %s\n", since(&t0),
+    printf("tokenizer.json loaded in %.2f s: %d pieces, kind %s\n", load_s,
            (int)sq_tokenizer_vocab_size(t), kind_ok ? "HF Unigram (XLM-R ids)" : "WRONG");
     long texts = 0, tokens = 0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -223,9 +288,13 @@ int main(void)
     printf("  %-40s %6ld texts, %ld mismatches (%ld ids; %.2f s)\n", "total", texts, mm, tokens,
            since(&t0));
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    long tmm = check_threads(t, g, ng);
-    printf("  %-40s %6ld texts, %ld mismatches (%.2f s)\n", "again from 4 threads", texts, tmm,
-           since(&t0));
+    long tmm = check_threads(ts, g, ng);
+    printf("  %-40s %6ld texts, %ld mismatches (%.2f s)\n", "again: the .sqm form, 4 threads", texts,
+           tmm, since(&t0));
+    kind_ok = kind_ok && sq_tokenizer_kind_of(ts) == SQ_TOKENIZER_HF_UNIGRAM &&
+              sq_tokenizer_mask_id(ts) == 250001 && sq_tokenizer_model_max_length(ts) == 512 &&
+              sq_tokenizer_pair_double_sep(ts);
+    sq_tokenizer_free(ts);
     sq_tokenizer_free(t);
     tk_golden_free(g, ng);
     bool ok = kind_ok && mm == 0 && tmm == 0 && texts > 0;
