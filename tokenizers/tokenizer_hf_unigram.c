@@ -37,6 +37,7 @@ struct sq_hfu {
     sq_prepend_scheme prepend;
     added_tok *added; /* sorted by length, longest first */
     int32_t n_added;
+    bool first_byte[256]; /* some added token starts with this byte */
     bool *is_added;   /* [n] */
 };
 
@@ -205,6 +206,8 @@ sq_hfu *sq_hfu_new(const sq_wordpiece_spec *spec, const char *what, sq_err *err)
                                   a->rstrip};
     }
     u->n_added = spec->n_added;
+    for (int32_t i = 0; i < u->n_added; i++)
+        u->first_byte[(uint8_t)u->added[i].s[0]] = true;
     qsort(u->added, (size_t)u->n_added, sizeof *u->added, cmp_added);
     return u;
 }
@@ -457,7 +460,8 @@ int64_t sq_hfu_tokenize(const sq_hfu *u, const char *text, size_t len, int32_t *
     int rc = 0;
     size_t seg = 0; /* start of the pending stretch */
     for (size_t i = 0; i < len && rc == 0;) {
-        const added_tok *a = u->n_added ? added_at(u, text + i, len - i) : NULL;
+        const added_tok *a =
+            u->first_byte[(uint8_t)text[i]] ? added_at(u, text + i, len - i) : NULL;
         if (!a) {
             i++;
             continue;
