@@ -333,7 +333,11 @@ const char *sq_tokenizer_decode_piece(const sq_tokenizer *t, int32_t prev, int32
     if (t->kind == SQ_TOKENIZER_BYTELEVEL)
         return sq_bl_decode_piece(t->bl, id, len);
     if (t->kind == SQ_TOKENIZER_HF_UNIGRAM)
-        return sq_hfu_decode_piece(t->hfu, id, prev < 0 || sq_tokenizer_is_special(t, prev), len);
+        /* the Metaspace decoder drops the space of a text's first piece:
+         * here the piece at the start or right after <s> (HF counts the first
+         * piece left after skipping special tokens: "<mask>x" decodes to "x"
+         * there, " x" here) */
+        return sq_hfu_decode_piece(t->hfu, id, prev < 0 || prev == t->cls_id, len);
     const char *s = sq_tokenizer_is_special(t, id) ? NULL : sq_tokenizer_token(t, id);
     *len = s ? strlen(s) : 0;
     return s ? s : "";

@@ -85,8 +85,9 @@ int64_t sq_tokenizer_encode_all(const sq_tokenizer *t, const char *text, size_t 
  * U+2581 a space, the space of the piece after BOS is dropped; byte-level:
  * the bytes the piece's byte-alphabet characters stand for (a piece may end
  * inside a UTF-8 character: concatenate before printing), a non-special
- * added token its text; the other kinds give the token string. Valid while t
- * lives. */
+ * added token its text; HF Unigram: U+2581 a space, the space of the piece
+ * at the start (prev -1) or after <s> dropped unless prepend_scheme is never;
+ * the other kinds give the token string. Valid while t lives. */
 const char *sq_tokenizer_decode_piece(const sq_tokenizer *t, int32_t prev, int32_t id,
                                       size_t *len);
 

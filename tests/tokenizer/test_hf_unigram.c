@@ -267,6 +267,8 @@ START_TEST(encode_rules)
     ck_assert(l == 2 && memcmp(p, " c", 2) == 0);
     sq_tokenizer_decode_piece(t, 7, 15, &l);
     ck_assert_int_eq(l, 0);
+    p = sq_tokenizer_decode_piece(t, 15, 9, &l); /* after <mask>: "a <mask> c" decodes to "a c" */
+    ck_assert(l == 2 && memcmp(p, " c", 2) == 0);
     ck_assert(sq_tokenizer_is_special(t, 15) && !sq_tokenizer_is_special(t, 7));
     ck_assert_int_eq(sq_tokenizer_lookup(t, "\xe2\x96\x81" "ab", 5), 7);
     ck_assert_int_eq(sq_tokenizer_max_piece_bytes(t), 0);
