@@ -20,8 +20,39 @@
 #include "strbuf.h"
 #include "yaml_tree.h"
 
-static void yaml_tokenizer(sq_strbuf *sb, const sq_wordpiece_spec *t)
+/* The added token ids with lstrip (or rstrip) as a flow list. */
+static void strip_list(sq_strbuf *sb, const char *key, const sq_wordpiece_spec *t, bool left)
 {
+    sq_sb_printf(sb, "  %s: [", key);
+    for (int i = 0, n = 0; i < t->n_added; i++)
+        if (left ? t->added[i].lstrip : t->added[i].rstrip)
+            sq_sb_printf(sb, n++ ? ", %d" : "%d", t->added[i].id);
+    sq_sb_printf(sb, "]\n");
+}
+
+static void yaml_hf_unigram(sq_strbuf *sb, const sq_wordpiece_spec *t)
+{
+    static const char *const scheme[] = {"always", "first", "never"};
+    sq_sb_printf(sb,
+                 "tokenizer:\n  type: hf-unigram\n  vocab_size: %d\n  unk_id: %d\n  cls_id: %d\n"
+                 "  sep_id: %d\n  pad_id: %d\n  mask_id: %d\n  model_max_length: %d\n"
+                 "  collapse_spaces: %s\n  prepend_scheme: %s\n  split: %s\n  added_tokens: [",
+                 t->vocab_size, t->unk_id, t->cls_id, t->sep_id, t->pad_id, t->mask_id,
+                 t->model_max_length, t->collapse_spaces ? "true" : "false",
+                 scheme[t->prepend_scheme], t->metaspace_split ? "true" : "false");
+    for (int i = 0; i < t->n_added; i++)
+        sq_sb_printf(sb, i ? ", %d" : "%d", t->added[i].id);
+    sq_sb_printf(sb, "]\n");
+    strip_list(sb, "lstrip_tokens", t, true);
+    strip_list(sb, "rstrip_tokens", t, false);
+}
+
+void sq_enc_sqm_tokenizer_yaml(sq_strbuf *sb, const sq_wordpiece_spec *t)
+{
+    if (t->type == SQ_TOK_HF_UNIGRAM) {
+        yaml_hf_unigram(sb, t);
+        return;
+    }
     if (t->type == SQ_TOK_UNIGRAM) {
         sq_sb_printf(sb,
                      "tokenizer:\n  type: unigram\n  vocab_size: %d\n  unk_id: %d\n"
@@ -80,7 +111,7 @@ static char *build_metadata(const sq_embed_model *m, const sq_calib_stats *st, u
         }
         sq_sb_printf(&sb, "\n");
     }
-    yaml_tokenizer(&sb, &m->tok_spec);
+    sq_enc_sqm_tokenizer_yaml(&sb, &m->tok_spec);
     sq_sb_printf(&sb, "source:\n  path: ");
     sq_sb_yaml_str(&sb, model_arg);
     sq_sb_printf(&sb, "\n  digest: \"%016" PRIx64 "\"\n", model_digest);
@@ -166,6 +197,9 @@ static int enc_tensor(void *ctx, enum sq_sqm_row row, int l, sq_keep *kp, sq_sqm
     switch (row) {
     case SQ_ROW_TOK_VOCAB: return vocab_bytes(&s->m->tok_spec, kp, out, err);
     case SQ_ROW_TOK_SCORES: out->p = s->m->tok_spec.scores; break;
+    case SQ_ROW_TOK_CHARSMAP: /* absent without a Precompiled step (an optional row) */
+        *out = (sq_sqm_data){s->m->tok_spec.charsmap, s->m->tok_spec.charsmap_len};
+        break;
     case SQ_ROW_WORD: return word_rows(s, kp, out, err);
     case SQ_ROW_WORD_SCALE: out->p = s->word_scale; break;
     case SQ_ROW_POSITION: out->p = e->pos_emb; break;

@@ -28,6 +28,7 @@ void sq_wordpiece_spec_free(sq_wordpiece_spec *spec)
     }
     free(spec->continuing_subword_prefix);
     free(spec->scores);
+    free(spec->charsmap);
     memset(spec, 0, sizeof *spec);
 }
 
@@ -122,7 +123,7 @@ static int add_added_token(sq_wordpiece_spec *spec, int32_t id, const char *path
     char *content = strdup(spec->vocab[id]);
     if (!content)
         return sq_err_set(err, "%s: out of memory", path);
-    spec->added[spec->n_added++] = (sq_added_token){content, id};
+    spec->added[spec->n_added++] = (sq_added_token){content, id, false, false};
     return 0;
 }
 
@@ -313,8 +314,8 @@ static int load_wordpiece_model(const json_t *root, sq_wordpiece_spec *spec, con
     if (sq_json_str(model, "type", false, &type, path, err) != 0)
         return sq_err_prefix(err, "model");
     if (strcmp(type, "WordPiece") != 0)
-        return sq_err_set(err, "%s: model.type \"%.64s\" is not supported (only WordPiece)", path,
-                          type);
+        return sq_err_set(err, "%s: model.type \"%.64s\" is not supported (WordPiece or Unigram)",
+                          path, type);
     json_t *vocab = json_object_get(model, "vocab");
     if (!json_is_object(vocab))
         return sq_err_set(err, "%s: model.vocab must be an object mapping tokens to ids", path);
@@ -560,6 +561,14 @@ int sq_wordpiece_spec_load_tokenizer_json(const char *path, sq_wordpiece_spec *s
     json_t *root = sq_json_load_object(path, err);
     if (!root)
         goto fail;
+    /* model.type Unigram (XLM-RoBERTa): its own reader (hf_unigram_json.c) */
+    const char *mtype = json_string_value(json_object_get(json_object_get(root, "model"), "type"));
+    if (mtype && strcmp(mtype, "Unigram") == 0) {
+        sq_wordpiece_spec_free(spec);
+        int urc = sq_hf_unigram_spec_from_json(root, path, spec, err);
+        json_decref(root);
+        return urc;
+    }
     int rc = load_wordpiece_model(root, spec, path, err);
     if (rc == 0)
         rc = load_normalizer(root, spec, path, err);

@@ -24,13 +24,32 @@
 typedef struct sq_added_token {
     char *content; /* == vocab[id] */
     int32_t id;
+    /* SQ_TOK_HF_UNIGRAM only (XLM-R's <mask> has lstrip): whitespace to the
+     * left / right of a match belongs to the token. */
+    bool lstrip, rstrip;
 } sq_added_token;
 
-/* The spec describes either tokenizer kind (the name is historical):
- * WordPiece (BERT) or SentencePiece unigram (Universal Sentence Encoder
+/* The spec describes one of three tokenizer kinds (the name is historical):
+ * WordPiece (BERT); SentencePiece unigram (Universal Sentence Encoder
  * Lite; then only vocab, scores, unk_id = 0 and model_max_length are used,
- * cls/sep/pad/mask are -1 and no [CLS]/[SEP] wrap the sequences). */
-typedef enum sq_tokenizer_type { SQ_TOK_WORDPIECE = 0, SQ_TOK_UNIGRAM = 1 } sq_tokenizer_type;
+ * cls/sep/pad/mask are -1 and no [CLS]/[SEP] wrap the sequences); or a
+ * Hugging Face Unigram tokenizer.json (XLM-RoBERTa: vocab, scores, unk_id,
+ * charsmap, collapse_spaces, the Metaspace settings, added tokens with
+ * lstrip/rstrip, cls/sep from the post_processor, pairs <s> A </s></s> B
+ * </s>; tokenizer_hf_unigram.h). */
+typedef enum sq_tokenizer_type {
+    SQ_TOK_WORDPIECE = 0,
+    SQ_TOK_UNIGRAM = 1,
+    SQ_TOK_HF_UNIGRAM = 2,
+} sq_tokenizer_type;
+
+/* Metaspace prepend_scheme: when U+2581 is put before a segment of text
+ * that does not start with one (first: only the segment at offset 0). */
+typedef enum sq_prepend_scheme {
+    SQ_PREPEND_ALWAYS = 0,
+    SQ_PREPEND_FIRST = 1,
+    SQ_PREPEND_NEVER = 2,
+} sq_prepend_scheme;
 
 typedef struct sq_wordpiece_spec {
     sq_tokenizer_type type;
@@ -52,6 +71,13 @@ typedef struct sq_wordpiece_spec {
      * unk/cls/sep/pad/mask ids (what BertTokenizer does for vocab.txt). */
     sq_added_token *added;
     int32_t n_added;
+    /* SQ_TOK_HF_UNIGRAM: the Precompiled normalizer's blob (NULL: no such
+     * step), the Replace " {2,}" -> " " step after it, Metaspace. */
+    uint8_t *charsmap;
+    size_t charsmap_len;
+    bool collapse_spaces;
+    sq_prepend_scheme prepend_scheme;
+    bool metaspace_split;
 } sq_wordpiece_spec;
 
 /* All loaders fill *spec completely (zeroing it first) and return 0, or
@@ -70,6 +96,20 @@ int sq_wordpiece_spec_load_dir(const char *dir, sq_wordpiece_spec *spec, sq_err 
  * (MPNet) or null. Anything else
  * is refused with a message. Vocab ids must be exactly 0..N-1. */
 int sq_wordpiece_spec_load_tokenizer_json(const char *path, sq_wordpiece_spec *spec, sq_err *err);
+
+/* A Hugging Face tokenizer.json of model.type Unigram (hf_unigram_json.c):
+ * model {vocab [[piece, score]...], unk_id, byte_fallback false};
+ * normalizer null, Precompiled, or a Sequence of Precompiled then
+ * Replace {"Regex": " {2,}"} -> " " (each step at most once, in that order);
+ * pre_tokenizer Metaspace (replacement U+2581; prepend_scheme always / first /
+ * never or add_prefix_space; split) or a Sequence holding only it;
+ * post_processor RobertaProcessing or TemplateProcessing "<s> $A </s>";
+ * decoder null or Metaspace; added tokens that are vocab entries with their
+ * lstrip / rstrip. root is the parsed file; anything else is refused with a
+ * message naming path and the setting. */
+struct json_t;
+int sq_hf_unigram_spec_from_json(const struct json_t *root, const char *path,
+                                 sq_wordpiece_spec *spec, sq_err *err);
 
 /* vocab.txt: one token per line, id = line number (0-based). Lines end in
  * "\n", "\r\n" or "\r" (Python's universal newlines, as HF load_vocab reads

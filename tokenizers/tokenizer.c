@@ -8,6 +8,7 @@
 #include "tokenizer_bpe.h"
 #include "tokenizer_bytelevel.h"
 #include "tokenizer_hf_json.h"
+#include "tokenizer_hf_unigram.h"
 #include "tokenizer_unigram.h"
 #include "tokenizer_wordpiece.h"
 
@@ -17,6 +18,7 @@ struct sq_tokenizer {
     sq_unigram *uni;
     sq_bpe *bpe;
     sq_bl *bl;
+    sq_hfu *hfu;
     int32_t n;
     int32_t unk_id, cls_id, sep_id, pad_id, mask_id, bos_id, eos_id, model_max_length;
     bool pair_double_sep;
@@ -56,10 +58,47 @@ static sq_tokenizer *new_unigram(const sq_wordpiece_spec *spec, sq_err *err)
     return t;
 }
 
+static sq_tokenizer *new_hf_unigram(const sq_wordpiece_spec *spec, sq_err *err)
+{
+    sq_hfu *u = sq_hfu_new(spec, "tokenizer", err);
+    if (!u)
+        return NULL;
+    sq_tokenizer *t = alloc_tokenizer(SQ_TOKENIZER_HF_UNIGRAM, err);
+    if (!t) {
+        sq_hfu_free(u);
+        return NULL;
+    }
+    t->hfu = u;
+    t->n = sq_hfu_vocab_size(u);
+    const int32_t ids[5] = {spec->unk_id, spec->cls_id, spec->sep_id, spec->pad_id, spec->mask_id};
+    for (int k = 0; k < 5; k++)
+        if (ids[k] < -1 || ids[k] >= t->n) {
+            sq_err_set(err, "tokenizer: special id %d is outside the vocabulary", ids[k]);
+            sq_tokenizer_free(t);
+            return NULL;
+        }
+    if (spec->cls_id < 0 || spec->sep_id < 0) {
+        sq_err_set(err, "tokenizer: an HF Unigram tokenizer needs its <s> and </s> ids");
+        sq_tokenizer_free(t);
+        return NULL;
+    }
+    t->unk_id = spec->unk_id;
+    t->cls_id = t->bos_id = spec->cls_id;
+    t->sep_id = t->eos_id = spec->sep_id;
+    t->pad_id = spec->pad_id;
+    t->mask_id = spec->mask_id;
+    t->model_max_length = spec->model_max_length > 0 ? spec->model_max_length : 0;
+    t->pair_double_sep = spec->pair_double_sep;
+    /* max_piece 0: a run of unknown characters fuses into one token */
+    return t;
+}
+
 sq_tokenizer *sq_tokenizer_new(const sq_wordpiece_spec *spec, sq_err *err)
 {
     if (spec && spec->type == SQ_TOK_UNIGRAM)
         return new_unigram(spec, err);
+    if (spec && spec->type == SQ_TOK_HF_UNIGRAM)
+        return new_hf_unigram(spec, err);
     sq_wordpiece *wp = sq_wordpiece_new(spec, err); /* checks the spec's ids against the vocab */
     if (!wp)
         return NULL;
@@ -179,6 +218,7 @@ void sq_tokenizer_free(sq_tokenizer *t)
     sq_unigram_free(t->uni);
     sq_bpe_free(t->bpe);
     sq_bl_free(t->bl);
+    sq_hfu_free(t->hfu);
     free(t);
 }
 
@@ -225,6 +265,8 @@ int64_t sq_tokenizer_tokenize(const sq_tokenizer *t, const char *text, size_t le
         return bpe_tokenize(t->bpe, text, len, false, ids, cap);
     case SQ_TOKENIZER_BYTELEVEL:
         return bl_tokenize(t->bl, text, len, false, ids, cap);
+    case SQ_TOKENIZER_HF_UNIGRAM:
+        return sq_hfu_tokenize(t->hfu, text, len, ids, cap);
     }
     return -1;
 }
@@ -232,7 +274,8 @@ int64_t sq_tokenizer_tokenize(const sq_tokenizer *t, const char *text, size_t le
 int sq_tokenizer_encode(const sq_tokenizer *t, const char *text, size_t len, int max_len,
                         int32_t *ids)
 {
-    if (t->kind != SQ_TOKENIZER_WORDPIECE) { /* no [CLS]/[SEP]: the first max_len ids */
+    const bool wrap = t->kind == SQ_TOKENIZER_WORDPIECE || t->kind == SQ_TOKENIZER_HF_UNIGRAM;
+    if (!wrap) { /* no [CLS]/[SEP]: the first max_len ids */
         if (max_len < 1)
             return -1;
         int64_t n = t->kind == SQ_TOKENIZER_UNIGRAM
@@ -244,7 +287,7 @@ int sq_tokenizer_encode(const sq_tokenizer *t, const char *text, size_t len, int
     }
     if (max_len < 2 || t->cls_id < 0 || t->sep_id < 0)
         return -1;
-    int64_t n = sq_wordpiece_tokenize(t->wp, text, len, ids + 1, max_len - 2);
+    int64_t n = sq_tokenizer_tokenize(t, text, len, ids + 1, max_len - 2);
     if (n < 0)
         return -1;
     int w = n < max_len - 2 ? (int)n : max_len - 2;
@@ -290,6 +333,12 @@ const char *sq_tokenizer_decode_piece(const sq_tokenizer *t, int32_t prev, int32
         return sq_bpe_decode_piece(t->bpe, prev, id, len);
     if (t->kind == SQ_TOKENIZER_BYTELEVEL)
         return sq_bl_decode_piece(t->bl, id, len);
+    if (t->kind == SQ_TOKENIZER_HF_UNIGRAM)
+        /* the Metaspace decoder drops the space of a text's first piece:
+         * here the piece at the start or right after <s> (HF counts the first
+         * piece left after skipping special tokens: "<mask>x" decodes to "x"
+         * there, " x" here) */
+        return sq_hfu_decode_piece(t->hfu, id, prev < 0 || prev == t->cls_id, len);
     const char *s = sq_tokenizer_is_special(t, id) ? NULL : sq_tokenizer_token(t, id);
     *len = s ? strlen(s) : 0;
     return s ? s : "";
@@ -313,6 +362,8 @@ bool sq_tokenizer_is_special(const sq_tokenizer *t, int32_t id)
         return sq_bpe_is_special(t->bpe, id);
     if (t->kind == SQ_TOKENIZER_BYTELEVEL)
         return sq_bl_is_special(t->bl, id);
+    if (t->kind == SQ_TOKENIZER_HF_UNIGRAM)
+        return sq_hfu_is_added(t->hfu, id);
     return id >= 0 && (id == t->cls_id || id == t->sep_id || id == t->pad_id ||
                        id == t->mask_id);
 }
@@ -329,6 +380,8 @@ const char *sq_tokenizer_token(const sq_tokenizer *t, int32_t id)
         return sq_bpe_token(t->bpe, id, &n);
     case SQ_TOKENIZER_BYTELEVEL:
         return sq_bl_token(t->bl, id);
+    case SQ_TOKENIZER_HF_UNIGRAM:
+        return sq_hfu_piece(t->hfu, id);
     }
     return NULL;
 }
@@ -342,6 +395,8 @@ int32_t sq_tokenizer_lookup(const sq_tokenizer *t, const char *token, size_t len
         return sq_bpe_lookup(t->bpe, token, len);
     case SQ_TOKENIZER_BYTELEVEL:
         return sq_bl_lookup(t->bl, token, len);
+    case SQ_TOKENIZER_HF_UNIGRAM:
+        return sq_hfu_lookup(t->hfu, token, len);
     case SQ_TOKENIZER_UNIGRAM:
         /* rare (tools only): a scan; the last duplicate wins as in matching */
         for (int32_t id = t->n - 1; id >= 0; id--) {

@@ -7,13 +7,16 @@
  *   - byte-fallback BPE (Llama decoders; tokenizer_bpe.h): llama2.c's
  *     tokenizer.bin or a Hugging Face tokenizer.json of model.type BPE;
  *   - byte-level BPE (GPT-2, RoBERTa, Qwen2 / Qwen3; tokenizer_bytelevel.h):
- *     a tokenizer.json with a ByteLevel pre-tokenizer or decoder.
+ *     a tokenizer.json with a ByteLevel pre-tokenizer or decoder;
+ *   - Hugging Face Unigram (XLM-RoBERTa, e5, bge-m3; tokenizer_hf_unigram.h):
+ *     a tokenizer.json of model.type Unigram, from a spec of type
+ *     SQ_TOK_HF_UNIGRAM.
  * The kinds differ only behind this header. Texts are UTF-8 (invalid UTF-8
  * is read as U+FFFD per maximal ill-formed subpart). A tokenizer is
  * immutable after creation: any number of threads may use one at once.
  *
  * Sequence templates: an encoder's input is [CLS] tokens [SEP] (WordPiece)
- * or the pieces alone (unigram); a causal LM's is [BOS] tokens [EOS] as
+ * or <s> tokens </s> (HF Unigram), or the pieces alone (unigram); a causal LM's is [BOS] tokens [EOS] as
  * asked (sq_tokenizer_encode_all). bos_id / eos_id name the begin and end
  * tokens of every kind: WordPiece's [CLS] / [SEP], BPE's BOS / EOS. */
 #ifndef SQ_TOKENIZER_H
@@ -34,9 +37,10 @@ typedef enum sq_tokenizer_kind {
     SQ_TOKENIZER_UNIGRAM,
     SQ_TOKENIZER_BPE,
     SQ_TOKENIZER_BYTELEVEL,
+    SQ_TOKENIZER_HF_UNIGRAM,
 } sq_tokenizer_kind;
 
-/* Build from a spec (WordPiece or, with type SQ_TOK_UNIGRAM, unigram; the
+/* Build from a spec (WordPiece, or by its type unigram or HF Unigram; the
  * spec may be freed afterwards). Refuses (NULL, err set) what the kind
  * refuses (tokenizer_wordpiece.h, tokenizer_unigram.h). */
 sq_tokenizer *sq_tokenizer_new(const sq_wordpiece_spec *spec, sq_err *err);
@@ -71,7 +75,7 @@ int64_t sq_tokenizer_tokenize(const sq_tokenizer *t, const char *text, size_t le
                               int32_t *ids, int64_t cap);
 
 /* An encoder's input, truncated so that the total is <= max_len:
- * WordPiece [CLS] tokens [SEP] (max_len >= 2), unigram the first max_len
+ * WordPiece and HF Unigram [CLS] tokens [SEP] (max_len >= 2), unigram the first max_len
  * ids, BPE [BOS] (when it has one) and the first pieces. Returns the number
  * of ids written (<= max_len), or -1 on error. */
 int sq_tokenizer_encode(const sq_tokenizer *t, const char *text, size_t len,
@@ -88,8 +92,9 @@ int64_t sq_tokenizer_encode_all(const sq_tokenizer *t, const char *text, size_t 
  * U+2581 a space, the space of the piece after BOS is dropped; byte-level:
  * the bytes the piece's byte-alphabet characters stand for (a piece may end
  * inside a UTF-8 character: concatenate before printing), a non-special
- * added token its text; the other kinds give the token string. Valid while t
- * lives. */
+ * added token its text; HF Unigram: U+2581 a space, the space of the piece
+ * at the start (prev -1) or after <s> dropped unless prepend_scheme is never;
+ * the other kinds give the token string. Valid while t lives. */
 const char *sq_tokenizer_decode_piece(const sq_tokenizer *t, int32_t prev, int32_t id,
                                       size_t *len);
 

@@ -20,12 +20,14 @@ const sq_sqm_tensor_rule sq_sqm_tensor_rules[] = {
     {"tokenizer.vocab", M, SQ_DTR_U8, SQ_SHR_BYTES, SQ_WHEN_ALWAYS, false, NEVER, NULL,
      "token strings in id order, each followed by one NUL byte (4.1)"},
     {"tokenizer.scores", M, SQ_DTR_F64, SQ_SHR_TOK_VOCAB, SQ_WHEN_SCORES, false, NEVER, NULL,
-     "piece log-probabilities (unigram) / merge scores (llama2c-bpe), finite"},
+     "piece log-probabilities (unigram, hf-unigram) / merge scores (llama2c-bpe), finite"},
     {"tokenizer.merges", M, SQ_DTR_I32, SQ_SHR_PAIRS, SQ_WHEN_HF_BPE, false, NEVER, NULL,
      "hf-bpe / hf-bytelevel merges in rank order: (left id, right id) per row (10.5)"},
     {"tokenizer.added", M, SQ_DTR_I32, SQ_SHR_TRIPLES, SQ_WHEN_BYTELEVEL, true, NEVER, NULL,
      "hf-bytelevel added tokens: (id, normalized 0/1, special 0/1) per row (10.5); absent: "
      "none"},
+    {"tokenizer.charsmap", M, SQ_DTR_U8, SQ_SHR_BYTES, SQ_WHEN_HF_UNIGRAM, true, NEVER, NULL,
+     "hf-unigram: the Precompiled normalizer's charsmap blob (2.4); absent: no such step"},
     {"embeddings.word", M, SQ_DTR_WORD, SQ_SHR_WORD, SQ_WHEN_ALWAYS, false, NEVER, NULL,
      "word embeddings per embeddings_type: fp32 / int8 / int4-g128 (4.2)"},
     {"embeddings.word.scale", M, SQ_DTR_F32, SQ_SHR_WORD_SCALE, SQ_WHEN_EMB_QUANT, false, NEVER,
@@ -184,7 +186,7 @@ const sq_sqm_meta_rule sq_sqm_meta_rules[] = {
      "fp32 | int8 (llama: the classifier, section 10.6)", L},
     {"tokenizer", NULL, SQ_MT_MAPPING, true, NULL, "section 2.4", T},
     {"tokenizer.type", NULL, SQ_MT_STRING, true, NULL,
-     "wordpiece | unigram | llama2c-bpe | hf-bpe | hf-bytelevel", T},
+     "wordpiece | unigram | hf-unigram | llama2c-bpe | hf-bpe | hf-bytelevel", T},
     {"tokenizer.vocab_size", "wordpiece", SQ_MT_INT, true, NULL, "1 .. 4194304", T},
     {"tokenizer.lowercase", "wordpiece", SQ_MT_BOOL, false, "false", NULL, T},
     {"tokenizer.strip_accents", "wordpiece", SQ_MT_BOOL_OR_NULL, false, "null",
@@ -208,6 +210,24 @@ const sq_sqm_meta_rule sq_sqm_meta_rules[] = {
     {"tokenizer.vocab_size", "unigram", SQ_MT_INT, true, NULL, "1 .. 4194304, > 6", T},
     {"tokenizer.unk_id", "unigram", SQ_MT_INT, true, NULL, "0", T},
     {"tokenizer.model_max_length", "unigram", SQ_MT_INT, false, "0", "0 .. 2^30", T},
+    {"tokenizer.vocab_size", "hf-unigram", SQ_MT_INT, true, NULL, "1 .. 4194304", T},
+    {"tokenizer.unk_id", "hf-unigram", SQ_MT_INT, true, NULL, "0 .. vocab_size - 1", T},
+    {"tokenizer.cls_id", "hf-unigram", SQ_MT_INT, true, NULL, "0 .. vocab_size - 1 (<s>)", T},
+    {"tokenizer.sep_id", "hf-unigram", SQ_MT_INT, true, NULL, "0 .. vocab_size - 1 (</s>)", T},
+    {"tokenizer.pad_id", "hf-unigram", SQ_MT_ID, false, "-1", "-1 .. vocab_size - 1", T},
+    {"tokenizer.mask_id", "hf-unigram", SQ_MT_ID, false, "-1", "-1 .. vocab_size - 1", T},
+    {"tokenizer.model_max_length", "hf-unigram", SQ_MT_INT, false, "0", "0 .. 2^30", T},
+    {"tokenizer.added_tokens", "hf-unigram", SQ_MT_INT_LIST, false, "[]",
+     "ids 0 .. vocab_size - 1, matched in the raw text (special)", T},
+    {"tokenizer.lstrip_tokens", "hf-unigram", SQ_MT_INT_LIST, false, "[]",
+     "added token ids that take the white space on their left", T},
+    {"tokenizer.rstrip_tokens", "hf-unigram", SQ_MT_INT_LIST, false, "[]",
+     "added token ids that take the white space on their right", T},
+    {"tokenizer.collapse_spaces", "hf-unigram", SQ_MT_BOOL, false, "false",
+     "Replace \" {2,}\" -> \" \" after the charsmap", T},
+    {"tokenizer.prepend_scheme", "hf-unigram", SQ_MT_STRING, false, "always",
+     "always | first | never (Metaspace)", T},
+    {"tokenizer.split", "hf-unigram", SQ_MT_BOOL, false, "true", "Metaspace split", T},
     /* causal LMs (architecture: llama, SQM.md section 10); config.vocab_size, hidden,
      * layers, heads, ffn and max_positions as above */
     {"config.kv_heads", NULL, SQ_MT_INT, true, NULL, "1 .. heads, divides heads (llama)", L},
@@ -298,7 +318,9 @@ static bool when_holds(sq_sqm_when w, const sq_sqm_schema_ctx *ctx, sq_qtype lin
     case SQ_WHEN_DECODER: return ctx->decoder;
     case SQ_WHEN_UNTIED:
         return ctx->decoder && !ctx->dec.tied_classifier && ctx->cls_qt == SQ_QT_F32;
-    case SQ_WHEN_SCORES: return ctx->unigram || (ctx->decoder && !ctx->hf_bpe && !ctx->bytelevel);
+    case SQ_WHEN_SCORES:
+        return ctx->unigram || ctx->hf_unigram || (ctx->decoder && !ctx->hf_bpe && !ctx->bytelevel);
+    case SQ_WHEN_HF_UNIGRAM: return ctx->hf_unigram && !ctx->decoder;
     case SQ_WHEN_HF_BPE: return ctx->decoder && (ctx->hf_bpe || ctx->bytelevel);
     case SQ_WHEN_BYTELEVEL: return ctx->decoder && ctx->bytelevel;
     case SQ_WHEN_QK_NORM: return ctx->decoder && ctx->dec.qk_norm;

@@ -55,6 +55,7 @@ typedef enum sq_sqm_when {
     SQ_WHEN_HF_BPE,     /* tokenizer.type hf-bpe or hf-bytelevel (ranked merges) */
     SQ_WHEN_BYTELEVEL,  /* tokenizer.type hf-bytelevel */
     SQ_WHEN_QK_NORM,    /* a causal LM with config.qk_norm (Qwen3) */
+    SQ_WHEN_HF_UNIGRAM, /* tokenizer.type hf-unigram (an encoder's XLM-R tokenizer) */
 } sq_sqm_when;
 
 /* The allowed dtypes. */
@@ -124,6 +125,7 @@ enum sq_sqm_row {
     SQ_ROW_TOK_SCORES,
     SQ_ROW_TOK_MERGES,
     SQ_ROW_TOK_ADDED,
+    SQ_ROW_TOK_CHARSMAP,
     SQ_ROW_WORD,
     SQ_ROW_WORD_SCALE,
     SQ_ROW_POSITION,
@@ -184,6 +186,7 @@ typedef struct sq_sqm_schema_ctx {
     sq_qtype emb_qt;        /* embeddings_type */
     bool unigram;           /* tokenizer.type */
     bool hf_bpe;            /* tokenizer.type hf-bpe (a causal LM's) */
+    bool hf_unigram;        /* tokenizer.type hf-unigram (XLM-RoBERTa) */
     /* hf-bpe settings (SQM.md 10.5; special_ids checked, read by sqm_tokenizer.c) */
     bool hf_add_prefix, hf_split, hf_byte_fallback, hf_fuse_unk;
     int32_t hf_unk;

@@ -8,6 +8,7 @@
 #include "sqm_schema.h"
 #include "tokenizer_bpe.h"
 #include "tokenizer_bytelevel.h"
+#include "tokenizer_hf_unigram.h"
 #include "yaml_tree.h"
 
 _Static_assert(SQ_PRETOK_GPT2 == 1 && SQ_PRETOK_QWEN2 == 2,
@@ -31,6 +32,7 @@ static int check_tensor(const sq_container *c, enum sq_sqm_row row, bool unigram
     sq_sqm_schema_ctx ctx;
     memset(&ctx, 0, sizeof ctx);
     ctx.unigram = unigram;
+    ctx.hf_unigram = row == SQ_ROW_TOK_CHARSMAP;
     ctx.tok_vocab_size = vocab_size;
     return sq_sqm_check_row(c, &ctx, row, err);
 }
@@ -63,6 +65,24 @@ static int read_vocab(const sq_container *c, sq_wordpiece_spec *spec, sq_err *er
     return 0;
 }
 
+/* The f64 piece scores (tokenizer.scores, finite) into spec->scores. */
+static int read_scores(const sq_container *c, sq_wordpiece_spec *spec, sq_err *err)
+{
+    const int64_t vs = spec->vocab_size;
+    if (check_tensor(c, SQ_ROW_TOK_SCORES, true, vs, err) != 0)
+        return -1;
+    const sq_container_tensor *sc = sq_container_find(c, "tokenizer.scores");
+    spec->scores = malloc((size_t)vs * sizeof *spec->scores);
+    if (!spec->scores)
+        return sq_err_set(err, "out of memory");
+    memcpy(spec->scores, sc->data, (size_t)vs * sizeof *spec->scores);
+    for (int64_t i = 0; i < vs; i++)
+        if (!isfinite(spec->scores[i]))
+            return sq_err_set(err, "%s: tokenizer.scores[%lld] is not finite", c->path,
+                              (long long)i);
+    return 0;
+}
+
 /* type: unigram: vocab_size, unk_id (0), model_max_length, plus the
  * tokenizer.scores tensor (f64 [vocab_size], finite). */
 static int unigram_spec(const sq_container *c, const yt_node *t, sq_wordpiece_spec *spec,
@@ -80,18 +100,127 @@ static int unigram_spec(const sq_container *c, const yt_node *t, sq_wordpiece_sp
     spec->model_max_length = (int32_t)mml;
     if (read_vocab(c, spec, err) != 0)
         return -1;
-    if (check_tensor(c, SQ_ROW_TOK_SCORES, true, vs, err) != 0)
+    return read_scores(c, spec, err);
+}
+
+/* A list of ids (absent: empty) into *ids (malloc'd), *n. */
+static int id_list(const yt_node *t, const char *key, int32_t vocab, int32_t **ids, int32_t *n,
+                   sq_err *err)
+{
+    *ids = NULL;
+    *n = 0;
+    const yt_node *l = yt_get(t, key);
+    if (!l || yt_len(l) == 0)
+        return 0;
+    if (yt_expect(l, YT_SEQUENCE, key, err) != 0)
         return -1;
-    const sq_container_tensor *sc = sq_container_find(c, "tokenizer.scores");
-    spec->scores = malloc((size_t)vs * sizeof *spec->scores);
-    if (!spec->scores)
+    if (yt_len(l) > SQ_HFU_MAX_ADDED)
+        return yt_error(l, err, "tokenizer %s has more than %d ids", key, SQ_HFU_MAX_ADDED);
+    *ids = malloc(yt_len(l) * sizeof **ids);
+    if (!*ids)
         return sq_err_set(err, "out of memory");
-    memcpy(spec->scores, sc->data, (size_t)vs * sizeof *spec->scores);
-    for (int64_t i = 0; i < vs; i++)
-        if (!isfinite(spec->scores[i]))
-            return sq_err_set(err, "%s: tokenizer.scores[%lld] is not finite", c->path,
-                              (long long)i);
+    for (size_t i = 0; i < yt_len(l); i++) {
+        int64_t v;
+        if (yt_as_int64(yt_at(l, i), key, 0, vocab - 1, &v, err) != 0)
+            return -1;
+        (*ids)[(*n)++] = (int32_t)v;
+    }
     return 0;
+}
+
+/* type: hf-unigram (SQM.md 2.4): the Hugging Face Unigram kind of an
+ * XLM-RoBERTa tokenizer.json; tokenizer.scores and, when the file had a
+ * Precompiled step, tokenizer.charsmap (checked by the kind's constructor). */
+static int hf_unigram_spec(const sq_container *c, const yt_node *t, sq_wordpiece_spec *spec,
+                           sq_err *err)
+{
+    int64_t vs, mml = 0;
+    const char *ps = "always";
+    bool split = true, collapse = false;
+    if (yt_get_int64(t, "vocab_size", 1, 1 << 22, &vs, err) != 0 ||
+        yt_get_int64(t, "model_max_length", 0, 1 << 30, &mml, err) < 0 ||
+        yt_get_string(t, "prepend_scheme", &ps, err) < 0 ||
+        yt_get_bool(t, "split", &split, err) < 0 ||
+        yt_get_bool(t, "collapse_spaces", &collapse, err) < 0)
+        return -1;
+    spec->type = SQ_TOK_HF_UNIGRAM;
+    spec->vocab_size = (int32_t)vs;
+    spec->model_max_length = (int32_t)mml;
+    spec->metaspace_split = split;
+    spec->collapse_spaces = collapse;
+    spec->pair_double_sep = true;
+    if (strcmp(ps, "always") == 0)
+        spec->prepend_scheme = SQ_PREPEND_ALWAYS;
+    else if (strcmp(ps, "first") == 0)
+        spec->prepend_scheme = SQ_PREPEND_FIRST;
+    else if (strcmp(ps, "never") == 0)
+        spec->prepend_scheme = SQ_PREPEND_NEVER;
+    else
+        return yt_error(yt_get(t, "prepend_scheme"), err,
+                        "tokenizer prepend_scheme '%s' is not always, first or never", ps);
+    if (get_id(t, "unk_id", spec->vocab_size, &spec->unk_id, err) != 0 ||
+        get_id(t, "cls_id", spec->vocab_size, &spec->cls_id, err) != 0 ||
+        get_id(t, "sep_id", spec->vocab_size, &spec->sep_id, err) != 0 ||
+        get_id(t, "pad_id", spec->vocab_size, &spec->pad_id, err) != 0 ||
+        get_id(t, "mask_id", spec->vocab_size, &spec->mask_id, err) != 0)
+        return -1;
+    if (spec->unk_id < 0 || spec->cls_id < 0 || spec->sep_id < 0)
+        return sq_err_set(err, "%s: metadata tokenizer (hf-unigram) needs unk_id, cls_id and "
+                          "sep_id", c->path);
+    if (read_vocab(c, spec, err) != 0 || read_scores(c, spec, err) != 0)
+        return -1;
+    int32_t *add = NULL, *ls = NULL, *rs = NULL, na, nl, nr;
+    int rc = -1;
+    if (id_list(t, "added_tokens", spec->vocab_size, &add, &na, err) != 0 ||
+        id_list(t, "lstrip_tokens", spec->vocab_size, &ls, &nl, err) != 0 ||
+        id_list(t, "rstrip_tokens", spec->vocab_size, &rs, &nr, err) != 0)
+        goto out;
+    spec->added = calloc((size_t)na + 1, sizeof *spec->added);
+    if (!spec->added) {
+        sq_err_set(err, "out of memory");
+        goto out;
+    }
+    for (int32_t i = 0; i < na; i++) {
+        sq_added_token *a = &spec->added[i];
+        a->id = add[i];
+        for (int32_t k = 0; k < nl; k++)
+            a->lstrip |= ls[k] == add[i];
+        for (int32_t k = 0; k < nr; k++)
+            a->rstrip |= rs[k] == add[i];
+        if (!(a->content = strdup(spec->vocab[add[i]]))) {
+            sq_err_set(err, "out of memory");
+            goto out;
+        }
+        spec->n_added++;
+    }
+    for (int32_t k = 0; k < nl + nr; k++) { /* strip flags only on added tokens */
+        int32_t id = k < nl ? ls[k] : rs[k - nl];
+        bool found = false;
+        for (int32_t i = 0; i < na; i++)
+            found |= add[i] == id;
+        if (!found) {
+            sq_err_set(err, "%s: metadata tokenizer %s_tokens names id %d, which is not in "
+                       "added_tokens", c->path, k < nl ? "lstrip" : "rstrip", id);
+            goto out;
+        }
+    }
+    const sq_container_tensor *cm = sq_container_find(c, "tokenizer.charsmap");
+    if (cm) {
+        if (check_tensor(c, SQ_ROW_TOK_CHARSMAP, false, vs, err) != 0)
+            goto out;
+        if (!(spec->charsmap = malloc(cm->size ? cm->size : 1))) {
+            sq_err_set(err, "out of memory");
+            goto out;
+        }
+        memcpy(spec->charsmap, cm->data, cm->size);
+        spec->charsmap_len = cm->size;
+    }
+    rc = 0;
+out:
+    free(add);
+    free(ls);
+    free(rs);
+    return rc;
 }
 
 int sq_sqm_tokenizer_spec(const sq_container *c, sq_wordpiece_spec *spec, sq_err *err)
@@ -108,6 +237,10 @@ int sq_sqm_tokenizer_spec(const sq_container *c, sq_wordpiece_spec *spec, sq_err
         goto out;
     if (strcmp(type, "unigram") == 0) {
         rc = unigram_spec(c, t, spec, err);
+        goto out;
+    }
+    if (strcmp(type, "hf-unigram") == 0) {
+        rc = hf_unigram_spec(c, t, spec, err);
         goto out;
     }
     if (strcmp(type, "wordpiece") != 0) {

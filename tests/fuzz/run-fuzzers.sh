@@ -16,7 +16,7 @@ SRC=tests/fuzz
 BUILD=build-fuzz
 WORK=$BUILD/fuzz-work
 
-ALL=(fuzz_safetensors fuzz_hf_config fuzz_tokenizer fuzz_recipe fuzz_yaml fuzz_corpus fuzz_container fuzz_sqc fuzz_sqm fuzz_tfjs_model fuzz_use_vocab fuzz_serve_request fuzz_serve_completion fuzz_head fuzz_llama_ckpt fuzz_dec_sqm fuzz_bpe_tokenizer fuzz_tune_file fuzz_hf_bpe fuzz_tok_bytelevel)
+ALL=(fuzz_safetensors fuzz_hf_config fuzz_tokenizer fuzz_recipe fuzz_yaml fuzz_corpus fuzz_container fuzz_sqc fuzz_sqm fuzz_tfjs_model fuzz_use_vocab fuzz_serve_request fuzz_serve_completion fuzz_head fuzz_llama_ckpt fuzz_dec_sqm fuzz_bpe_tokenizer fuzz_tune_file fuzz_hf_bpe fuzz_tok_bytelevel fuzz_tok_hf_unigram)
 # Largest input per harness: a bit above the biggest seed, small for speed.
 declare -A MAX_LEN=([fuzz_safetensors]=16384 [fuzz_hf_config]=8192 [fuzz_tokenizer]=8192
                     [fuzz_recipe]=8192 [fuzz_yaml]=4096 [fuzz_corpus]=16384
@@ -25,7 +25,7 @@ declare -A MAX_LEN=([fuzz_safetensors]=16384 [fuzz_hf_config]=8192 [fuzz_tokeniz
                     [fuzz_serve_completion]=4096 [fuzz_head]=8192
                     [fuzz_llama_ckpt]=16384 [fuzz_dec_sqm]=24576 [fuzz_bpe_tokenizer]=16384
                     [fuzz_tune_file]=4096
-                    [fuzz_hf_bpe]=16384 [fuzz_tok_bytelevel]=8192)
+                    [fuzz_hf_bpe]=16384 [fuzz_tok_bytelevel]=8192 [fuzz_tok_hf_unigram]=8192)
 
 runs=; secs=; build_only=0; no_build=0; replay=1; sel=()
 while [ $# -gt 0 ]; do

@@ -29,6 +29,8 @@ typedef struct tk_sentences {
 extern const char *const tk_sources[];
 /* The same for the byte-level BPE (Qwen3) golden. */
 extern const char *const tk_qwen3_sources[];
+/* The same for the XLM-RoBERTa (HF Unigram) golden. */
+extern const char *const tk_xlmr_sources[];
 
 /* Load the sentences of source `rel` under data_dir. Returns 0, or -1 with a
  * message in errbuf. */

@@ -106,6 +106,25 @@ static const meta_line meta_mpnet[] = {
     {"embeddings_type", "embeddings_type: int8"}, {"activation_guard", "activation_guard: row"},
     WORDPIECE(24), {NULL, NULL}};
 
+/* XLM-RoBERTa: RoBERTa position ids, no token types, the hf-unigram
+ * tokenizer (scores and a charsmap); int8 embeddings. */
+static const meta_line meta_xlmr[] = {
+    {"format", "format: squint-model"}, {"format_version", "format_version: 1"},
+    CONFIG(24, 32, 32, "post", "gelu", "learned", "true", "none", 0),
+    {"config.position_ids", "  position_ids: roberta"},
+    {"pooling", "pooling: mean"}, {"normalize", "normalize: true"}, {"max_seq", "max_seq: 12"},
+    {"embeddings_type", "embeddings_type: int8"}, {"activation_guard", "activation_guard: row"},
+    {"tokenizer", "tokenizer:"}, {"tokenizer.type", "  type: hf-unigram"},
+    {"tokenizer.vocab_size", "  vocab_size: 24"}, {"tokenizer.unk_id", "  unk_id: 3"},
+    {"tokenizer.cls_id", "  cls_id: 0"}, {"tokenizer.sep_id", "  sep_id: 2"},
+    {"tokenizer.pad_id", "  pad_id: 1"}, {"tokenizer.mask_id", "  mask_id: 23"},
+    {"tokenizer.model_max_length", "  model_max_length: 12"},
+    {"tokenizer.collapse_spaces", "  collapse_spaces: true"},
+    {"tokenizer.prepend_scheme", "  prepend_scheme: first"}, {"tokenizer.split", "  split: false"},
+    {"tokenizer.added_tokens", "  added_tokens: [0, 1, 2, 3, 23]"},
+    {"tokenizer.lstrip_tokens", "  lstrip_tokens: [23]"},
+    {"tokenizer.rstrip_tokens", "  rstrip_tokens: [0]"}, {NULL, NULL}};
+
 /* A cross-encoder / sequence classifier: BERT with the pooler as tanh head
  * and a score linear of 3 labels; fp32 embeddings. */
 static const meta_line meta_ce[] = {
@@ -211,6 +230,7 @@ static const model models[] = {
     {"t2t", meta_t2t, qt_t2t, "layer.0.res", "layer.1.ffn_down", "layer.0.ffn_down"},
     {"cross-encoder", meta_ce, qt_bert, NULL, NULL, NULL},
     {"mpnet", meta_mpnet, qt_bert, NULL, NULL, NULL},
+    {"xlmr", meta_xlmr, qt_bert, NULL, NULL, NULL},
     {"bert-head", meta_bert_head, qt_bert, NULL, NULL, NULL},
     {"llama", meta_llama, qt_bert, "layer.0.attn_out", "layer.1.ffn_down", "layer.0.qkv"},
     {"llama-hf", meta_llama_hf, qt_f32, NULL, NULL, NULL},
@@ -314,6 +334,14 @@ static void add_tensor(sq_container_writer *w, const sq_sqm_expect *ex, const bu
     sq_err err;
     ck_assert_msg(sq_cdtype_size(dt, nd, dims, &size, &err) == 0, "%s: %s", ex->name, err.msg);
     unsigned char *data = calloc(1, size ? size : 1);
+    /* the smallest valid charsmap: one trie unit (no key), no strings */
+    static const unsigned char charsmap[8] = {4, 0, 0, 0, 0, 0, 0, 0};
+    if (!strcmp(ex->name, "tokenizer.charsmap") && dt == SQ_CDT_U8 && nd == 1 && dims[0] == 1) {
+        free(data);
+        dims[0] = size = sizeof charsmap;
+        data = malloc(size);
+        memcpy(data, charsmap, size);
+    }
     if (!strcmp(ex->name, "tokenizer.vocab") && dt == SQ_CDT_U8 && nd == 1)
         memcpy(data, vocab, vlen);
     else if (dt == SQ_CDT_F32)
@@ -373,6 +401,7 @@ static char *build(const model *m, const build_opts *o, const char *file)
                 if (rc == 0 || !ex.applies)
                     continue;
                 if (ex.optional && strcmp(ex.name, "tokenizer.added") != 0 &&
+                    strcmp(ex.name, "tokenizer.charsmap") != 0 &&
                     !is(ex.name, m->smooth, "smooth") &&
                     !is(ex.name, m->zero, "act_zero") &&
                     !is(ex.name, m->outl, "outlier_index") &&
@@ -569,6 +598,7 @@ START_TEST(metadata_keys)
         const char *tok_type = strstr(text, "type: unigram")        ? "unigram"
                                : strstr(text, "type: hf-bpe")       ? "hf-bpe"
                                : strstr(text, "type: hf-bytelevel") ? "hf-bytelevel"
+                               : strstr(text, "type: hf-unigram")   ? "hf-unigram"
                                                                     : "wordpiece";
         free(text);
         for (size_t i = 0; i < sq_sqm_n_meta_rules; i++) {
