@@ -104,7 +104,8 @@ static int check_architectures(json_t *root, const char *path, bool *classifier,
     {
         const char *a = json_string_value(av);
         if (a && (strcmp(a, "BertForSequenceClassification") == 0 ||
-                  strcmp(a, "MPNetForSequenceClassification") == 0)) {
+                  strcmp(a, "MPNetForSequenceClassification") == 0 ||
+                  strcmp(a, "XLMRobertaForSequenceClassification") == 0)) {
             *classifier = true;
             continue;
         }
@@ -232,9 +233,12 @@ static int load_bert_config(const char *path, bool force_classifier, sq_bert_con
         goto out;
     }
     const bool mpnet = strcmp(model_type, "mpnet") == 0;
-    if (strcmp(model_type, "bert") != 0 && !mpnet) {
+    /* XLM-RoBERTa (multilingual-e5, bge-m3, bge-reranker-base): BERT's
+     * blocks and names with RoBERTa's position ids */
+    const bool xlmr = strcmp(model_type, "xlm-roberta") == 0;
+    if (strcmp(model_type, "bert") != 0 && !mpnet && !xlmr) {
         sq_err_set(err, "%s: model_type \"%s\" is not supported (squint reads the encoders "
-                        "\"bert\" and \"mpnet\")",
+                        "\"bert\", \"mpnet\" and \"xlm-roberta\")",
                    path, model_type);
         goto out;
     }
@@ -279,7 +283,7 @@ static int load_bert_config(const char *path, bool force_classifier, sq_bert_con
         cfg->type_vocab = 0;
     else
         GET_INT(type_vocab, "type_vocab_size", 1, 1024, true, 2);
-    GET_INT(pad_token_id, "pad_token_id", 0, SQ_MAX_VOCAB, true, mpnet ? 1 : 0);
+    GET_INT(pad_token_id, "pad_token_id", 0, SQ_MAX_VOCAB, true, mpnet || xlmr ? 1 : 0);
 #undef GET_INT
     if (cfg->hidden % cfg->heads != 0) {
         sq_err_set(err, "%s: hidden_size %d is not divisible by num_attention_heads %d", path,
@@ -300,6 +304,15 @@ static int load_bert_config(const char *path, bool force_classifier, sq_bert_con
     sq_bert_config_set_bert_defaults(cfg);
     if (mpnet && mpnet_config(root, path, cfg, err) != 0)
         goto out;
+    if (xlmr) {
+        cfg->pos_ids = SQ_POS_IDS_ROBERTA;
+        if (sq_bert_max_tokens(cfg) < 3) {
+            sq_err_set(err, "%s: max_position_embeddings %d leaves no room for a sequence after "
+                            "pad_token_id %d (positions start at pad_token_id + 1)",
+                       path, cfg->max_pos, cfg->pad_token_id);
+            goto out;
+        }
+    }
     if (classifier && classifier_config(root, path, cfg, err) != 0)
         goto out;
     rc = 0;

@@ -122,16 +122,20 @@ static int load_layer(const weights *w, const family_names *fn, const sq_bert_co
 static int load_classifier(weights *w, const sq_bert_config *c, sq_encoder *enc, sq_err *err)
 {
     const int H = c->hidden;
-    const bool mpnet = c->rel_buckets > 0;
     const char *prefix = w->prefix;
-    /* MPNetForSequenceClassification: classifier.dense + tanh on <s>, then
-     * classifier.out_proj; no pooler. Both outside the encoder's prefix. */
-    if (mpnet)
-        w->prefix = "";
-    int rc = load_linear(w, mpnet ? "classifier.dense" : "pooler.dense", H, H, &enc->head, err);
+    /* MPNet's and RoBERTa's classification head (MPNetForSequenceClassification,
+     * XLMRobertaForSequenceClassification): classifier.dense + tanh on <s>,
+     * then classifier.out_proj; no pooler. Both outside the encoder's prefix. */
+    w->prefix = "";
+    const sq_safetensors *dummy;
+    const bool roberta_head = sq_hf_weights_find(w, "classifier.out_proj.weight", &dummy);
+    if (!roberta_head)
+        w->prefix = prefix;
+    int rc = load_linear(w, roberta_head ? "classifier.dense" : "pooler.dense", H, H, &enc->head,
+                         err);
     w->prefix = "";
     if (rc == 0)
-        rc = load_linear(w, mpnet ? "classifier.out_proj" : "classifier", c->num_labels, H,
+        rc = load_linear(w, roberta_head ? "classifier.out_proj" : "classifier", c->num_labels, H,
                          &enc->score, err);
     w->prefix = prefix;
     return rc;
@@ -155,6 +159,10 @@ int sq_bert_load_dir(const char *dir, sq_encoder *enc, sq_err *err)
     char probe[64];
     snprintf(probe, sizeof probe, "%sembeddings.word_embeddings.weight", fn->prefix);
     w.prefix = sq_hf_weights_find(&w, probe, &dummy) ? fn->prefix : "";
+    /* XLM-RoBERTa's task checkpoints keep BERT's names under "roberta." */
+    if (!w.prefix[0] && fn == &bert_names &&
+        sq_hf_weights_find(&w, "roberta.embeddings.word_embeddings.weight", &dummy))
+        w.prefix = "roberta.";
     /* A classification head in the weights makes a sequence classifier even
      * when config.json's "architectures" is missing or empty: run as an
      * embedding model, its head would be dropped without a word. */
