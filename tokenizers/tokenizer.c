@@ -234,7 +234,7 @@ static int64_t bpe_tokenize(const sq_bpe *b, const char *text, size_t len, bool 
     int64_t n = sq_bpe_encode(b, text, len, bos, false, &all);
     if (n < 0)
         return -1;
-    if (ids && cap > 0)
+    if (ids && cap > 0 && n > 0)
         memcpy(ids, all, (size_t)(n < cap ? n : cap) * sizeof *ids);
     free(all);
     return n;
@@ -247,7 +247,7 @@ static int64_t bl_tokenize(const sq_bl *b, const char *text, size_t len, bool bo
     int64_t n = sq_bl_encode(b, text, len, bos, false, &all);
     if (n < 0)
         return -1;
-    if (ids && cap > 0)
+    if (ids && cap > 0 && n > 0)
         memcpy(ids, all, (size_t)(n < cap ? n : cap) * sizeof *ids);
     free(all);
     return n;

@@ -486,7 +486,7 @@ int64_t sq_hfu_tokenize(const sq_hfu *u, const char *text, size_t len, int32_t *
         free(out.v);
         return -1;
     }
-    if (ids && cap > 0)
+    if (ids && cap > 0 && out.n > 0) /* an empty text has no buffer */
         memcpy(ids, out.v, (size_t)(out.n < cap ? out.n : cap) * sizeof *ids);
     int64_t n = out.n;
     free(out.v);
