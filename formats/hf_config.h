@@ -148,7 +148,7 @@ int sq_st_prompt_load(const char *dir, const char *name, char **out, sq_err *err
 const char *sq_pooling_name(sq_pooling p);
 int sq_pooling_parse(const char *s, sq_pooling *out);
 
-/* ---- causal LMs (decoder/hf_llama.c builds the model) ---- */
+/* ---- causal LMs (libquant/model/hf_llama.c builds the model) ---- */
 
 /* config.json of a LlamaForCausalLM (model_type llama) or a
  * Qwen3ForCausalLM (model_type qwen3). */

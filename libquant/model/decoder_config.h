@@ -1,4 +1,4 @@
-/* The shape of a Llama-family decoder (decoder/decoder.h runs it), shared
+/* The shape of a Llama-family decoder (libquant/model/decoder.h runs it), shared
  * by the executor, the .sqc and .sqm metadata (calib/SQC.md, formats/SQM.md
  * section 10) and the .sqm schema: the widths, the linears each layer has,
  * and the YAML mapping both files write. */

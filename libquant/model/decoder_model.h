@@ -2,7 +2,7 @@
  * embedding, per layer the RMSNorm weights and the four linears, the final
  * norm and the classifier, and the RoPE tables. Built by the checkpoint
  * readers (decoder/) and by the .sqm loader (sqm_decoder.h); run by the
- * decoder executor (decoder/decoder.h). */
+ * decoder executor (libquant/model/decoder.h). */
 #ifndef SQ_DECODER_MODEL_H
 #define SQ_DECODER_MODEL_H
 

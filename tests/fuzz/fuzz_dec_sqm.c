@@ -1,5 +1,5 @@
 /* Fuzz the decoder .sqm loader (libquant/sqm/sqm_decoder.c through
- * decoder/llama_model.h: metadata, the BPE tokenizer section, every tensor's
+ * libquant/run/llama_model.h: metadata, the BPE tokenizer section, every tensor's
  * dtype, shape and value rules, the attention precision); checksums are
  * repaired first, or almost every mutation would stop at verification. A
  * file it accepts must run: a 3-token prefill and a decode step with ids

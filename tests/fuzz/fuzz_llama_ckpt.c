@@ -1,4 +1,4 @@
-/* Fuzz the llama2.c checkpoint reader (decoder/llama_ckpt.c): header ranges,
+/* Fuzz the llama2.c checkpoint reader (libquant/model/llama_ckpt.c): header ranges,
  * the size the header implies, non-finite weights; a checkpoint it accepts
  * is built into the decoder and runs a 3-token prefill and a decode step
  * (ids taken from the input), whose logits must be finite or the reader let
