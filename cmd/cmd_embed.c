@@ -33,7 +33,7 @@ static const char *const help =
     "  --max-seq N           truncate to N tokens, special tokens included (default: model limit)\n"
     "  --threads N           worker threads (default: $OMP_NUM_THREADS, else the CPUs this process\n"
     "                        may run on, at most its cgroup CPU quota)\n"
-    "  --pooling cls|mean    override the model's pooling\n"
+    "  --pooling cls|mean|last  override the model's pooling\n"
     "  --normalize           L2-normalize embeddings (default: as the model says)\n"
     "  --no-normalize        do not normalize\n"
     "  --dimensions N        Matryoshka: keep the first N values of each embedding, then\n"

@@ -395,7 +395,7 @@ void sq_labels_free(char **labels, int n)
 
 const char *sq_pooling_name(sq_pooling p)
 {
-    return p == SQ_POOL_MEAN ? "mean" : "cls";
+    return p == SQ_POOL_MEAN ? "mean" : p == SQ_POOL_LAST ? "last" : "cls";
 }
 
 int sq_pooling_parse(const char *s, sq_pooling *out)
@@ -404,6 +404,8 @@ int sq_pooling_parse(const char *s, sq_pooling *out)
         *out = SQ_POOL_CLS;
     else if (strcmp(s, "mean") == 0)
         *out = SQ_POOL_MEAN;
+    else if (strcmp(s, "last") == 0 || strcmp(s, "lasttoken") == 0)
+        *out = SQ_POOL_LAST;
     else
         return -1;
     return 0;
@@ -438,34 +440,47 @@ static int read_pooling_module(const char *dir, const char *sub, sq_pooling_conf
         goto out;
     if (mode) {
         if (sq_pooling_parse(mode, &pc->pooling) != 0) {
-            sq_err_set(err, "%s: pooling_mode \"%s\" is not supported (cls or mean)", path, mode);
+            sq_err_set(err, "%s: pooling_mode \"%s\" is not supported (cls, mean or lasttoken)",
+                       path, mode);
             goto out;
         }
     } else {
         static const char *const other[] = {"pooling_mode_max_tokens",
                                             "pooling_mode_mean_sqrt_len_tokens",
-                                            "pooling_mode_weightedmean_tokens",
-                                            "pooling_mode_lasttoken"};
-        bool cls = false, mean = false, b;
+                                            "pooling_mode_weightedmean_tokens"};
+        bool cls = false, mean = false, last = false, b;
         if (sq_json_bool(root, "pooling_mode_cls_token", true, false, &cls, path, err) != 0 ||
-            sq_json_bool(root, "pooling_mode_mean_tokens", true, false, &mean, path, err) != 0)
+            sq_json_bool(root, "pooling_mode_mean_tokens", true, false, &mean, path, err) != 0 ||
+            sq_json_bool(root, "pooling_mode_lasttoken", true, false, &last, path, err) != 0)
             goto out;
         for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
             if (sq_json_bool(root, other[i], true, false, &b, path, err) != 0)
                 goto out;
             if (b) {
-                sq_err_set(err, "%s: %s is not supported (cls or mean pooling only)", path,
-                           other[i]);
+                sq_err_set(err, "%s: %s is not supported (cls, mean or lasttoken pooling only)",
+                           path, other[i]);
                 goto out;
             }
         }
-        if (cls == mean) {
-            sq_err_set(err, "%s: exactly one of pooling_mode_cls_token and "
-                            "pooling_mode_mean_tokens must be true",
+        if (cls + mean + last != 1) {
+            sq_err_set(err, "%s: exactly one of pooling_mode_cls_token, pooling_mode_mean_tokens "
+                            "and pooling_mode_lasttoken must be true",
                        path);
             goto out;
         }
-        pc->pooling = cls ? SQ_POOL_CLS : SQ_POOL_MEAN;
+        pc->pooling = cls ? SQ_POOL_CLS : mean ? SQ_POOL_MEAN : SQ_POOL_LAST;
+    }
+    /* include_prompt false (INSTRUCTOR-style) leaves a prompt's tokens out
+     * of a mean: squint pools every token, so it refuses rather than
+     * average the instruction in */
+    bool include_prompt = true;
+    if (sq_json_bool(root, "include_prompt", true, true, &include_prompt, path, err) != 0)
+        goto out;
+    if (!include_prompt && pc->pooling == SQ_POOL_MEAN) {
+        sq_err_set(err, "%s: include_prompt false with mean pooling is not supported (squint "
+                        "pools the prompt's tokens too)",
+                   path);
+        goto out;
     }
     rc = 0;
 out:

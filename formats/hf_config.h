@@ -102,7 +102,11 @@ int sq_bert_max_tokens(const sq_bert_config *c);
  * relative_position_bucket, evaluated in float32 as PyTorch does). */
 int sq_rel_bucket(int rel, int buckets, int max_distance);
 
-typedef enum sq_pooling { SQ_POOL_CLS = 0, SQ_POOL_MEAN = 1 } sq_pooling;
+/* The token rows an embedding is pooled from: the first ([CLS]), their
+ * mean, or the last (sentence-transformers' pooling_mode_lasttoken: a
+ * causal embedding model such as Qwen3-Embedding, whose last token has seen
+ * the whole text). */
+typedef enum sq_pooling { SQ_POOL_CLS = 0, SQ_POOL_MEAN = 1, SQ_POOL_LAST = 2 } sq_pooling;
 
 typedef struct sq_pooling_config {
     sq_pooling pooling;

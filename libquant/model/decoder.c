@@ -353,8 +353,9 @@ static void run_chunk(const sq_decoder *d, sq_decoder_state *st, const int32_t *
         sq_block_forward(&desc, &d->layers[l], l, st->x, n, &bufs, &attn, st->obs);
 }
 
-int sq_decoder_forward(const sq_decoder *d, sq_decoder_state *st, const int32_t *ids, int n,
-                       int pos, float *logits, bool all_logits, sq_err *err)
+/* The one check of a forward's ids and positions against st and d. */
+static int check_run(const sq_decoder *d, const sq_decoder_state *st, const int32_t *ids, int n,
+                     int pos, sq_err *err)
 {
     const sq_decoder_config *c = &d->cfg;
     if (n < 1 || pos < 0 || pos > st->max_pos - n)
@@ -364,6 +365,15 @@ int sq_decoder_forward(const sq_decoder *d, sq_decoder_state *st, const int32_t 
         if (ids[i] < 0 || ids[i] >= c->vocab)
             return sq_err_set(err, "token id %d is outside the vocabulary of %d", (int)ids[i],
                               c->vocab);
+    return 0;
+}
+
+int sq_decoder_forward(const sq_decoder *d, sq_decoder_state *st, const int32_t *ids, int n,
+                       int pos, float *logits, bool all_logits, sq_err *err)
+{
+    const sq_decoder_config *c = &d->cfg;
+    if (check_run(d, st, ids, n, pos, err) != 0)
+        return -1;
     for (int done = 0; done < n; done += st->max_rows) {
         const int m = n - done < st->max_rows ? n - done : st->max_rows;
         run_chunk(d, st, ids + done, m, pos + done);
@@ -376,5 +386,20 @@ int sq_decoder_forward(const sq_decoder *d, sq_decoder_state *st, const int32_t 
             sq_linear_forward(&d->classifier, st->xb, 1, logits, &st->lin);
         }
     }
+    return 0;
+}
+
+int sq_decoder_last_hidden(const sq_decoder *d, sq_decoder_state *st, const int32_t *ids, int n,
+                           int pos, float *out, sq_err *err)
+{
+    const sq_decoder_config *c = &d->cfg;
+    if (check_run(d, st, ids, n, pos, err) != 0)
+        return -1;
+    int m = 0;
+    for (int done = 0; done < n; done += m) {
+        m = n - done < st->max_rows ? n - done : st->max_rows;
+        run_chunk(d, st, ids + done, m, pos + done);
+    }
+    sq_rmsnorm_to(st->x + (size_t)(m - 1) * c->dim, out, 1, c->dim, d->rms_final, c->norm_eps);
     return 0;
 }

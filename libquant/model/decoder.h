@@ -76,6 +76,13 @@ void sq_decoder_state_free(sq_decoder_state *st);
 int sq_decoder_forward(const sq_decoder *d, sq_decoder_state *st, const int32_t *ids, int n,
                        int pos, float *logits, bool all_logits, sq_err *err);
 
+/* The same run without the LM head: out [dim] gets the last row's final
+ * hidden state (after the last RMSNorm), what a causal embedding model
+ * (Qwen3-Embedding) pools: last-token pooling. Its bits depend only on
+ * ids, pos and st->max_rows (the prefill chunk), never on the threads. */
+int sq_decoder_last_hidden(const sq_decoder *d, sq_decoder_state *st, const int32_t *ids, int n,
+                           int pos, float *out, sq_err *err);
+
 /* The attention core's step on one q|k|v row of layer `layer` at position
  * p, in place: with cfg.qk_norm (Qwen3) each head of q and of k RMSNormed
  * over head_dim (eps cfg.norm_eps, weights layers[layer].qn_g / kn_g),

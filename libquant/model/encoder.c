@@ -344,6 +344,9 @@ int sq_encoder_forward(const sq_encoder *enc, sq_workspace *ws, const sq_batch *
                        float *hidden_out, const sq_observer *obs, sq_err *err)
 {
     const sq_bert_config *c = &enc->cfg;
+    if (!enc->layers) /* embed_model.h: a causal embedding model's interface only */
+        return sq_err_set(err, "this model has no encoder layers (a causal embedding model runs "
+                               "through its decoder: this command takes encoders only)");
     if (b->n_seq <= 0 || b->offsets[0] != 0)
         return sq_err_set(err, "empty batch");
     int T = b->offsets[b->n_seq], max_len = 0;

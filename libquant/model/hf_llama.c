@@ -34,11 +34,11 @@ static void unpermute_rows(float *w, int heads, int hd, int cols, float *tmp)
 }
 
 /* Tensor name of layer l into a stacked [L][rows][cols] array at layer l. */
-static int load_layer_part(const sq_hf_weights *w, int l, const char *what, float *dst,
-                           int64_t rows, int64_t cols, sq_err *err)
+static int load_layer_part(const sq_hf_weights *w, const char *pfx, int l, const char *what,
+                           float *dst, int64_t rows, int64_t cols, sq_err *err)
 {
     char name[160];
-    snprintf(name, sizeof name, "model.layers.%d.%s.weight", l, what);
+    snprintf(name, sizeof name, "%slayers.%d.%s.weight", pfx, l, what);
     float *t = sq_hf_weights_load(w, name, rows, cols, err);
     if (!t)
         return -1;
@@ -80,8 +80,17 @@ int sq_hf_llama_load(const char *dir, sq_llama_ckpt *ck, sq_err *err)
     sq_hf_weights w;
     if (sq_hf_weights_open(dir, &w, err) != 0)
         return -1;
-    if (sq_hf_weights_check_layers(&w, "model.layers.", c->n_layers,
-                                   "config.json num_hidden_layers", err) != 0) {
+    /* The causal LM's names (model.layers...), or the bare model's that a
+     * causal embedding model saves (Qwen3-Embedding: layers..., no lm_head). */
+    const sq_safetensors *in;
+    const char *pfx = sq_hf_weights_find(&w, "model.embed_tokens.weight", &in) ||
+                              !sq_hf_weights_find(&w, "embed_tokens.weight", &in)
+                          ? "model."
+                          : "";
+    char name[64];
+    snprintf(name, sizeof name, "%slayers.", pfx);
+    if (sq_hf_weights_check_layers(&w, name, c->n_layers, "config.json num_hidden_layers",
+                                   err) != 0) {
         sq_hf_weights_close(&w);
         return -1;
     }
@@ -109,20 +118,22 @@ int sq_hf_llama_load(const char *dir, sq_llama_ckpt *ck, sq_err *err)
         sq_err_set(err, "%s: out of memory for the weights", dir);
         goto out;
     }
-    if (!(ck->tok_emb = sq_hf_weights_load(&w, "model.embed_tokens.weight", c->vocab, c->dim,
-                                           err)) ||
-        !(ck->rms_final = sq_hf_weights_load(&w, "model.norm.weight", c->dim, 0, err)))
+    snprintf(name, sizeof name, "%sembed_tokens.weight", pfx);
+    if (!(ck->tok_emb = sq_hf_weights_load(&w, name, c->vocab, c->dim, err)))
+        goto out;
+    snprintf(name, sizeof name, "%snorm.weight", pfx);
+    if (!(ck->rms_final = sq_hf_weights_load(&w, name, c->dim, 0, err)))
         goto out;
     for (int l = 0; l < c->n_layers; l++) {
-        if (load_layer_part(&w, l, "input_layernorm", ck->rms_att, c->dim, 0, err) ||
-            load_layer_part(&w, l, "post_attention_layernorm", ck->rms_ffn, c->dim, 0, err) ||
-            load_layer_part(&w, l, "self_attn.q_proj", ck->wq, Q, c->dim, err) ||
-            load_layer_part(&w, l, "self_attn.k_proj", ck->wk, KV, c->dim, err) ||
-            load_layer_part(&w, l, "self_attn.v_proj", ck->wv, KV, c->dim, err) ||
-            load_layer_part(&w, l, "self_attn.o_proj", ck->wo, c->dim, Q, err) ||
-            load_layer_part(&w, l, "mlp.gate_proj", ck->w1, c->hidden, c->dim, err) ||
-            load_layer_part(&w, l, "mlp.up_proj", ck->w3, c->hidden, c->dim, err) ||
-            load_layer_part(&w, l, "mlp.down_proj", ck->w2, c->dim, c->hidden, err))
+        if (load_layer_part(&w, pfx, l, "input_layernorm", ck->rms_att, c->dim, 0, err) ||
+            load_layer_part(&w, pfx, l, "post_attention_layernorm", ck->rms_ffn, c->dim, 0, err) ||
+            load_layer_part(&w, pfx, l, "self_attn.q_proj", ck->wq, Q, c->dim, err) ||
+            load_layer_part(&w, pfx, l, "self_attn.k_proj", ck->wk, KV, c->dim, err) ||
+            load_layer_part(&w, pfx, l, "self_attn.v_proj", ck->wv, KV, c->dim, err) ||
+            load_layer_part(&w, pfx, l, "self_attn.o_proj", ck->wo, c->dim, Q, err) ||
+            load_layer_part(&w, pfx, l, "mlp.gate_proj", ck->w1, c->hidden, c->dim, err) ||
+            load_layer_part(&w, pfx, l, "mlp.up_proj", ck->w3, c->hidden, c->dim, err) ||
+            load_layer_part(&w, pfx, l, "mlp.down_proj", ck->w2, c->dim, c->hidden, err))
             goto out;
         unpermute_rows(ck->wq + (size_t)l * QD, c->n_heads, hd, c->dim, tmp);
         unpermute_rows(ck->wk + (size_t)l * KV * D, c->n_kv_heads, hd, c->dim, tmp);
@@ -131,14 +142,13 @@ int sq_hf_llama_load(const char *dir, sq_llama_ckpt *ck, sq_err *err)
              * before RoPE; RMS over a head does not depend on the channels'
              * order, so the weight takes the rows' permutation and the
              * normed head is the HF one, un-permuted */
-            if (load_layer_part(&w, l, "self_attn.q_norm", ck->q_norm, hd, 0, err) ||
-                load_layer_part(&w, l, "self_attn.k_norm", ck->k_norm, hd, 0, err))
+            if (load_layer_part(&w, pfx, l, "self_attn.q_norm", ck->q_norm, hd, 0, err) ||
+                load_layer_part(&w, pfx, l, "self_attn.k_norm", ck->k_norm, hd, 0, err))
                 goto out;
             unpermute_rows(ck->q_norm + (size_t)l * hd, 1, hd, 1, tmp);
             unpermute_rows(ck->k_norm + (size_t)l * hd, 1, hd, 1, tmp);
         }
     }
-    const sq_safetensors *in;
     const bool has_head = sq_hf_weights_find(&w, "lm_head.weight", &in) != NULL;
     if (!c->shared_classifier) {
         if (!has_head) {

@@ -11,6 +11,8 @@
  *   model.layers.N.mlp.{gate,up,down}_proj       -> w1, w3, w2
  *   model.norm.weight                            -> rms_final
  *   lm_head.weight [V, D] (absent when tie_word_embeddings) -> wcls
+ * The same names without "model." (a bare Qwen3Model, as a causal embedding
+ * model such as Qwen3-Embedding saves it) are read alike.
  * Qwen3 adds per layer self_attn.{q,k}_norm.weight [head_dim] -> q_norm,
  * k_norm (permuted as the q / k rows are), and its head_dim makes q_proj
  * [heads * head_dim, D], o_proj [D, heads * head_dim].

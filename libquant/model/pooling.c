@@ -9,8 +9,9 @@ void sq_pool(const float *hidden, const int *offsets, int n_seq, int H, sq_pooli
     for (int s = 0; s < n_seq; s++) {
         float *o = out + (size_t)s * H;
         int t0 = offsets[s], t1 = offsets[s + 1];
-        if (mode == SQ_POOL_CLS) {
-            memcpy(o, hidden + (size_t)t0 * H, (size_t)H * sizeof(float));
+        if (mode == SQ_POOL_CLS || mode == SQ_POOL_LAST) {
+            const int t = mode == SQ_POOL_CLS ? t0 : t1 - 1;
+            memcpy(o, hidden + (size_t)t * H, (size_t)H * sizeof(float));
         } else {
             for (int c = 0; c < H; c++) {
                 double acc = 0;

@@ -1,5 +1,5 @@
-/* Sentence embedding from the last hidden state: CLS or mask-aware mean
- * pooling (padding never exists in the packed layout), then optional L2
+/* Sentence embedding from the last hidden state: CLS, mask-aware mean or
+ * last-token pooling (padding never exists in the packed layout), then optional L2
  * normalization as sentence-transformers' Normalize module does. */
 #ifndef SQ_POOLING_H
 #define SQ_POOLING_H

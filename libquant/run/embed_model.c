@@ -121,6 +121,55 @@ static int classifier_setup(sq_embed_model *m, sq_err *err)
     return rc;
 }
 
+/* The interface a causal embedding model shows through enc.cfg: its width
+ * and context; no layers (embedder.c runs the decoder instead). */
+static void causal_interface(sq_embed_model *m)
+{
+    const sq_decoder_config *c = &m->lm->dec.cfg;
+    sq_bert_config *e = &m->enc.cfg;
+    memset(e, 0, sizeof *e);
+    sq_bert_config_set_bert_defaults(e);
+    e->hidden = e->embed_dim = c->dim;
+    e->heads = c->n_heads;
+    e->ffn = c->hidden;
+    e->vocab_size = c->vocab;
+    e->max_pos = c->max_pos;
+    e->pos_ids = SQ_POS_IDS_INDEX;
+}
+
+/* A causal LM folder as an embedding model: only when its
+ * sentence-transformers Pooling module pools the last token (Qwen3-Embedding);
+ * the special tokens around each text are its tokenizer.json post-processor's. */
+static int open_causal(sq_embed_model *m, sq_err *err)
+{
+    const char *mdir = m->model_dir;
+    if (m->pool.pooling != SQ_POOL_LAST)
+        return sq_err_set(err, "%s is a causal LM without last-token pooling: squint embeds "
+                               "with a causal LM only when its sentence-transformers Pooling "
+                               "module pools the last token (pooling_mode_lasttoken, as "
+                               "Qwen3-Embedding's); generate text with `squint generate`",
+                          mdir);
+    if (m->pool.dense_path[0])
+        return sq_err_set(err, "%s: a Dense module after a causal LM's pooling is not supported",
+                          m->ckpt.dir);
+    if (!(m->lm = calloc(1, sizeof *m->lm)))
+        return sq_err_set(err, "out of memory");
+    if (sq_llama_model_open(mdir, NULL, m->lm, err) != 0) {
+        free(m->lm);
+        m->lm = NULL;
+        return -1;
+    }
+    if (sq_hf_single_template_load(m->lm->tokenizer_path, sq_tokenizer_vocab_size(m->lm->tok),
+                                   &m->lm_wrap, err) != 0)
+        return -1;
+    m->tok = m->lm->tok; /* borrowed */
+    causal_interface(m);
+    m->max_seq = m->lm->dec.cfg.max_pos;
+    if (m->pool.max_seq_length >= 3 && m->pool.max_seq_length < m->max_seq)
+        m->max_seq = m->pool.max_seq_length;
+    return 0;
+}
+
 static int open_checkpoint(const char *arg, sq_embed_model *m, sq_err *err)
 {
     if (sq_checkpoint_open(arg, &m->ckpt, err) != 0)
@@ -143,6 +192,8 @@ static int open_checkpoint(const char *arg, sq_embed_model *m, sq_err *err)
     if (!m->model_dir)
         return sq_err_set(err, "out of memory");
     const char *mdir = m->model_dir;
+    if (sq_hf_dir_is_causal_lm(mdir))
+        return open_causal(m, err);
     if (sq_bert_load_dir(mdir, &m->enc, err) != 0)
         return -1;
     if (m->enc.cfg.num_labels > 0 && classifier_setup(m, err) != 0)
@@ -188,7 +239,12 @@ void sq_embed_model_close(sq_embed_model *m)
 {
     sq_labels_free(m->labels, m->enc.cfg.num_labels);
     sq_encoder_free(&m->enc);
-    sq_tokenizer_free(m->tok);
+    if (m->lm) { /* m->tok is the decoder's */
+        sq_llama_model_close(m->lm);
+        free(m->lm);
+    } else {
+        sq_tokenizer_free(m->tok);
+    }
     sq_wordpiece_spec_free(&m->tok_spec);
     if (m->is_sqm)
         sq_container_close(&m->sqm);

@@ -11,6 +11,8 @@
 #include "container.h"
 #include "encoder.h"
 #include "hf_config.h"
+#include "hf_template.h"
+#include "llama_model.h"
 #include "tokenizer.h"
 
 typedef struct sq_embed_model {
@@ -25,6 +27,14 @@ typedef struct sq_embed_model {
     sq_pooling_config pool;
     int max_seq; /* default truncation length: min(max positions, tokenizer limit) */
     char **labels; /* a sequence classifier's class names [enc.cfg.num_labels]; else NULL */
+    /* A causal embedding model (Qwen3-Embedding: a causal LM folder whose
+     * sentence-transformers Pooling module pools the last token, or its
+     * .sqm): its decoder runs each text instead of the encoder, whose cfg
+     * then only describes the model's interface (hidden = the decoder's
+     * width, max_pos its context, no layers). NULL for an encoder. */
+    sq_llama_model *lm;
+    sq_hf_single_template lm_wrap; /* the special tokens around each text (its
+                                      tokenizer.json post-processor) */
 } sq_embed_model;
 
 int sq_embed_model_open(const char *arg, sq_embed_model *m, sq_err *err);

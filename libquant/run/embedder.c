@@ -41,10 +41,23 @@ int sq_tokenize_texts(const sq_embed_model *m, const char *const *texts, const s
     if (!tok || !cnt)
         goto oom;
     /* BERT vocabularies wrap each sequence in [CLS] ... [SEP]; a vocabulary
-     * without them (SentencePiece) feeds the bare tokens. */
-    const int32_t cls = sq_tokenizer_cls_id(m->tok), sep = sq_tokenizer_sep_id(m->tok);
-    const bool wrap = cls >= 0 && sep >= 0;
-    const int64_t body = wrap ? max_seq - 2 : max_seq;
+     * without them (SentencePiece) feeds the bare tokens; a causal embedding
+     * model puts what its tokenizer's post-processor says around them. */
+    sq_hf_single_template wrap = {0};
+    if (m->lm) {
+        wrap = m->lm_wrap;
+    } else if (sq_tokenizer_cls_id(m->tok) >= 0 && sq_tokenizer_sep_id(m->tok) >= 0) {
+        wrap.n_prefix = wrap.n_suffix = 1;
+        wrap.prefix[0] = sq_tokenizer_cls_id(m->tok);
+        wrap.suffix[0] = sq_tokenizer_sep_id(m->tok);
+    }
+    const int n_wrap = wrap.n_prefix + wrap.n_suffix;
+    const int64_t body = max_seq - n_wrap;
+    if (body < 1) {
+        sq_err_set(err, "max sequence length %d leaves no room for the text next to its %d "
+                        "special tokens", max_seq, n_wrap);
+        goto out;
+    }
     size_t bytes = 0;
     for (int64_t i = 0; i < n; i++)
         bytes += lens[i];
@@ -81,7 +94,7 @@ int sq_tokenize_texts(const sq_embed_model *m, const char *const *texts, const s
         if (w < 1)
             w = 1;
         nseq += w;
-        ntok += cnt[i] + (wrap ? 2 * w : 0);
+        ntok += cnt[i] + n_wrap * w;
     }
     out->offsets = malloc((size_t)(nseq + 1) * sizeof *out->offsets);
     out->ids = malloc((size_t)ntok * sizeof *out->ids);
@@ -94,12 +107,12 @@ int sq_tokenize_texts(const sq_embed_model *m, const char *const *texts, const s
         int64_t done = 0;
         do {
             int64_t len = cnt[i] - done < body ? cnt[i] - done : body;
-            if (wrap)
-                out->ids[t++] = cls;
+            for (int k = 0; k < wrap.n_prefix; k++)
+                out->ids[t++] = wrap.prefix[k];
             memcpy(out->ids + t, tok[i] + done, (size_t)len * sizeof(int32_t));
             t += len;
-            if (wrap)
-                out->ids[t++] = sep;
+            for (int k = 0; k < wrap.n_suffix; k++)
+                out->ids[t++] = wrap.suffix[k];
             done += len;
             out->source[s] = i;
             out->offsets[++s] = t;
@@ -160,9 +173,59 @@ static void keep_rows(const sq_embed_model *m, sq_embed_result *res, const seq_r
                (size_t)NL * sizeof(float));
 }
 
+/* The prefill chunk of a causal embedding model: fixed, so its bits never
+ * depend on the batch or the threads (decoder.h sq_decoder_last_hidden). */
+#define CAUSAL_PREFILL_ROWS 64
+
+/* A causal embedding model: each sequence alone through the decoder from
+ * position 0, its last row's final hidden state the embedding. */
+static int encode_causal(const sq_embed_model *m, const sq_token_seqs *s, const sq_embed_opts *o,
+                         sq_embed_result *res, sq_err *err)
+{
+    const sq_decoder *d = &m->lm->dec;
+    const int H = d->cfg.dim;
+    if (o->pooling != SQ_POOL_LAST)
+        return sq_err_set(err, "a causal embedding model pools its last token, not %s",
+                          sq_pooling_name(o->pooling));
+    if (res && res->hidden)
+        return sq_err_set(err, "a causal embedding model keeps no token hidden states (its "
+                               "embedding is the last token's)");
+    int max_len = 1;
+    for (int64_t i = 0; i < s->n; i++) {
+        int64_t L = s->offsets[i + 1] - s->offsets[i];
+        if (L < 1 || L > d->cfg.max_pos)
+            return sq_err_set(err, "sequence %lld has %lld tokens (the model takes 1..%d)",
+                              (long long)i, (long long)L, d->cfg.max_pos);
+        if (L > max_len)
+            max_len = (int)L;
+    }
+    sq_decoder_state st;
+    if (sq_decoder_state_init(&st, d, CAUSAL_PREFILL_ROWS, max_len, err) != 0)
+        return -1;
+    st.obs = o->observer;
+    float *row = malloc((size_t)H * sizeof *row);
+    int rc = row ? 0 : sq_err_set(err, "out of memory");
+    for (int64_t i = 0; rc == 0 && i < s->n; i++) {
+        const int64_t a = s->offsets[i];
+        rc = sq_decoder_last_hidden(d, &st, s->ids + a, (int)(s->offsets[i + 1] - a), 0, row, err);
+        if (rc == 0 && res) {
+            if (o->normalize)
+                sq_l2_normalize_rows(row, 1, H);
+            memcpy(res->emb + (size_t)i * H, row, (size_t)H * sizeof *row);
+        }
+        if (rc == 0 && o->progress)
+            o->progress(o->progress_ctx, i + 1, s->n);
+    }
+    free(row);
+    sq_decoder_state_free(&st);
+    return rc;
+}
+
 int sq_encode_seqs(sq_embed_model *m, const sq_token_seqs *s, const sq_embed_opts *o,
                    sq_embed_result *res, sq_err *err)
 {
+    if (m->lm)
+        return encode_causal(m, s, o, res, err);
     const int H = m->enc.cfg.hidden;
     const int64_t n = s->n;
     if (n <= 0)

@@ -151,7 +151,7 @@ head -c 4096 /dev/urandom >"$W/noise.bin"
 expect_error "a file that is no model" "not a model squint embeds with: neither a .sqm, a checkpoint folder nor a .tar / .zip of one (a llama2.c .bin is a causal LM" "" \
   -- "$SQ" embed "$W/noise.bin" --input "$W/in.txt"
 mkdir -p "$W/llamacfg"; printf '{"model_type": "llama", "architectures": ["LlamaForCausalLM"]}' >"$W/llamacfg/config.json"
-expect_error "a Llama folder to embed" "model_type \"llama\" is a causal LM, not an encoder: run it with squint generate" "" \
+expect_error "a Llama folder to embed" "is a causal LM without last-token pooling: squint embeds with a causal LM only when its sentence-transformers Pooling module pools the last token" "" \
   -- "$SQ" embed "$W/llamacfg" --input "$W/in.txt"
 # issue 38 item 15: a full disk is named with its reason
 for f in f32 jsonl; do

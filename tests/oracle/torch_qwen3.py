@@ -34,7 +34,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torch_llama_hf import read_safetensors, rms, rope  # noqa: E402
 
 
-def forward(cfg, w, ids, qk_norm=True):
+def forward(cfg, w, ids, qk_norm=True, hidden=False):
+    """Logits [T, vocab]; hidden: the final hidden states [T, D] instead."""
     D = cfg["hidden_size"]
     H = cfg["num_attention_heads"]
     KVH = cfg.get("num_key_value_heads") or H
@@ -43,10 +44,12 @@ def forward(cfg, w, ids, qk_norm=True):
     theta = cfg.get("rope_theta", 1000000.0)
     T = len(ids)
     pos = torch.arange(T)
-    x = w["model.embed_tokens.weight"][torch.tensor(ids)]
+    # a causal LM's names, or a bare Qwen3Model's (Qwen3-Embedding: no prefix)
+    pfx = "model." if "model.embed_tokens.weight" in w else ""
+    x = w[pfx + "embed_tokens.weight"][torch.tensor(ids)]
     mask = torch.full((T, T), float("-inf"), dtype=torch.float64).triu(1)
     for l in range(cfg["num_hidden_layers"]):
-        p = f"model.layers.{l}."
+        p = f"{pfx}layers.{l}."
         h = rms(x, w[p + "input_layernorm.weight"], eps)
         q = (h @ w[p + "self_attn.q_proj.weight"].T).view(T, H, hd)
         k = (h @ w[p + "self_attn.k_proj.weight"].T).view(T, KVH, hd)
@@ -64,8 +67,10 @@ def forward(cfg, w, ids, qk_norm=True):
         g = h @ w[p + "mlp.gate_proj.weight"].T
         u = h @ w[p + "mlp.up_proj.weight"].T
         x = x + (torch.nn.functional.silu(g) * u) @ w[p + "mlp.down_proj.weight"].T
-    x = rms(x, w["model.norm.weight"], eps)
-    head = w["model.embed_tokens.weight"] if cfg.get("tie_word_embeddings", False) \
+    x = rms(x, w[pfx + "norm.weight"], eps)
+    if hidden:
+        return x
+    head = w[pfx + "embed_tokens.weight"] if cfg.get("tie_word_embeddings", False) \
         else w["lm_head.weight"]
     return x @ head.T
 
