@@ -18,6 +18,28 @@ int sq_dec_model_digest(const sq_llama_model *m, const char *model_arg, sq_model
     return sq_model_digest_files(files, 2, md, err);
 }
 
+/* A causal embedding model's sequence: prefix, the text's ids cut to
+ * max_seq less the special tokens, suffix (embedder.c's rule). */
+static int wrap_ids(const sq_hf_single_template *w, int32_t **ids, int64_t *n, int max_seq)
+{
+    int64_t body = max_seq - w->n_prefix - w->n_suffix;
+    if (body < 1)
+        body = 1;
+    if (*n > body)
+        *n = body;
+    int32_t *out = malloc((size_t)(*n + w->n_prefix + w->n_suffix) * sizeof *out);
+    if (!out)
+        return -1;
+    memcpy(out, w->prefix, (size_t)w->n_prefix * sizeof *out);
+    if (*n > 0)
+        memcpy(out + w->n_prefix, *ids, (size_t)*n * sizeof *out);
+    memcpy(out + w->n_prefix + *n, w->suffix, (size_t)w->n_suffix * sizeof *out);
+    free(*ids);
+    *ids = out;
+    *n += w->n_prefix + w->n_suffix;
+    return 0;
+}
+
 /* Every sample through the decoder: BOS + text, truncated or windowed to
  * max_seq, each sequence from position 0, r->batch rows per prefill step
  * (0: 64). max_sequences > 0: the first that many. */
@@ -36,12 +58,18 @@ static int dec_run(const sq_calib_target *t, const sq_corpus_samples *smp, sq_ca
     if (sq_decoder_state_init(&st, d, rows > 0 ? rows : 64, max_seq, err) != 0)
         return -1;
     st.obs = r->obs;
-    float *logits = malloc((size_t)d->cfg.vocab * sizeof *logits);
+    /* a causal embedding model sees its texts as embed feeds them (the
+     * tokenizer's special tokens around each, no BOS) and never its LM head */
+    const bool emb = m->emb.on;
+    const sq_hf_single_template *wrap = &m->emb.wrap;
+    float *logits = malloc((size_t)(emb ? d->cfg.dim : d->cfg.vocab) * sizeof *logits);
     int rc = logits ? 0 : sq_err_set(err, "out of memory");
     *n_seq = *n_tok = 0;
     for (size_t i = 0; rc == 0 && i < smp->count; i++) {
         int32_t *ids = NULL;
-        int64_t n = sq_tokenizer_encode_all(m->tok, smp->text[i], smp->len[i], true, false, &ids);
+        int64_t n = sq_tokenizer_encode_all(m->tok, smp->text[i], smp->len[i], !emb, false, &ids);
+        if (n >= 0 && emb && wrap_ids(wrap, &ids, &n, max_seq) != 0)
+            n = -1;
         if (n < 0) {
             rc = sq_err_set(err, "out of memory encoding sample %zu", i);
             break;
@@ -50,7 +78,8 @@ static int dec_run(const sq_calib_target *t, const sq_corpus_samples *smp, sq_ca
             if (max_sequences > 0 && (int64_t)*n_seq >= max_sequences)
                 break;
             const int len = (int)(n - off < max_seq ? n - off : max_seq);
-            rc = sq_decoder_forward(d, &st, ids + off, len, 0, logits, false, err);
+            rc = emb ? sq_decoder_last_hidden(d, &st, ids + off, len, 0, logits, err)
+                     : sq_decoder_forward(d, &st, ids + off, len, 0, logits, false, err);
             (*n_seq)++;
             *n_tok += (uint64_t)len;
             if (!windows)

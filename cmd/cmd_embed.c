@@ -233,7 +233,7 @@ int cmd_embed(int argc, char **argv)
             rc = cli_usage_error("embed", "give --prompt or --prefix, not both");
             goto early;
         }
-        if (prompt && (m.is_sqm ? sq_err_set(&err, "%s: a .sqm carries no sentence-transformers "
+        if (prompt && (sq_embed_model_is_packed(&m) ? sq_err_set(&err, "%s: a .sqm carries no sentence-transformers "
                                                    "prompts: give the text with --prefix",
                                              argv[optind])
                                 : sq_st_prompt_load(m.ckpt.dir, prompt, &prompt_text, &err)) != 0) {

@@ -344,9 +344,10 @@ static void print_metadata(const json_t *m)
             printf(", ... (%zu more)", n - shown);
         printf("  ([CLS] pooler, max_seq %s; pairs: [CLS] query [SEP] document [SEP])\n",
                str(m, "max_seq"));
-    } else if (!llama) {
-        printf("embedding:   pooling %s, normalize %s, max_seq %s\n", str(m, "pooling"),
-               str(m, "normalize"), str(m, "max_seq"));
+    } else if (!llama || json_object_get(m, "pooling")) { /* llama: a causal embedding model (10.8) */
+        printf("embedding:   pooling %s, normalize %s, max_seq %s%s\n", str(m, "pooling"),
+               str(m, "normalize"), str(m, "max_seq"),
+               llama ? " (a causal embedding model: the last token's final hidden state)" : "");
     }
     /* Files written before the guard existed clip (the loader's default). */
     printf("activations: %s\n",

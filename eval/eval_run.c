@@ -84,8 +84,8 @@ int sq_eval_embed(const char *path, const sq_eval_embed_opts *eo, const sq_eval_
         o.observer = &obs;
     }
     rc = sq_embed_texts(&m, in->text, in->len, in->n, &o, &out->res, err);
-    out->is_sqm = m.is_sqm;
-    out->pooling = m.pool.pooling == SQ_POOL_MEAN ? "mean" : "cls";
+    out->is_sqm = sq_embed_model_is_packed(&m);
+    out->pooling = sq_pooling_name(m.pool.pooling);
     out->normalize = o.normalize;
 done:
     sq_embed_model_close(&m);

@@ -54,6 +54,16 @@ static char *build_metadata(const sq_llama_model *m, bool dynamic_acts, const sq
                      (int)b.n_pieces, b.nfc ? "true" : "false",
                      pattern[(unsigned)b.pattern < 3 ? b.pattern : 0],
                      b.add_prefix_space ? "true" : "false", b.ignore_merges ? "true" : "false");
+        if (m->emb.on) { /* SQM.md 10.8: only a causal embedding model's file has them */
+            const sq_hf_single_template *w = &m->emb.wrap;
+            sq_sb_printf(&sb, "  single_prefix: [");
+            for (int i = 0; i < w->n_prefix; i++)
+                sq_sb_printf(&sb, "%s%d", i ? ", " : "", (int)w->prefix[i]);
+            sq_sb_printf(&sb, "]\n  single_suffix: [");
+            for (int i = 0; i < w->n_suffix; i++)
+                sq_sb_printf(&sb, "%s%d", i ? ", " : "", (int)w->suffix[i]);
+            sq_sb_printf(&sb, "]\n");
+        }
     } else if (sq_bpe_is_hf(tok)) {
         sq_bpe_hf h;
         sq_bpe_hf_settings(tok, &h);
@@ -71,6 +81,13 @@ static char *build_metadata(const sq_llama_model *m, bool dynamic_acts, const sq
         sq_sb_printf(&sb, "tokenizer:\n  type: llama2c-bpe\n  vocab_size: %d\n",
                      (int)sq_bpe_vocab_size(tok));
     }
+    if (m->emb.on && !bl) {
+        sq_sb_free(&sb);
+        return NULL; /* sq_dec_sqm_write refuses it first, with its reason */
+    }
+    if (m->emb.on) /* a causal embedding model (SQM.md 10.8) */
+        sq_sb_printf(&sb, "pooling: last\nnormalize: %s\nmax_seq: %d\n",
+                     m->emb.normalize ? "true" : "false", m->emb.max_seq);
     sq_sb_printf(&sb, "source:\n  path: ");
     sq_sb_yaml_str(&sb, res->model_arg);
     sq_sb_printf(&sb, "\n  digest: \"%016" PRIx64 "\"\n", res->model_digest);
@@ -242,7 +259,13 @@ static const sq_linear *dec_linear(void *ctx, int l, sq_linear_kind k, const sq_
 int sq_dec_sqm_write(const sq_llama_model *m, bool dynamic_acts, const sq_quant_result *res,
                      int zstd_level, const char *path, sq_err *err)
 {
+    if (m->emb.on && !sq_tokenizer_bl(m->tok))
+        return sq_err_set(err, "%s: a causal embedding model's .sqm needs a byte-level "
+                               "tokenizer (SQM.md 10.8)",
+                          path);
     char *meta = build_metadata(m, dynamic_acts, res);
+    if (!meta)
+        return sq_err_set(err, "out of memory");
     dec_src ds = {m, res};
     const sq_sqm_source src = {dec_tensor, dec_linear, &ds};
     int rc = sq_sqm_write(meta, &src, zstd_level, path, err);

@@ -71,6 +71,9 @@ int sq_dec_quantize(sq_llama_model *m, const char *model_arg, const sq_calib_sta
     const sq_recipe *r = o->recipe;
     dec_target d = {m, dynamic_acts};
     const sq_calib_target ct = sq_calib_target_decoder(m);
+    /* a causal embedding model never runs its LM head: a recipe's int8
+     * classifier is left out (the tied or fp32 head stays as it is) */
+    const bool head = r->classifier_type != SQ_QT_F32 && !m->emb.on;
     /* replays run 64 rows per prefill step (what the decoder quantizer has always
      * replayed with; the .sqm bytes depend on it) */
     const sq_quant_target t = {.model = &d, .n_layers = c->n_layers,
@@ -78,9 +81,8 @@ int sq_dec_quantize(sq_llama_model *m, const char *model_arg, const sq_calib_sta
                                .dynamic_acts = dynamic_acts, .calib = &ct, .replay_batch = 64,
                                .stats_match = dec_stats_match, .check_recipe = dec_check_recipe,
                                .linear = dec_linear,
-                               .classifier = r->classifier_type != SQ_QT_F32 ? &m->dec.classifier
-                                                                             : NULL,
-                               .classifier_qtype = r->classifier_type,
+                               .classifier = head ? &m->dec.classifier : NULL,
+                               .classifier_qtype = head ? r->classifier_type : SQ_QT_F32,
                                .classifier_name = SQ_SQM_CLASSIFIER_PREFIX, .write = dec_write};
     return sq_quantize(&t, model_arg, st, st_path, o, out_path, rep, err);
 }

@@ -843,7 +843,9 @@ int sq_serve_run(const sq_serve_opts *o, sq_err *err)
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    s->decoder = sq_llama_is_checkpoint(o->model_path) || sq_dec_sqm_is_decoder(o->model_path);
+    /* a causal embedding model (Qwen3-Embedding) answers embeddings, as an encoder */
+    s->decoder = (sq_llama_is_checkpoint(o->model_path) || sq_dec_sqm_is_decoder(o->model_path)) &&
+                 !sq_llama_is_embedding(o->model_path);
     if ((s->decoder ? open_decoder(s, err) : open_encoder(s, err)) != 0)
         goto out;
     if (o->model_name)

@@ -39,6 +39,16 @@ int sq_dec_sqm_open(const char *path, sq_llama_model *m, sq_err *err)
     m->sqm = c;
     if (sq_container_verify(c, err) != 0 || sq_sqm_load_decoder(c, &m->dec, &m->tok, err) != 0)
         goto fail;
+    sq_sqm_schema_ctx ctx;
+    sq_sqm_info info;
+    if (sq_sqm_read_meta(c, &ctx, &info, err) != 0)
+        goto fail;
+    if (ctx.dec_embedding) { /* SQM.md 10.8 */
+        m->emb.on = true;
+        m->emb.normalize = info.pool.normalize;
+        m->emb.max_seq = info.max_seq;
+        m->emb.wrap = ctx.dec_wrap;
+    }
     if (!(m->tokenizer_path = strdup(path))) {
         sq_err_set(err, "out of memory");
         goto fail;

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "bert_model.h"
+#include "dec_sqm.h"
 #include "fileio.h"
 #include "linear.h"
 #include "sqm_class_head.h"
@@ -47,8 +48,31 @@ static int named(const char *path, sq_err *err)
     return -1;
 }
 
+static void causal_setup(sq_embed_model *m);
+
+/* A causal LM .sqm: a causal embedding model (SQM.md 10.8), or refused. */
+static int open_causal_sqm(const char *path, sq_embed_model *m, sq_err *err)
+{
+    if (!(m->lm = calloc(1, sizeof *m->lm)))
+        return sq_err_set(err, "out of memory");
+    if (sq_dec_sqm_open(path, m->lm, err) != 0) {
+        free(m->lm);
+        m->lm = NULL;
+        return named(path, err);
+    }
+    if (!m->lm->emb.on)
+        return sq_err_set(err, "%s is a causal LM without last-token pooling (no `pooling: last` "
+                               "in its metadata, SQM.md 10.8): generate text with `squint "
+                               "generate`",
+                          path);
+    causal_setup(m);
+    return 0;
+}
+
 static int open_sqm(const char *path, sq_embed_model *m, sq_err *err)
 {
+    if (sq_dec_sqm_is_decoder(path))
+        return open_causal_sqm(path, m, err);
     m->is_sqm = true;
     if (sq_container_open(path, SQ_KIND_SQM, &m->sqm, err) != 0 || load_sqm_parts(m, err) != 0)
         return named(path, err);
@@ -137,6 +161,17 @@ static void causal_interface(sq_embed_model *m)
     e->pos_ids = SQ_POS_IDS_INDEX;
 }
 
+/* The embedder's view of a causal embedding model m->lm (m->lm->emb on). */
+static void causal_setup(sq_embed_model *m)
+{
+    m->tok = m->lm->tok; /* borrowed */
+    m->lm_wrap = m->lm->emb.wrap;
+    m->pool.pooling = SQ_POOL_LAST;
+    m->pool.normalize = m->lm->emb.normalize;
+    m->max_seq = m->lm->emb.max_seq;
+    causal_interface(m);
+}
+
 /* A causal LM folder as an embedding model: only when its
  * sentence-transformers Pooling module pools the last token (Qwen3-Embedding);
  * the special tokens around each text are its tokenizer.json post-processor's. */
@@ -149,9 +184,6 @@ static int open_causal(sq_embed_model *m, sq_err *err)
                                "module pools the last token (pooling_mode_lasttoken, as "
                                "Qwen3-Embedding's); generate text with `squint generate`",
                           mdir);
-    if (m->pool.dense_path[0])
-        return sq_err_set(err, "%s: a Dense module after a causal LM's pooling is not supported",
-                          m->ckpt.dir);
     if (!(m->lm = calloc(1, sizeof *m->lm)))
         return sq_err_set(err, "out of memory");
     if (sq_llama_model_open(mdir, NULL, m->lm, err) != 0) {
@@ -159,14 +191,10 @@ static int open_causal(sq_embed_model *m, sq_err *err)
         m->lm = NULL;
         return -1;
     }
-    if (sq_hf_single_template_load(m->lm->tokenizer_path, sq_tokenizer_vocab_size(m->lm->tok),
-                                   &m->lm_wrap, err) != 0)
+    /* modules.json one folder up (a Transformer module in a subfolder) */
+    if (!m->lm->emb.on && sq_llama_embedding_init(m->lm, &m->pool, err) != 0)
         return -1;
-    m->tok = m->lm->tok; /* borrowed */
-    causal_interface(m);
-    m->max_seq = m->lm->dec.cfg.max_pos;
-    if (m->pool.max_seq_length >= 3 && m->pool.max_seq_length < m->max_seq)
-        m->max_seq = m->pool.max_seq_length;
+    causal_setup(m);
     return 0;
 }
 
@@ -233,6 +261,11 @@ int sq_embed_model_open(const char *arg, sq_embed_model *m, sq_err *err)
         sq_embed_model_close(m);
     }
     return rc;
+}
+
+bool sq_embed_model_is_packed(const sq_embed_model *m)
+{
+    return m->is_sqm || (m->lm && m->lm->sqm);
 }
 
 void sq_embed_model_close(sq_embed_model *m)

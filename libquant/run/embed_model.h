@@ -38,6 +38,9 @@ typedef struct sq_embed_model {
 } sq_embed_model;
 
 int sq_embed_model_open(const char *arg, sq_embed_model *m, sq_err *err);
+/* Whether m was opened from a packed .sqm (an encoder's, or a causal
+ * embedding model's), not from a checkpoint. */
+bool sq_embed_model_is_packed(const sq_embed_model *m);
 void sq_embed_model_close(sq_embed_model *m);
 
 /* Commands that use sentence embeddings refuse a sequence classifier (a

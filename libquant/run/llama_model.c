@@ -9,6 +9,7 @@
 #include "hf_config.h"
 #include "hf_llama.h"
 #include "sqm_model.h"
+#include "sqm_schema.h"
 #include "dec_sqm.h"
 #include <sys/stat.h>
 
@@ -124,6 +125,47 @@ bool sq_llama_is_checkpoint(const char *path)
            want == (uint64_t)sb.st_size;
 }
 
+bool sq_llama_is_embedding(const char *path)
+{
+    sq_err ignored;
+    if (sq_hf_dir_is_causal_lm(path)) {
+        sq_pooling_config pc;
+        return sq_pooling_config_load_dir(path, &pc, &ignored) == 0 &&
+               pc.from_sentence_transformers && pc.pooling == SQ_POOL_LAST;
+    }
+    if (!sq_sqm_sniff(path))
+        return false;
+    sq_container c;
+    if (sq_container_open(path, SQ_KIND_SQM, &c, &ignored) != 0)
+        return false;
+    sq_sqm_schema_ctx ctx;
+    sq_sqm_info info;
+    const bool emb = sq_sqm_read_meta(&c, &ctx, &info, &ignored) == 0 && ctx.decoder &&
+                     ctx.dec_embedding;
+    sq_container_close(&c);
+    return emb;
+}
+
+int sq_llama_embedding_init(sq_llama_model *m, const sq_pooling_config *pc, sq_err *err)
+{
+    const int ctx = m->dec.cfg.max_pos;
+    if (pc->pooling != SQ_POOL_LAST)
+        return sq_err_set(err, "a causal LM embeds with last-token pooling only (its pooling is "
+                               "%s)", sq_pooling_name(pc->pooling));
+    if (pc->dense_path[0])
+        return sq_err_set(err, "a Dense module after a causal LM's pooling is not supported");
+    if (!m->tokenizer_path || m->sqm)
+        return sq_err_set(err, "a causal embedding model needs its tokenizer.json");
+    memset(&m->emb, 0, sizeof m->emb);
+    if (sq_hf_single_template_load(m->tokenizer_path, sq_tokenizer_vocab_size(m->tok),
+                                   &m->emb.wrap, err) != 0)
+        return -1;
+    m->emb.on = true;
+    m->emb.normalize = pc->normalize;
+    m->emb.max_seq = pc->max_seq_length >= 3 && pc->max_seq_length < ctx ? pc->max_seq_length : ctx;
+    return 0;
+}
+
 /* opt: the command-line option that names the tokenizer, for messages. */
 static int model_open(const char *path, const char *tokenizer, const char *opt, sq_llama_model *m,
                       sq_err *err)
@@ -146,6 +188,18 @@ static int model_open(const char *path, const char *tokenizer, const char *opt, 
         return -1;
     if ((hf ? open_hf_tokenizer(path, tokenizer, opt, &m->dec.cfg, m, err)
             : open_tokenizer(path, tokenizer, opt, &m->dec.cfg, m, err)) != 0) {
+        sq_llama_model_close(m);
+        return -1;
+    }
+    /* A causal embedding model: its sentence-transformers modules pool the
+     * last token. A folder whose modules say anything else is still a causal
+     * LM for generation; embed names the problem (embed_model.c). */
+    sq_pooling_config pc;
+    sq_err ignored;
+    if (hf && sq_pooling_config_load_dir(path, &pc, &ignored) == 0 &&
+        pc.from_sentence_transformers && pc.pooling == SQ_POOL_LAST &&
+        sq_llama_embedding_init(m, &pc, err) != 0) {
+        sq_err_prefix(err, "%s", path);
         sq_llama_model_close(m);
         return -1;
     }

@@ -97,7 +97,7 @@ static int read_attention(const sq_container *c, const yt_node *r, int hidden, i
 static int read_bytelevel_meta(const sq_container *c, const yt_node *tok, sq_sqm_schema_ctx *ctx,
                                sq_sqm_info *info, sq_err *err)
 {
-    int64_t v;
+    int64_t v, v2;
     const yt_node *n;
     if (!(n = hf_key(c, tok, "vocab_size", err)))
         return -1;
@@ -125,7 +125,54 @@ static int read_bytelevel_meta(const sq_container *c, const yt_node *tok, sq_sqm
     else
         return sq_err_set(err, "%s: metadata tokenizer.pattern \"%s\" is not none, gpt2 or qwen2",
                           c->path, pat);
+    /* optional (10.8): the special tokens around each text of an embedding */
+    const char *side[2] = {"single_prefix", "single_suffix"};
+    int *cnt[2] = {&ctx->dec_wrap.n_prefix, &ctx->dec_wrap.n_suffix};
+    int32_t *ids[2] = {ctx->dec_wrap.prefix, ctx->dec_wrap.suffix};
+    for (int k = 0; k < 2; k++) {
+        const yt_node *l = yt_get(tok, side[k]);
+        if (!l)
+            continue;
+        char what[48];
+        snprintf(what, sizeof what, "tokenizer.%s", side[k]);
+        if (yt_expect(l, YT_SEQUENCE, what, err) != 0)
+            return sq_err_prefix(err, "%s: metadata", c->path);
+        if (yt_len(l) > SQ_TEMPLATE_MAX)
+            return sq_err_set(err, "%s: metadata %s has more than %d ids", c->path, what,
+                              SQ_TEMPLATE_MAX);
+        for (size_t i = 0; i < yt_len(l); i++) {
+            if (yt_as_int64(yt_at(l, i), what, 0, v - 1, &v2, err) != 0)
+                return sq_err_prefix(err, "%s: metadata", c->path);
+            ids[k][(*cnt[k])++] = (int32_t)v2;
+        }
+    }
     info->max_seq = ctx->dec.max_pos;
+    return 0;
+}
+
+/* A causal embedding model (SQM.md 10.8): pooling last with normalize and
+ * max_seq; absent, a plain causal LM. */
+static int read_decoder_embedding(const sq_container *c, const yt_node *r,
+                                  sq_sqm_schema_ctx *ctx, sq_sqm_info *info, sq_err *err)
+{
+    const char *s;
+    int64_t v;
+    if (!yt_get(r, "pooling")) {
+        if (ctx->dec_wrap.n_prefix + ctx->dec_wrap.n_suffix > 0)
+            return sq_err_set(err, "%s: metadata tokenizer.single_prefix / single_suffix belong "
+                                   "to a causal embedding model (pooling: last, 10.8)",
+                              c->path);
+        return 0;
+    }
+    if (yt_get_string(r, "pooling", &s, err) != 0 || strcmp(s, "last") != 0)
+        return sq_err_set(err, "%s: metadata pooling of a causal LM must be last (10.8)", c->path);
+    if (yt_get_bool(r, "normalize", &info->pool.normalize, err) != 0 ||
+        yt_get_int64(r, "max_seq", 3, ctx->dec.max_pos, &v, err) != 0)
+        return sq_err_prefix(err, "%s: metadata (a causal embedding model, 10.8)", c->path);
+    ctx->dec_embedding = true;
+    info->pool.pooling = SQ_POOL_LAST;
+    info->pool.from_sentence_transformers = true;
+    info->max_seq = (int)v;
     return 0;
 }
 
@@ -178,8 +225,11 @@ static int read_decoder_meta(const sq_container *c, const yt_node *r, const yt_n
                           c->path);
     ctx->hf_bpe = strcmp(s, "hf-bpe") == 0;
     ctx->bytelevel = strcmp(s, "hf-bytelevel") == 0;
-    if (ctx->bytelevel) /* SQM.md 10.5: every key required */
-        return read_bytelevel_meta(c, tok, ctx, info, err);
+    if (ctx->bytelevel) { /* SQM.md 10.5: every key required */
+        if (read_bytelevel_meta(c, tok, ctx, info, err) != 0)
+            return -1;
+        return read_decoder_embedding(c, r, ctx, info, err);
+    }
     if (yt_get_int64(tok, "vocab_size", 3, 1 << 22, &v, err) != 0 || v != ctx->dec.vocab)
         return sq_err_set(err, "%s: metadata tokenizer.vocab_size must equal config.vocab_size %d",
                           c->path, ctx->dec.vocab);

@@ -20,6 +20,7 @@
 #include "decoder_config.h"
 #include "encoder.h"
 #include "hf_config.h"
+#include "hf_template.h"
 #include "qtype.h"
 
 /* ---- tensors ---- */
@@ -198,6 +199,12 @@ typedef struct sq_sqm_schema_ctx {
     int class_head_classes; /* labels in metadata class_head; 0: no class head */
     sq_qtype cls_qt;        /* a causal LM's classifier_type: SQ_QT_F32 (absent) or SQ_QT_S8 */
     int dec_acts;           /* a causal LM's activations: 0 absent, 1 static, 2 dynamic */
+    /* a causal embedding model (SQM.md 10.8: pooling last, normalize, max_seq
+     * in a causal LM's metadata; info->pool and info->max_seq hold them) and
+     * the special tokens its tokenizer puts around a text (tokenizer.single_prefix /
+     * single_suffix) */
+    bool dec_embedding;
+    sq_hf_single_template dec_wrap;
 } sq_sqm_schema_ctx;
 
 /* One tensor a row asks for. */

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# A Qwen3-Embedding-style causal embedding model (gen_qwen3_fixture.py
+# --embedding, tiny shape, the real Qwen3 tokenizer) through the pipeline:
+# embed from the folder (the instruction prompt, the appended <|endoftext|>,
+# last-token pooling, the same bytes at 1 and 2 threads), calibrate and
+# quantize to an int8 .sqm (SQM.md 10.8: pooling last, tokenizer.single_suffix;
+# no LM head), the same bytes when quantized twice, inspect, embed from the
+# .sqm (close to fp32), embed-run, serve's /v1/embeddings (the bytes of
+# squint embed), generate still running the .sqm, and refusals by name.
+# Exits 77 without the shared Qwen3 tokenizer or /usr/bin/python3 + numpy.
+# usage: test_causal_embed.sh SQUINT
+set -uo pipefail
+SQ=$1
+HERE=$(cd "$(dirname "$0")" && pwd)
+PY=/usr/bin/python3
+T=${SQUINT_SHARED_DATA:-}/qwen3-tokenizer
+[[ -f $T/tokenizer.json ]] || { echo "SKIP: qwen3-tokenizer not found"; exit 77; }
+$PY -c "import numpy" 2>/dev/null || { echo "SKIP: $PY has no numpy"; exit 77; }
+W=$(mktemp -d /tmp/squint-cemb-XXXXXX)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$W"; }
+trap cleanup EXIT
+source "$HERE/lib.sh"
+
+M=$W/qe
+$PY "$HERE/../fixture/gen_qwen3_fixture.py" --shape tiny --tokenizer-dir "$T" --embedding "$M" >/dev/null ||
+  { echo "FAIL - fixture"; exit 1; }
+cat >"$W/texts.txt" <<'TXT'
+What is the capital of China?
+Explain gravity
+The capital of China is Beijing.
+Gravity is a force that attracts two bodies towards each other.
+你好，世界！ Ünïcödé — emoji 🙂 and code: def f(x): return x ** 2
+TXT
+
+# 1. the folder: prompt, appended token, threads
+"$SQ" embed "$M" --input "$W/texts.txt" --prompt query --output "$W/q2.npy" --tokens-output "$W/q.tok" --threads 2 &&
+  "$SQ" embed "$M" --input "$W/texts.txt" --prompt query --output "$W/q1.npy" --threads 1 ||
+  { echo "FAIL - squint embed on the folder"; exit 1; }
+cmp -s "$W/q1.npy" "$W/q2.npy" && pass "folder: the same bytes at 1 and 2 threads" || fail "folder: threads differ"
+if $PY - "$W/q.tok" <<'PY'
+import json, sys
+rows = [json.loads(l)["ids"] for l in open(sys.argv[1])]
+# "Instruct:" (641, 1235, 25) first, <|endoftext|> (151643) last, once
+assert all(r[:3] == [641, 1235, 25] and r[-1] == 151643 and r.count(151643) == 1 for r in rows), rows
+PY
+then pass "folder: the instruction before each query, <|endoftext|> after it"
+else fail "folder: the query ids"; fi
+"$SQ" embed "$M" --input "$W/texts.txt" --output "$W/d.npy" || fail "folder: documents"
+if $PY - "$W/q2.npy" "$W/d.npy" <<'PY'
+import sys, numpy as np
+q, d = np.load(sys.argv[1]), np.load(sys.argv[2])
+assert np.allclose(np.linalg.norm(q, axis=1), 1, atol=1e-5)   # Normalize module
+c = q @ q.T
+assert (c[~np.eye(len(q), dtype=bool)] < 0.99).all(), c          # texts differ
+assert np.abs(q - d).max() > 0.01                                # the prompt matters
+PY
+then pass "folder: unit vectors, distinct texts, the prompt changes the embedding"
+else fail "folder: the embeddings"; fi
+
+# 2. int8 .sqm
+cut -f6 "${SQUINT_SHARED_DATA:-}/stsb-glue/original/sts-train.tsv" 2>/dev/null | head -200 >"$W/corpus.txt"
+[[ -s $W/corpus.txt ]] || for i in $(seq 1 200); do echo "Sentence $i about topic $((i % 17)) and more words."; done >"$W/corpus.txt"
+"$SQ" calibrate "$M" --corpus "$W/corpus.txt" --samples 64 --quiet -o "$W/qe.sqc" 2>/dev/null &&
+  "$SQ" quantize "$M" --calib "$W/qe.sqc" -o "$W/a.sqm" >/dev/null 2>&1 &&
+  "$SQ" quantize "$M" --calib "$W/qe.sqc" -o "$W/b.sqm" >/dev/null 2>&1 || { echo "FAIL - quantize"; exit 1; }
+cmp -s "$W/a.sqm" "$W/b.sqm" && pass "quantize: the same bytes twice" || fail "quantize: bytes differ"
+"$SQ" verify "$W/a.sqm" >/dev/null 2>&1 && pass "verify" || fail "verify"
+info=$("$SQ" inspect "$W/a.sqm")
+[[ $info == *"pooling last, normalize true"* && $info != *"lm head:     int8"* ]] &&
+  pass "inspect: a causal embedding model, no int8 LM head" || fail "inspect: $info"
+[[ $("$SQ" inspect --json "$W/a.sqm") == *'"single_suffix"'* ]] && pass "inspect --json: single_suffix" || fail "inspect --json"
+prefix=$($PY -c "import json; print(json.load(open('$M/config_sentence_transformers.json'))['prompts']['query'], end='')")
+"$SQ" embed "$W/a.sqm" --input "$W/texts.txt" --prefix "$prefix" --output "$W/s.npy" --tokens-output "$W/s.tok" ||
+  fail ".sqm: embed"
+cmp -s <(cut -d, -f2- "$W/q.tok") <(cut -d, -f2- "$W/s.tok") && pass ".sqm: the folder's ids" || fail ".sqm: ids differ"
+if $PY - "$W/s.npy" "$W/q2.npy" <<'PY'
+import sys, numpy as np
+a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
+c = (a * b).sum(1)
+print(f"int8 vs fp32 cosine min {c.min():.4f}")
+assert c.min() > 0.97, c
+PY
+then pass ".sqm: int8 close to fp32"
+else fail ".sqm: int8 far from fp32"; fi
+"$SQ" embed-run "$W/a.sqm" --reference "$M" --input "$W/texts.txt" --gate cos_min=0.9 >"$W/er.txt" 2>&1 &&
+  grep -q "(sqm," "$W/er.txt" && pass "embed-run: gates against the folder" || fail "embed-run: $(tail -3 "$W/er.txt")"
+"$SQ" generate "$W/a.sqm" --prompt "Hello" --max-tokens 4 --temperature 0 >/dev/null 2>&1 &&
+  pass "generate still runs the .sqm" || fail "generate on the embedding .sqm"
+
+# 3. serve: /v1/embeddings gives squint embed's bytes
+if [[ $("$SQ" serve x 2>&1) == *"built without libmicrohttpd"* ]]; then
+  echo "skip - serve: squint was built without libmicrohttpd"
+else
+  "$SQ" embed "$W/a.sqm" --input "$W/texts.txt" --output "$W/ref.jsonl"
+  "$SQ" serve "$W/a.sqm" --port 0 --threads 1 >"$W/serve.log" 2>&1 &
+  pids+=($!)
+  URL=""
+  for _ in $(seq 1 400); do
+    URL=$(grep -o 'listening on http://[^ ]*' "$W/serve.log" | head -1 | sed 's/listening on //')
+    [[ -n $URL ]] && break
+    sleep 0.05
+  done
+  if [[ -z $URL ]]; then fail "serve did not start: $(tail -2 "$W/serve.log")"
+  elif $PY - "$URL" "$W/texts.txt" "$W/ref.jsonl" <<'PY'
+import json, sys, urllib.request
+url, texts, ref = sys.argv[1], open(sys.argv[2]).read().splitlines(), sys.argv[3]
+want = [json.loads(l)["embedding"] for l in open(ref)]
+req = urllib.request.Request(url + "/v1/embeddings", json.dumps({"input": texts}).encode(),
+                             {"Content-Type": "application/json"})
+got = [d["embedding"] for d in json.load(urllib.request.urlopen(req))["data"]]
+assert got == want, "serve differs from squint embed"
+PY
+  then pass "serve: /v1/embeddings gives the bytes of squint embed"
+  else fail "serve: /v1/embeddings"; fi
+fi
+
+# 4. refusals by name
+cp -r "$M" "$W/mean"
+printf '{"word_embedding_dimension": 64, "pooling_mode_mean_tokens": true}' >"$W/mean/1_Pooling/config.json"
+expect_error "a causal LM with mean pooling" "is a causal LM without last-token pooling" "$W/x.npy" \
+  -- "$SQ" embed "$W/mean" --input "$W/texts.txt" --output "$W/x.npy"
+cp -r "$M" "$W/rob"
+$PY - "$W/rob/tokenizer.json" <<'PY'
+import json, sys
+p = sys.argv[1]; t = json.load(open(p))
+t["post_processor"] = {"type": "RobertaProcessing", "sep": ["</s>", 2], "cls": ["<s>", 0]}
+json.dump(t, open(p, "w"))
+PY
+expect_error "an unsupported post-processor" "tokenizer.json: post_processor type \"RobertaProcessing\" is not supported here" "$W/x.npy" \
+  -- "$SQ" embed "$W/rob" --input "$W/texts.txt" --output "$W/x.npy"
+$PY - "$W/rob/tokenizer.json" <<'PY'
+import json, sys
+p = sys.argv[1]; t = json.load(open(p))
+t["post_processor"] = {"type": "TemplateProcessing", "single": [{"Sequence": {"id": "A"}},
+    {"SpecialToken": {"id": "<none>"}}], "special_tokens": {}}
+json.dump(t, open(p, "w"))
+PY
+expect_error "a template naming an unknown token" "the special token \"<none>\" needs a special_tokens entry" "$W/x.npy" \
+  -- "$SQ" embed "$W/rob" --input "$W/texts.txt" --output "$W/x.npy"
+expect_error "mean pooling asked of a causal embedding model" "pools its last token, not mean" "$W/x.npy" \
+  -- "$SQ" embed "$M" --pooling mean --input "$W/texts.txt" --output "$W/x.npy"
+expect_error "bench on a causal embedding model" "no encoder layers" "" -- "$SQ" bench "$M" --batch 1 --seq 8
+finish
