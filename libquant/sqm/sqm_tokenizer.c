@@ -483,7 +483,7 @@ static sq_tokenizer *load_bytelevel(const sq_container *c, const sq_sqm_schema_c
                           (int)id, (int)nz, (int)sp, (int)n);
             goto out;
         }
-        added[i] = (sq_bl_added){id, nz == 1, sp == 1};
+        added[i] = (sq_bl_added){id, nz == 1, sp == 1, false, false};
     }
     const sq_bl_spec spec = {pieces, n, tm->data, (int32_t)tm->dims[0], ctx->bl_nfc,
                              (sq_pretok_pattern)ctx->bl_pattern, ctx->bl_add_prefix_space,
