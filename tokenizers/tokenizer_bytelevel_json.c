@@ -12,8 +12,9 @@
  *     false)]; any other pattern is refused with its text;
  *   decoder: ByteLevel (or null);
  *   added_tokens: matched as tokenizer_bytelevel.h says (normalized: after
- *     NFC, whose content must then be NFC already; lstrip / rstrip);
- *     single_word is refused when true; special ones decode to nothing;
+ *     NFC, whose content must then be NFC already); single_word is refused
+ *     when true, lstrip / rstrip too for a causal LM (its .sqm form has no
+ *     place for them), an encoder's are kept; special ones decode to nothing;
  *   post_processor: a causal LM's is not read (the caller adds BOS / EOS
  *     with the model's ids); an encoder's (sq_hf_bytelevel_spec_from_json,
  *     ModernBERT) is TemplateProcessing [CLS] $A [SEP] (pair [CLS] $A [SEP]
@@ -128,7 +129,8 @@ static int read_pre_tokenizer(json_t *o, blj *b, sq_err *err)
 }
 
 /* The added tokens' flags (the ids and contents are read with the vocabulary). */
-static int read_added(json_t *added, const blj *b, sq_bl_added *out, int32_t *n, sq_err *err)
+static int read_added(json_t *added, const blj *b, bool allow_strip, sq_bl_added *out,
+                      int32_t *n, sq_err *err)
 {
     size_t i;
     json_t *v;
@@ -143,10 +145,12 @@ static int read_added(json_t *added, const blj *b, sq_bl_added *out, int32_t *n,
             sq_json_bool(v, "normalized", true, !special, &norm, b->name, err) != 0)
             return -1;
         const char *content = json_string_value(json_object_get(v, "content"));
-        if (single)
-            return sq_err_set(err, "%s: added_tokens[%zu] \"%.64s\": single_word true is not "
-                                   "supported",
-                              b->name, i, content);
+        /* a causal LM's .sqm form (SQM.md 10.5) has no strip flags: refused there */
+        if (single || (!allow_strip && (lstrip || rstrip)))
+            return sq_err_set(err, "%s: added_tokens[%zu] \"%.64s\": %s true is not supported%s",
+                              b->name, i, content,
+                              single ? "single_word" : lstrip ? "lstrip" : "rstrip",
+                              single ? "" : " for a causal LM's tokenizer");
         if (norm && b->nfc) { /* its NFC form is what matches: require it to be that form */
             size_t l = strlen(content), m = 0;
             sq_u32buf in = {0}, nf = {0};
@@ -189,8 +193,8 @@ bool sq_bl_json_is_bytelevel(json_t *root)
 
 /* Everything but the post-processor into b, h (pieces borrowed from root),
  * *added (malloc'd), *ignore_merges; every message names name. */
-static int read_tree(json_t *root, const char *name, blj *b, hfj *h, sq_bl_added **added,
-                     int32_t *n_added, bool *ignore_merges, sq_err *err)
+static int read_tree(json_t *root, const char *name, bool encoder, blj *b, hfj *h,
+                     sq_bl_added **added, int32_t *n_added, bool *ignore_merges, sq_err *err)
 {
     json_t *model = json_object_get(root, "model");
     const char *type = type_str(model);
@@ -220,7 +224,7 @@ static int read_tree(json_t *root, const char *name, blj *b, hfj *h, sq_bl_added
         return -1;
     if (!(*added = malloc((json_array_size(at) + 1) * sizeof **added)))
         return sq_err_set(err, "%s: out of memory", name);
-    return read_added(at, b, *added, n_added, err);
+    return read_added(at, b, encoder, *added, n_added, err);
 }
 
 sq_bl *sq_bl_from_json_tree(json_t *root, const char *name, int32_t bos, int32_t eos,
@@ -232,7 +236,7 @@ sq_bl *sq_bl_from_json_tree(json_t *root, const char *name, int32_t bos, int32_t
     sq_bl_added *added = NULL;
     int32_t n_added = 0;
     bool ignore_merges = false;
-    if (read_tree(root, name, &b, &h, &added, &n_added, &ignore_merges, err) != 0)
+    if (read_tree(root, name, false, &b, &h, &added, &n_added, &ignore_merges, err) != 0)
         goto out;
     if (bos < -1 || bos >= h.n || eos < -1 || eos >= h.n) {
         sq_err_set(err, "%s: bos %d / eos %d outside the vocabulary of %d", name, (int)bos,
@@ -392,7 +396,7 @@ int sq_hf_bytelevel_spec_from_json(json_t *root, const char *path, sq_wordpiece_
     memset(spec, 0, sizeof *spec);
     spec->type = SQ_TOK_HF_BYTELEVEL;
     spec->unk_id = spec->cls_id = spec->sep_id = spec->pad_id = spec->mask_id = -1;
-    if (read_tree(root, path, &b, &h, &added, &n_added, &ignore_merges, err) != 0)
+    if (read_tree(root, path, true, &b, &h, &added, &n_added, &ignore_merges, err) != 0)
         goto out;
     spec->vocab_size = h.n;
     if (read_encoder_post(root, path, spec, err) != 0)

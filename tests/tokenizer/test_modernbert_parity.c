@@ -14,7 +14,9 @@
  *    sq_tokenize_pairs, the cross-encoder path.
  * Also: the truncated single sequence, the ids without the specials,
  * invalid UTF-8 (= its U+FFFD text's golden), 4 threads, the decode round
- * trip, and the .sqm form is not here (test_sqm_schema / quantize tests).
+ * trip; then every text and pair again through the tokenizer's .sqm form
+ * (the encoder writer's tokenizer section, tokenizer.vocab / .merges /
+ * .added, read back by sq_sqm_tokenizer_load).
  * Every run also proves the check can fail: wrong variants (no lstrip on
  * the added tokens, no post-processor, the earlier pair truncation) must
  * give mismatches. --wrong runs only those and exits 1 when they mismatch.
@@ -27,10 +29,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "container.h"
+#include "encoder_sqm_write.h"
 #include "golden_ids.h"
 #include "hf_tokenizer.h"
 #include "seq_classify.h"
 #include "sentences.h"
+#include "sqm_tokenizer.h"
 #include "tokenizer.h"
 #include "unicode_nfkc.h"
 #include "unicode_props.h"
@@ -408,6 +413,64 @@ static long check_pairs(sq_tokenizer *t, pair_gold *p, size_t np, bool old, bool
     return mm;
 }
 
+/* The spec's .sqm form (SQM.md 2.4 hf-bytelevel: the encoder writer's
+ * tokenizer section and the rows the writer stores) written to a file and
+ * read back through the .sqm tokenizer reader. */
+static sq_tokenizer *via_sqm(const sq_wordpiece_spec *spec, sq_err *err)
+{
+    char file[] = "/tmp/squint-mbtok-sqm-XXXXXX";
+    int fd = mkstemp(file);
+    if (fd < 0) {
+        sq_err_set(err, "no temp file");
+        return NULL;
+    }
+    close(fd);
+    sq_strbuf sb = {0};
+    sq_enc_sqm_tokenizer_yaml(&sb, spec);
+    size_t vb = 0;
+    for (int32_t i = 0; i < spec->vocab_size; i++)
+        vb += strlen(spec->vocab[i]) + 1;
+    char *vocab = malloc(vb);
+    int32_t *added = malloc(((size_t)spec->n_added + 1) * 3 * sizeof *added);
+    sq_container_writer *w = sq_container_writer_new(SQ_KIND_SQM);
+    sq_tokenizer *t = NULL;
+    if (!vocab || !added || !w || sb.failed) {
+        sq_err_set(err, "out of memory");
+        goto out;
+    }
+    for (int32_t i = 0, o = 0; i < spec->vocab_size; i++) {
+        size_t l = strlen(spec->vocab[i]) + 1;
+        memcpy(vocab + o, spec->vocab[i], l);
+        o += (int)l;
+    }
+    for (int32_t r = 0; r < spec->n_added; r++) {
+        added[3 * r] = spec->added[r].id;
+        added[3 * r + 1] = spec->added[r].normalized;
+        added[3 * r + 2] = spec->added[r].special;
+    }
+    uint64_t dv = vb, dm[2] = {(uint64_t)spec->n_merges, 2}, da[2] = {(uint64_t)spec->n_added, 3};
+    if (sq_container_writer_set_metadata(w, sb.s, sb.len, err) != 0 ||
+        sq_container_writer_add_tensor(w, "tokenizer.vocab", SQ_CDT_U8, 1, &dv, vocab, vb, err) ||
+        sq_container_writer_add_tensor(w, "tokenizer.merges", SQ_CDT_I32, 2, dm, spec->merges,
+                                       dm[0] * 8, err) ||
+        sq_container_writer_add_tensor(w, "tokenizer.added", SQ_CDT_I32, 2, da, added, da[0] * 12,
+                                       err) ||
+        sq_container_writer_write(w, file, err) != 0)
+        goto out;
+    sq_container c;
+    if (sq_container_open(file, SQ_KIND_SQM, &c, err) != 0)
+        goto out;
+    t = sq_sqm_tokenizer_load(&c, err);
+    sq_container_close(&c);
+out:
+    sq_container_writer_free(w);
+    free(vocab);
+    free(added);
+    free(sb.s);
+    remove(file);
+    return t;
+}
+
 /* The tokenizer of dir with every added token's lstrip cleared (wrong). */
 static sq_tokenizer *load_no_lstrip(const char *dir, sq_err *err)
 {
@@ -468,8 +531,9 @@ int main(int argc, char **argv)
         return 1;
     }
     sq_err err = {0};
-    sq_tokenizer *t = sq_tokenizer_load_dir(dir, &err);
-    if (!t) {
+    sq_wordpiece_spec spec;
+    sq_tokenizer *t = NULL;
+    if (sq_wordpiece_spec_load_dir(dir, &spec, &err) != 0 || !(t = sq_tokenizer_new(&spec, &err))) {
         printf("ERROR %s\n", err.msg);
         remove_fixture(dir);
         return 1;
@@ -499,14 +563,26 @@ int main(int argc, char **argv)
         printf("  %-42s %6ld texts, %ld mismatches\n", "again from 4 threads", texts, tmm);
         printf("  %-42s %6d cases, %ld mismatches\n", "invalid UTF-8", 6, inv);
         printf("  %-42s %6zu pairs, %ld mismatches\n", "pairs (longest_first)", np, pmm);
+        sq_tokenizer *ts = via_sqm(&spec, &err);
+        long smm = -1, spmm = -1;
+        if (!ts) {
+            printf("ERROR the .sqm form: %s\n", err.msg);
+        } else {
+            smm = check_singles(ts, g, ng, true, false, NULL, NULL);
+            spmm = check_pairs(ts, p, np, false, false);
+            printf("  %-42s %6ld texts, %ld mismatches; %zu pairs, %ld mismatches\n",
+                   "again: the .sqm form", texts, smm, np, spmm);
+        }
+        sq_tokenizer_free(ts);
         int wrong = run_wrong(dir, t, g, ng, p, np);
         ok = ids_ok && mm == 0 && rt_bad == 0 && inv == 0 && tmm == 0 && pmm == 0 &&
-             texts >= 10000 && np >= 1000 && wrong == 3;
+             smm == 0 && spmm == 0 && texts >= 10000 && np >= 1000 && wrong == 3;
         printf("%ld texts and %zu pairs compared with transformers.js / tokenizers (ModernBERT-"
                "shaped fixture): %ld + %ld mismatches, 3 wrong variants caught: %s: %s\n",
                texts, np, mm, pmm, wrong == 3 ? "yes" : "NO", ok ? "all ids identical" : "FAILED");
     }
     sq_tokenizer_free(t);
+    sq_wordpiece_spec_free(&spec);
     remove_fixture(dir);
     for (size_t i = 0; i < np; i++)
         free(p[i].ids);
