@@ -220,6 +220,10 @@ static int read_tree(json_t *root, const char *name, bool encoder, blj *b, hfj *
         read_pre_tokenizer(json_object_get(root, "pre_tokenizer"), b, err) != 0)
         return -1;
     json_t *at = json_object_get(root, "added_tokens");
+    if (!json_object_get(model, "merges"))
+        return sq_err_set(err, "%s: model.merges is missing (a byte-level BPE needs its merges "
+                               "list)",
+                          name);
     if (sq_hf_read_vocab(model, at, h, err) != 0 || sq_hf_read_merges(model, h, err) != 0)
         return -1;
     if (!(*added = malloc((json_array_size(at) + 1) * sizeof **added)))
