@@ -33,7 +33,8 @@ typedef struct sq_added_token {
     bool normalized, special;
 } sq_added_token;
 
-/* The spec describes one of three tokenizer kinds (the name is historical):
+/* The spec describes one of four tokenizer kinds (the name is historical;
+ * the fourth, an encoder's byte-level BPE, at SQ_TOK_HF_BYTELEVEL):
  * WordPiece (BERT); SentencePiece unigram (Universal Sentence Encoder
  * Lite; then only vocab, scores, unk_id = 0 and model_max_length are used,
  * cls/sep/pad/mask are -1 and no [CLS]/[SEP] wrap the sequences); or a
@@ -110,7 +111,10 @@ int sq_wordpiece_spec_load_dir(const char *dir, sq_wordpiece_spec *spec, sq_err 
  * Sequence of those, or null; pre_tokenizer BertPreTokenizer; post_processor
  * TemplateProcessing "[CLS] $A [SEP]", BertProcessing, RobertaProcessing
  * (MPNet) or null. Anything else
- * is refused with a message. Vocab ids must be exactly 0..N-1. */
+ * is refused with a message. Vocab ids must be exactly 0..N-1. A file of
+ * model.type Unigram goes to sq_hf_unigram_spec_from_json, one of model.type
+ * BPE with a ByteLevel pre-tokenizer or decoder to
+ * sq_hf_bytelevel_spec_from_json. */
 int sq_wordpiece_spec_load_tokenizer_json(const char *path, sq_wordpiece_spec *spec, sq_err *err);
 
 /* A Hugging Face tokenizer.json of model.type Unigram (hf_unigram_json.c):
