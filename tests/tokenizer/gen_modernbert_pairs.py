@@ -1,5 +1,8 @@
 #!/usr/bin/env python3
 """The pair golden of test_modernbert_parity.c: Hugging Face tokenizers (the
+Rust library) first encodes every text of <out-dir>/modernbert.texts.jsonl
+and must give the ids transformers.js gave (the single-text golden); then
+tokenizers (the
 Rust library transformers' fast tokenizers run) encodes each pair of
 <out-dir>/modernbert.pairs.jsonl (written by js/gen_modernbert_golden.mjs)
 with the fixture tokenizer.json, first untruncated (it must give the ids and
@@ -19,6 +22,12 @@ from tokenizers import Tokenizer
 def main():
     tj, outdir = sys.argv[1], sys.argv[2]
     tok = Tokenizer.from_file(tj)
+    texts = [json.loads(l) for l in open(os.path.join(outdir, "modernbert.texts.jsonl"),
+                                         encoding="utf-8")]
+    for k, r in enumerate(texts):
+        got = " ".join(map(str, tok.encode(r["text"]).ids))
+        if got != r["ids"]:
+            sys.exit("text %d: tokenizers and transformers.js disagree: %r" % (k, r["text"]))
     rows = [json.loads(l) for l in open(os.path.join(outdir, "modernbert.pairs.jsonl"),
                                         encoding="utf-8")]
     out, cut = [], 0
@@ -37,11 +46,13 @@ def main():
         out.append("%d %d %s" % (r["max_len"], n0, " ".join(map(str, e.ids))))
     hdr = ("# squint ModernBERT-shaped fixture pair golden: tokenizers %s longest_first "
            "truncation; untruncated ids and types equal transformers.js's for all %d pairs "
-           "(%d truncated). Regenerate: tests/tokenizer/regen-modernbert-golden.sh\n"
-           % (tokenizers.__version__, len(rows), cut))
+           "(%d truncated), and its ids equal transformers.js's for all %d single texts. "
+           "Regenerate: tests/tokenizer/regen-modernbert-golden.sh\n"
+           % (tokenizers.__version__, len(rows), cut, len(texts)))
     with open(os.path.join(outdir, "modernbert-pairs.ids"), "w") as f:
         f.write(hdr + "\n".join(out) + "\n")
-    print("modernbert pairs: %d pairs, %d truncated" % (len(rows), cut))
+    print("modernbert: tokenizers = transformers.js on %d texts; %d pairs, %d truncated"
+          % (len(texts), len(rows), cut))
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@
 // WITH its special tokens ([CLS] ... [SEP]), and the pairs untruncated
 // ([CLS] a [SEP] b [SEP] with token types) for gen_modernbert_pairs.py, which
 // adds Hugging Face's longest_first truncation (tokenizers, Rust).
-// Writes <out-dir>/modernbert.ids and <out-dir>/modernbert.pairs.jsonl.
+// Writes <out-dir>/modernbert.ids, modernbert.pairs.jsonl and
+// modernbert.texts.jsonl (every text with its ids, for the Rust cross-check).
 // Usage: node gen_modernbert_golden.mjs <shared-data-dir> <tokenizer-dir> <out-dir>
 // Sentence extraction mirrors tests/tokenizer/sentences.c (tk_modernbert_sources);
 // the pairs mirror test_modernbert_parity.c (make_pairs).
@@ -107,6 +108,7 @@ const enc = (s) => {
 };
 
 const lines = [];
+const textLines = [];
 const bySource = {};
 let count = 0, differ = 0;
 for (const [rel, rule] of SOURCES) {
@@ -120,6 +122,7 @@ for (const [rel, rule] of SOURCES) {
       console.log(`  Rust classes change the ids of ${rel} text ${k + 1}: ${JSON.stringify(s)}`);
     }
     lines.push(ids);
+    textLines.push(JSON.stringify({ text: s, ids }));
   });
   count += sentences.length;
 }
@@ -154,4 +157,5 @@ const header = `# squint ModernBERT-shaped byte-level BPE golden ids (add_specia
 fs.mkdirSync(outDir, { recursive: true });
 fs.writeFileSync(path.join(outDir, 'modernbert.ids'), header + lines.join('\n') + '\n');
 fs.writeFileSync(path.join(outDir, 'modernbert.pairs.jsonl'), pairLines.join('\n') + '\n');
+fs.writeFileSync(path.join(outDir, 'modernbert.texts.jsonl'), textLines.join('\n') + '\n');
 console.log(`modernbert: ${count} texts, ${pairs.length} pairs; wrote ${outDir}`);
