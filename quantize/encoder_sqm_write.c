@@ -47,8 +47,32 @@ static void yaml_hf_unigram(sq_strbuf *sb, const sq_wordpiece_spec *t)
     strip_list(sb, "rstrip_tokens", t, false);
 }
 
+/* An encoder's hf-bytelevel (SQM.md 2.4): 10.5's keys, the encoder's ids,
+ * pair and strip lists; the rows tokenizer.vocab / .merges / .added. */
+static void yaml_hf_bytelevel(sq_strbuf *sb, const sq_wordpiece_spec *t)
+{
+    static const char *const pattern[] = {"none", "gpt2", "qwen2"};
+    sq_sb_printf(sb,
+                 "tokenizer:\n  type: hf-bytelevel\n  vocab_size: %d\n  nfc: %s\n  pattern: %s\n"
+                 "  add_prefix_space: %s\n  ignore_merges: %s\n  unk_id: %d\n  cls_id: %d\n"
+                 "  sep_id: %d\n  pad_id: %d\n  mask_id: %d\n  model_max_length: %d\n"
+                 "  pair: %s\n",
+                 t->vocab_size, t->bl_nfc ? "true" : "false",
+                 pattern[(unsigned)t->bl_pattern < 3 ? t->bl_pattern : 0],
+                 t->bl_add_prefix_space ? "true" : "false",
+                 t->bl_ignore_merges ? "true" : "false", t->unk_id, t->cls_id, t->sep_id,
+                 t->pad_id, t->mask_id, t->model_max_length,
+                 t->pair_double_sep ? "roberta" : "bert");
+    strip_list(sb, "lstrip_tokens", t, true);
+    strip_list(sb, "rstrip_tokens", t, false);
+}
+
 void sq_enc_sqm_tokenizer_yaml(sq_strbuf *sb, const sq_wordpiece_spec *t)
 {
+    if (t->type == SQ_TOK_HF_BYTELEVEL) {
+        yaml_hf_bytelevel(sb, t);
+        return;
+    }
     if (t->type == SQ_TOK_HF_UNIGRAM) {
         yaml_hf_unigram(sb, t);
         return;
@@ -163,6 +187,31 @@ static int vocab_bytes(const sq_wordpiece_spec *ts, sq_keep *kp, sq_sqm_data *ou
     return 0;
 }
 
+/* hf-bytelevel: tokenizer.merges as stored (rank order), tokenizer.added
+ * as (id, normalized, special) rows (none: the optional row left out). */
+static int bytelevel_rows(const sq_wordpiece_spec *ts, enum sq_sqm_row row, sq_keep *kp,
+                          sq_sqm_data *out, sq_err *err)
+{
+    if (row == SQ_ROW_TOK_MERGES) {
+        if (ts->n_merges < 1)
+            return sq_err_set(err, "the tokenizer has no merges (the format stores at least one)");
+        *out = (sq_sqm_data){ts->merges, (uint64_t)ts->n_merges};
+        return 0;
+    }
+    if (ts->n_added < 1)
+        return 0;
+    int32_t *v = sq_keep_add(kp, malloc((size_t)ts->n_added * 3 * sizeof *v));
+    if (!v)
+        return sq_err_set(err, "out of memory");
+    for (int32_t r = 0; r < ts->n_added; r++) {
+        v[3 * r] = ts->added[r].id;
+        v[3 * r + 1] = ts->added[r].normalized;
+        v[3 * r + 2] = ts->added[r].special;
+    }
+    *out = (sq_sqm_data){v, (uint64_t)ts->n_added};
+    return 0;
+}
+
 /* embeddings.word as embeddings_type says; the scales kept for the next row. */
 static int word_rows(enc_src *s, sq_keep *kp, sq_sqm_data *out, sq_err *err)
 {
@@ -197,6 +246,8 @@ static int enc_tensor(void *ctx, enum sq_sqm_row row, int l, sq_keep *kp, sq_sqm
     switch (row) {
     case SQ_ROW_TOK_VOCAB: return vocab_bytes(&s->m->tok_spec, kp, out, err);
     case SQ_ROW_TOK_SCORES: out->p = s->m->tok_spec.scores; break;
+    case SQ_ROW_TOK_MERGES:
+    case SQ_ROW_TOK_ADDED: return bytelevel_rows(&s->m->tok_spec, row, kp, out, err);
     case SQ_ROW_TOK_CHARSMAP: /* absent without a Precompiled step (an optional row) */
         *out = (sq_sqm_data){s->m->tok_spec.charsmap, s->m->tok_spec.charsmap_len};
         break;

@@ -9,6 +9,7 @@
 
 #include "fileio.h"
 #include "json_util.h"
+#include "tokenizer_hf_json.h"
 
 #define VOCAB_TXT_MAX_FILE (256u << 20)
 
@@ -29,6 +30,7 @@ void sq_wordpiece_spec_free(sq_wordpiece_spec *spec)
     free(spec->continuing_subword_prefix);
     free(spec->scores);
     free(spec->charsmap);
+    free(spec->merges);
     memset(spec, 0, sizeof *spec);
 }
 
@@ -123,7 +125,7 @@ static int add_added_token(sq_wordpiece_spec *spec, int32_t id, const char *path
     char *content = strdup(spec->vocab[id]);
     if (!content)
         return sq_err_set(err, "%s: out of memory", path);
-    spec->added[spec->n_added++] = (sq_added_token){content, id, false, false};
+    spec->added[spec->n_added++] = (sq_added_token){content, id, false, false, false, false};
     return 0;
 }
 
@@ -568,6 +570,13 @@ int sq_wordpiece_spec_load_tokenizer_json(const char *path, sq_wordpiece_spec *s
         int urc = sq_hf_unigram_spec_from_json(root, path, spec, err);
         json_decref(root);
         return urc;
+    }
+    /* model.type BPE with a ByteLevel pre-tokenizer or decoder (ModernBERT) */
+    if (mtype && strcmp(mtype, "BPE") == 0 && sq_bl_json_is_bytelevel(root)) {
+        sq_wordpiece_spec_free(spec);
+        int brc = sq_hf_bytelevel_spec_from_json(root, path, spec, err);
+        json_decref(root);
+        return brc;
     }
     int rc = load_wordpiece_model(root, spec, path, err);
     if (rc == 0)

@@ -24,12 +24,17 @@
 typedef struct sq_added_token {
     char *content; /* == vocab[id] */
     int32_t id;
-    /* SQ_TOK_HF_UNIGRAM only (XLM-R's <mask> has lstrip): whitespace to the
-     * left / right of a match belongs to the token. */
+    /* SQ_TOK_HF_UNIGRAM and SQ_TOK_HF_BYTELEVEL only (XLM-R's <mask>,
+     * ModernBERT's [MASK] have lstrip): whitespace to the left / right of a
+     * match belongs to the token. */
     bool lstrip, rstrip;
+    /* SQ_TOK_HF_BYTELEVEL only: matched after the normalizer; decodes to
+     * nothing (tokenizer_bytelevel.h sq_bl_added). */
+    bool normalized, special;
 } sq_added_token;
 
-/* The spec describes one of three tokenizer kinds (the name is historical):
+/* The spec describes one of four tokenizer kinds (the name is historical;
+ * the fourth, an encoder's byte-level BPE, at SQ_TOK_HF_BYTELEVEL):
  * WordPiece (BERT); SentencePiece unigram (Universal Sentence Encoder
  * Lite; then only vocab, scores, unk_id = 0 and model_max_length are used,
  * cls/sep/pad/mask are -1 and no [CLS]/[SEP] wrap the sequences); or a
@@ -41,6 +46,11 @@ typedef enum sq_tokenizer_type {
     SQ_TOK_WORDPIECE = 0,
     SQ_TOK_UNIGRAM = 1,
     SQ_TOK_HF_UNIGRAM = 2,
+    /* an encoder's byte-level BPE tokenizer.json (ModernBERT): vocab (the
+     * byte-alphabet pieces, added tokens included), merges, added tokens
+     * with their flags, the bl_* settings (tokenizer_bytelevel.h), cls / sep
+     * from the post_processor, pair_double_sep */
+    SQ_TOK_HF_BYTELEVEL = 3,
 } sq_tokenizer_type;
 
 /* Metaspace prepend_scheme: when U+2581 is put before a segment of text
@@ -78,6 +88,13 @@ typedef struct sq_wordpiece_spec {
     bool collapse_spaces;
     sq_prepend_scheme prepend_scheme;
     bool metaspace_split;
+    /* SQ_TOK_HF_BYTELEVEL: merges [n_merges][2] (left id, right id) in rank
+     * order; normalizer NFC; pre-tokenizer pattern (sq_pretok_pattern, 0
+     * none); ByteLevel add_prefix_space; model.ignore_merges. */
+    int32_t *merges;
+    int32_t n_merges;
+    bool bl_nfc, bl_add_prefix_space, bl_ignore_merges;
+    int bl_pattern;
 } sq_wordpiece_spec;
 
 /* All loaders fill *spec completely (zeroing it first) and return 0, or
@@ -94,7 +111,10 @@ int sq_wordpiece_spec_load_dir(const char *dir, sq_wordpiece_spec *spec, sq_err 
  * Sequence of those, or null; pre_tokenizer BertPreTokenizer; post_processor
  * TemplateProcessing "[CLS] $A [SEP]", BertProcessing, RobertaProcessing
  * (MPNet) or null. Anything else
- * is refused with a message. Vocab ids must be exactly 0..N-1. */
+ * is refused with a message. Vocab ids must be exactly 0..N-1. A file of
+ * model.type Unigram goes to sq_hf_unigram_spec_from_json, one of model.type
+ * BPE with a ByteLevel pre-tokenizer or decoder to
+ * sq_hf_bytelevel_spec_from_json. */
 int sq_wordpiece_spec_load_tokenizer_json(const char *path, sq_wordpiece_spec *spec, sq_err *err);
 
 /* A Hugging Face tokenizer.json of model.type Unigram (hf_unigram_json.c):
@@ -110,6 +130,16 @@ int sq_wordpiece_spec_load_tokenizer_json(const char *path, sq_wordpiece_spec *s
 struct json_t;
 int sq_hf_unigram_spec_from_json(const struct json_t *root, const char *path,
                                  sq_wordpiece_spec *spec, sq_err *err);
+
+/* A Hugging Face byte-level BPE tokenizer.json of an encoder (ModernBERT;
+ * tokenizer_bytelevel_json.c): what sq_bl_load_json reads, plus the
+ * post_processor (TemplateProcessing "[CLS]:0 $A:0 [SEP]:0" with pair
+ * "[CLS]:0 $A:0 [SEP]:0 $B:1 [SEP]:1" or RoBERTa's, BertProcessing,
+ * RobertaProcessing) for cls / sep and the pair layout; unk / pad / mask by
+ * the names [UNK] / [PAD] / [MASK]. The whole tokenizer is built once to
+ * check it; every message names path. */
+int sq_hf_bytelevel_spec_from_json(struct json_t *root, const char *path,
+                                   sq_wordpiece_spec *spec, sq_err *err);
 
 /* vocab.txt: one token per line, id = line number (0-based). Lines end in
  * "\n", "\r\n" or "\r" (Python's universal newlines, as HF load_vocab reads

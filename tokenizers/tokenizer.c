@@ -93,8 +93,54 @@ static sq_tokenizer *new_hf_unigram(const sq_wordpiece_spec *spec, sq_err *err)
     return t;
 }
 
+/* An encoder's byte-level BPE (ModernBERT): the byte-level kind with the
+ * post-processor's [CLS] / [SEP] as its BOS / EOS. */
+static sq_tokenizer *new_hf_bytelevel(const sq_wordpiece_spec *spec, sq_err *err)
+{
+    const int32_t ids[5] = {spec->unk_id, spec->cls_id, spec->sep_id, spec->pad_id, spec->mask_id};
+    for (int k = 0; k < 5; k++)
+        if (ids[k] < -1 || ids[k] >= spec->vocab_size) {
+            sq_err_set(err, "tokenizer: special id %d is outside the vocabulary of %d", ids[k],
+                       spec->vocab_size);
+            return NULL;
+        }
+    if (spec->cls_id < 0 || spec->sep_id < 0) {
+        sq_err_set(err, "tokenizer: an encoder's byte-level tokenizer needs its [CLS] and [SEP] "
+                        "ids");
+        return NULL;
+    }
+    sq_bl_added *added = malloc(((size_t)spec->n_added + 1) * sizeof *added);
+    if (!added) {
+        sq_err_set(err, "tokenizer: out of memory");
+        return NULL;
+    }
+    for (int32_t i = 0; i < spec->n_added; i++) {
+        const sq_added_token *a = &spec->added[i];
+        added[i] = (sq_bl_added){a->id, a->normalized, a->special, a->lstrip, a->rstrip};
+    }
+    const sq_bl_spec bs = {(const char *const *)spec->vocab, spec->vocab_size, spec->merges,
+                           spec->n_merges, spec->bl_nfc, (sq_pretok_pattern)spec->bl_pattern,
+                           spec->bl_add_prefix_space, spec->bl_ignore_merges, added,
+                           spec->n_added, spec->cls_id, spec->sep_id};
+    sq_bl *b = sq_bl_new(&bs, "tokenizer", err);
+    free(added);
+    sq_tokenizer *t = sq_tokenizer_from_bl(b, err);
+    if (!t)
+        return NULL;
+    t->unk_id = spec->unk_id;
+    t->cls_id = spec->cls_id;
+    t->sep_id = spec->sep_id;
+    t->pad_id = spec->pad_id;
+    t->mask_id = spec->mask_id;
+    t->model_max_length = spec->model_max_length > 0 ? spec->model_max_length : 0;
+    t->pair_double_sep = spec->pair_double_sep;
+    return t;
+}
+
 sq_tokenizer *sq_tokenizer_new(const sq_wordpiece_spec *spec, sq_err *err)
 {
+    if (spec && spec->type == SQ_TOK_HF_BYTELEVEL)
+        return new_hf_bytelevel(spec, err);
     if (spec && spec->type == SQ_TOK_UNIGRAM)
         return new_unigram(spec, err);
     if (spec && spec->type == SQ_TOK_HF_UNIGRAM)
@@ -274,7 +320,9 @@ int64_t sq_tokenizer_tokenize(const sq_tokenizer *t, const char *text, size_t le
 int sq_tokenizer_encode(const sq_tokenizer *t, const char *text, size_t len, int max_len,
                         int32_t *ids)
 {
-    const bool wrap = t->kind == SQ_TOKENIZER_WORDPIECE || t->kind == SQ_TOKENIZER_HF_UNIGRAM;
+    /* an encoder's byte-level tokenizer has [CLS] / [SEP]; a causal LM's none */
+    const bool wrap = t->kind == SQ_TOKENIZER_WORDPIECE || t->kind == SQ_TOKENIZER_HF_UNIGRAM ||
+                      (t->kind == SQ_TOKENIZER_BYTELEVEL && t->cls_id >= 0);
     if (!wrap) { /* no [CLS]/[SEP]: the first max_len ids */
         if (max_len < 1)
             return -1;

@@ -7,7 +7,9 @@
  *   - byte-fallback BPE (Llama decoders; tokenizer_bpe.h): llama2.c's
  *     tokenizer.bin or a Hugging Face tokenizer.json of model.type BPE;
  *   - byte-level BPE (GPT-2, RoBERTa, Qwen2 / Qwen3; tokenizer_bytelevel.h):
- *     a tokenizer.json with a ByteLevel pre-tokenizer or decoder;
+ *     a tokenizer.json with a ByteLevel pre-tokenizer or decoder; an
+ *     encoder's (ModernBERT) from a spec of type SQ_TOK_HF_BYTELEVEL, with
+ *     the post-processor's [CLS] / [SEP] (also its bos / eos);
  *   - Hugging Face Unigram (XLM-RoBERTa, e5, bge-m3; tokenizer_hf_unigram.h):
  *     a tokenizer.json of model.type Unigram, from a spec of type
  *     SQ_TOK_HF_UNIGRAM.
@@ -75,7 +77,8 @@ int64_t sq_tokenizer_tokenize(const sq_tokenizer *t, const char *text, size_t le
                               int32_t *ids, int64_t cap);
 
 /* An encoder's input, truncated so that the total is <= max_len:
- * WordPiece and HF Unigram [CLS] tokens [SEP] (max_len >= 2), unigram the first max_len
+ * WordPiece, HF Unigram and an encoder's byte-level BPE [CLS] tokens [SEP]
+ * (max_len >= 2), unigram the first max_len
  * ids, BPE [BOS] (when it has one) and the first pieces. Returns the number
  * of ids written (<= max_len), or -1 on error. */
 int sq_tokenizer_encode(const sq_tokenizer *t, const char *text, size_t len,

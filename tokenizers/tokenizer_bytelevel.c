@@ -33,6 +33,7 @@ struct sq_bl {
     size_t *doff;
     uint32_t *dlen;
     uint8_t *special;
+    uint8_t *strip;       /* per id: 1 lstrip, 2 rstrip (added tokens) */
     trie raw, norm;
     bool nfc, add_prefix_space, ignore_merges;
     sq_pretok_pattern pattern;
@@ -129,6 +130,7 @@ void sq_bl_free(sq_bl *t)
     free(t->doff);
     free(t->dlen);
     free(t->special);
+    free(t->strip);
     free(t->raw.v);
     free(t->norm.v);
     free(t->added);
@@ -214,7 +216,8 @@ sq_bl *sq_bl_new(const sq_bl_spec *sp, const char *name, sq_err *err)
     t->doff = malloc((size_t)t->n * sizeof *t->doff);
     t->dlen = malloc((size_t)t->n * sizeof *t->dlen);
     t->special = calloc((size_t)t->n, 1);
-    if (!t->dblob || !t->doff || !t->dlen || !t->special)
+    t->strip = calloc((size_t)t->n, 1);
+    if (!t->dblob || !t->doff || !t->dlen || !t->special || !t->strip)
         goto oom;
     size_t at = 0;
     for (int32_t i = 0; i < t->n; i++) {
@@ -248,6 +251,7 @@ sq_bl *sq_bl_new(const sq_bl_spec *sp, const char *name, sq_err *err)
         t->max_piece = 4;
     for (int32_t i = 0; i < sp->n_added; i++) {
         const sq_bl_added *a = &sp->added[i];
+        t->strip[a->id] |= (uint8_t)((a->lstrip ? 1 : 0) | (a->rstrip ? 2 : 0));
         if (trie_add(a->normalized ? &t->norm : &t->raw, sq_bpe_token(bpe, a->id, NULL), a->id) !=
             0)
             goto oom;
@@ -375,8 +379,37 @@ out:
     return rc;
 }
 
-/* Cut the tokens of tr out of p[0..n), leftmost-longest; the text between
- * them goes to next. */
+/* The start of the whitespace run that ends at p[end] (not before from). */
+static size_t ws_back(const uint8_t *p, size_t from, size_t end)
+{
+    while (end > from) {
+        size_t k = end - 1;
+        while (k > from && (p[k] & 0xC0) == 0x80) /* the start of the last character */
+            k--;
+        uint32_t cp;
+        sq_utf8_decode(p + k, end - k, &cp);
+        if (!sq_uni_is_whitespace(cp))
+            break;
+        end = k;
+    }
+    return end;
+}
+
+/* The end of the whitespace run that starts at p[i]. */
+static size_t ws_forward(const uint8_t *p, size_t n, size_t i)
+{
+    while (i < n) {
+        uint32_t cp;
+        size_t l = sq_utf8_decode(p + i, n - i, &cp);
+        if (!sq_uni_is_whitespace(cp))
+            break;
+        i += l;
+    }
+    return i;
+}
+
+/* Cut the tokens of tr out of p[0..n), leftmost-longest (with their lstrip /
+ * rstrip whitespace); the text between them goes to next. */
 static int cut(const sq_bl *t, const trie *tr, const uint8_t *p, size_t n, scratch *s,
                int (*next)(const sq_bl *, const uint8_t *, size_t, scratch *))
 {
@@ -388,7 +421,10 @@ static int cut(const sq_bl *t, const trie *tr, const uint8_t *p, size_t n, scrat
             i++;
             continue;
         }
-        if (next(t, p + from, i - from, s) != 0 || push_id(s, id) != 0)
+        size_t start = t->strip[id] & 1 ? ws_back(p, from, i) : i;
+        if (t->strip[id] & 2)
+            end = ws_forward(p, n, end);
+        if (next(t, p + from, start - from, s) != 0 || push_id(s, id) != 0)
             return -1;
         i = from = end;
     }

@@ -7,7 +7,9 @@
  *     decode(errors="replace") give; tokenizers itself only takes valid
  *     strings), so encode(bytes) == encode(lossy(bytes));
  *  1. added tokens with normalized false are cut out of the raw text,
- *     leftmost-longest (tokenizers' AddedVocabulary);
+ *     leftmost-longest (tokenizers' AddedVocabulary); an lstrip token also
+ *     takes the whitespace before it (back to the previous cut), an rstrip
+ *     token the whitespace after it;
  *  2. each remaining segment is normalized (NFC, or left as it is), then
  *     the added tokens with normalized true are cut out of it the same way;
  *  3. each remaining piece is split by the pre-tokenizer pattern
@@ -43,6 +45,10 @@ typedef struct sq_bl_added {
     int32_t id;      /* its piece is pieces[id] */
     bool normalized; /* matched after the normalizer (else in the raw text) */
     bool special;    /* decodes to nothing */
+    /* whitespace (White_Space, Rust's char::is_whitespace) to the left /
+     * right of a match belongs to the token and gives no ids (ModernBERT's
+     * [MASK] has lstrip) */
+    bool lstrip, rstrip;
 } sq_bl_added;
 
 typedef struct sq_bl_spec {

@@ -13,10 +13,26 @@ void sq_pair_truncate(int64_t na, int64_t nb, int64_t budget, int64_t *keep_a, i
         *keep_b = nb;
         return;
     }
-    int64_t half = budget / 2, b_floor = nb < half ? nb : half;
-    int64_t kb = budget - na > b_floor ? budget - na : b_floor;
-    *keep_b = kb;
-    *keep_a = budget - kb < na ? budget - kb : na;
+    /* tokenizers' TruncationStrategy::LongestFirst: the shorter text n1 keeps
+     * what it has when the longer one can take the rest, else both get half
+     * and the second of the pair (the longer one when a is longer, else b)
+     * the odd token. */
+    const bool swap = na > nb;
+    int64_t n1 = swap ? nb : na, n2;
+    if (n1 > budget)
+        n2 = n1;
+    else
+        n2 = n1 > budget - n1 ? n1 : budget - n1;
+    if (n1 + n2 > budget) {
+        n1 = budget / 2;
+        n2 = n1 + budget % 2;
+    }
+    *keep_a = swap ? n2 : n1;
+    *keep_b = swap ? n1 : n2;
+    if (*keep_a > na)
+        *keep_a = na;
+    if (*keep_b > nb)
+        *keep_b = nb;
 }
 
 bool sq_model_is_classifier(const sq_embed_model *m)

@@ -17,8 +17,10 @@
 #define SQ_PAIR_MIN_SEQ 5
 
 /* Token counts of a pair cut to a budget of B content tokens (B = max_seq -
- * 3): the document (b) is cut first, down to min(nb, B / 2) tokens; only a
- * query longer than what is left is cut too. */
+ * 3, or 4 with RoBERTa's two separators) as Hugging Face tokenizers'
+ * longest_first does: the longer text is cut first, down to what the shorter
+ * leaves (at least half); when both are longer than half, each keeps B / 2
+ * and b, or a when a is the longer, the odd token. */
 void sq_pair_truncate(int64_t na, int64_t nb, int64_t budget, int64_t *keep_a, int64_t *keep_b);
 
 /* Tokenize n pairs (a[i], b[i]) as [CLS] a [SEP] b [SEP] with token types 0

@@ -333,7 +333,8 @@ int sq_sqm_read_meta(const sq_container *c, sq_sqm_schema_ctx *ctx, sq_sqm_info 
     sq_err ignored;
     ctx->tok_vocab_size = -1;
     if (tok && yt_get_string(tok, "type", &s, &ignored) == 0)
-        ctx->unigram = strcmp(s, "unigram") == 0, ctx->hf_unigram = strcmp(s, "hf-unigram") == 0;
+        ctx->unigram = strcmp(s, "unigram") == 0, ctx->hf_unigram = strcmp(s, "hf-unigram") == 0,
+        ctx->bytelevel = strcmp(s, "hf-bytelevel") == 0; /* an encoder's (ModernBERT, 2.4) */
     if (tok && yt_get_int64(tok, "vocab_size", 1, 1 << 22, &v, &ignored) == 0)
         ctx->tok_vocab_size = v;
     /* A classification head (SQM.md section 9): its label count sizes its

@@ -262,6 +262,25 @@ const sq_sqm_meta_rule sq_sqm_meta_rules[] = {
      "at most 4 ids put before each text (a causal embedding model, 10.8)", L},
     {"tokenizer.single_suffix", "hf-bytelevel", SQ_MT_INT_LIST, false, "[]",
      "at most 4 ids put after each text (a causal embedding model, 10.8)", L},
+    /* an encoder's hf-bytelevel (ModernBERT, SQM.md 2.4): the keys above plus these */
+    {"tokenizer.cls_id", "hf-bytelevel", SQ_MT_INT, true, NULL,
+     "0 .. vocab_size - 1 (encoders: [CLS])", T},
+    {"tokenizer.sep_id", "hf-bytelevel", SQ_MT_INT, true, NULL,
+     "0 .. vocab_size - 1 (encoders: [SEP])", T},
+    {"tokenizer.unk_id", "hf-bytelevel", SQ_MT_ID, false, "-1", "-1 .. vocab_size - 1 (encoders)",
+     T},
+    {"tokenizer.pad_id", "hf-bytelevel", SQ_MT_ID, false, "-1", "-1 .. vocab_size - 1 (encoders)",
+     T},
+    {"tokenizer.mask_id", "hf-bytelevel", SQ_MT_ID, false, "-1",
+     "-1 .. vocab_size - 1 (encoders)", T},
+    {"tokenizer.model_max_length", "hf-bytelevel", SQ_MT_INT, false, "0", "0 .. 2^30 (encoders)",
+     T},
+    {"tokenizer.pair", "hf-bytelevel", SQ_MT_STRING, false, "bert",
+     "bert | roberta, as wordpiece (encoders)", T},
+    {"tokenizer.lstrip_tokens", "hf-bytelevel", SQ_MT_INT_LIST, false, "[]",
+     "ids of tokenizer.added rows that take the white space on their left (encoders)", T},
+    {"tokenizer.rstrip_tokens", "hf-bytelevel", SQ_MT_INT_LIST, false, "[]",
+     "ids of tokenizer.added rows that take the white space on their right (encoders)", T},
     {"source", NULL, SQ_MT_MAPPING, false, NULL, "path, digest", P},
     {"calibration", NULL, SQ_MT_MAPPING, false, NULL, "section 2.5", P},
     {"recipe", NULL, SQ_MT_STRING, false, NULL, "canonical recipe text", P},
@@ -326,8 +345,8 @@ static bool when_holds(sq_sqm_when w, const sq_sqm_schema_ctx *ctx, sq_qtype lin
     case SQ_WHEN_SCORES:
         return ctx->unigram || ctx->hf_unigram || (ctx->decoder && !ctx->hf_bpe && !ctx->bytelevel);
     case SQ_WHEN_HF_UNIGRAM: return ctx->hf_unigram && !ctx->decoder;
-    case SQ_WHEN_HF_BPE: return ctx->decoder && (ctx->hf_bpe || ctx->bytelevel);
-    case SQ_WHEN_BYTELEVEL: return ctx->decoder && ctx->bytelevel;
+    case SQ_WHEN_HF_BPE: return ctx->bytelevel || (ctx->decoder && ctx->hf_bpe);
+    case SQ_WHEN_BYTELEVEL: return ctx->bytelevel; /* a causal LM's or an encoder's (2.4) */
     case SQ_WHEN_QK_NORM: return ctx->decoder && ctx->dec.qk_norm;
     }
     return false;

@@ -33,6 +33,7 @@ static int check_tensor(const sq_container *c, enum sq_sqm_row row, bool unigram
     memset(&ctx, 0, sizeof ctx);
     ctx.unigram = unigram;
     ctx.hf_unigram = row == SQ_ROW_TOK_CHARSMAP;
+    ctx.bytelevel = row == SQ_ROW_TOK_MERGES || row == SQ_ROW_TOK_ADDED;
     ctx.tok_vocab_size = vocab_size;
     return sq_sqm_check_row(c, &ctx, row, err);
 }
@@ -223,6 +224,117 @@ out:
     return rc;
 }
 
+/* type: hf-bytelevel of an encoder (SQM.md 2.4, ModernBERT): 10.5's keys and
+ * rows (tokenizer.vocab, .merges, .added) plus the encoder's ids, pair,
+ * lstrip_tokens / rstrip_tokens; sq_tokenizer_new checks the rest (every
+ * byte's piece, merges making pieces, no duplicates). */
+static int hf_bytelevel_spec(const sq_container *c, const yt_node *t, sq_wordpiece_spec *spec,
+                             sq_err *err)
+{
+    int64_t vs, mml = 0;
+    const char *pat, *ps = "bert";
+    static const char *const required[] = {"vocab_size", "nfc", "add_prefix_space",
+                                            "ignore_merges", "pattern", "cls_id", "sep_id"};
+    for (size_t k = 0; k < sizeof required / sizeof *required; k++)
+        if (!yt_require(t, required[k], err))
+            return -1;
+    if (yt_get_int64(t, "vocab_size", 256, 1 << 22, &vs, err) != 0 ||
+        yt_get_bool(t, "nfc", &spec->bl_nfc, err) != 0 ||
+        yt_get_bool(t, "add_prefix_space", &spec->bl_add_prefix_space, err) != 0 ||
+        yt_get_bool(t, "ignore_merges", &spec->bl_ignore_merges, err) != 0 ||
+        yt_get_string(t, "pattern", &pat, err) != 0 ||
+        yt_get_int64(t, "model_max_length", 0, 1 << 30, &mml, err) < 0 ||
+        yt_get_string(t, "pair", &ps, err) < 0)
+        return -1;
+    spec->type = SQ_TOK_HF_BYTELEVEL;
+    spec->vocab_size = (int32_t)vs;
+    spec->model_max_length = (int32_t)mml;
+    spec->bl_pattern = strcmp(pat, "gpt2") == 0 ? SQ_PRETOK_GPT2
+                       : strcmp(pat, "qwen2") == 0 ? SQ_PRETOK_QWEN2
+                                                   : 0;
+    if (strcmp(pat, "none") != 0 && spec->bl_pattern == 0)
+        return yt_error(yt_get(t, "pattern"), err, "tokenizer pattern '%s' is not none, gpt2 or "
+                        "qwen2", pat);
+    if (strcmp(ps, "bert") != 0 && strcmp(ps, "roberta") != 0)
+        return yt_error(yt_get(t, "pair"), err, "tokenizer pair '%s' is not bert or roberta", ps);
+    spec->pair_double_sep = strcmp(ps, "roberta") == 0;
+    if (get_id(t, "unk_id", spec->vocab_size, &spec->unk_id, err) != 0 ||
+        get_id(t, "cls_id", spec->vocab_size, &spec->cls_id, err) != 0 ||
+        get_id(t, "sep_id", spec->vocab_size, &spec->sep_id, err) != 0 ||
+        get_id(t, "pad_id", spec->vocab_size, &spec->pad_id, err) != 0 ||
+        get_id(t, "mask_id", spec->vocab_size, &spec->mask_id, err) != 0)
+        return -1;
+    if (spec->cls_id < 0 || spec->sep_id < 0)
+        return sq_err_set(err, "%s: metadata tokenizer (hf-bytelevel of an encoder) needs cls_id "
+                          "and sep_id", c->path);
+    if (read_vocab(c, spec, err) != 0 ||
+        check_tensor(c, SQ_ROW_TOK_MERGES, false, vs, err) != 0)
+        return -1;
+    const sq_container_tensor *tm = sq_container_find(c, "tokenizer.merges");
+    if (tm->dims[0] > SQ_BPE_MAX_MERGES)
+        return sq_err_set_at(err, "tokenizer.merges", "%s: tensor \"tokenizer.merges\" has more "
+                             "than %d rows", c->path, SQ_BPE_MAX_MERGES);
+    spec->n_merges = (int32_t)tm->dims[0];
+    if (!(spec->merges = malloc((size_t)spec->n_merges * 2 * sizeof *spec->merges + 1)))
+        return sq_err_set(err, "out of memory");
+    memcpy(spec->merges, tm->data, (size_t)spec->n_merges * 2 * sizeof *spec->merges);
+    const sq_container_tensor *ta = sq_container_find(c, "tokenizer.added");
+    if (ta && check_tensor(c, SQ_ROW_TOK_ADDED, false, vs, err) != 0)
+        return -1;
+    const int64_t na = ta ? (int64_t)ta->dims[0] : 0;
+    if (na > vs)
+        return sq_err_set_at(err, "tokenizer.added", "%s: tensor \"tokenizer.added\" has more "
+                             "rows than tokenizer.vocab_size %d", c->path, (int)vs);
+    int32_t *ls = NULL, *rs = NULL, nl, nr;
+    int rc = -1;
+    if (id_list(t, "lstrip_tokens", spec->vocab_size, &ls, &nl, err) != 0 ||
+        id_list(t, "rstrip_tokens", spec->vocab_size, &rs, &nr, err) != 0)
+        goto out;
+    if (!(spec->added = calloc((size_t)na + 1, sizeof *spec->added))) {
+        sq_err_set(err, "out of memory");
+        goto out;
+    }
+    const int32_t *a = ta ? ta->data : NULL;
+    for (int64_t i = 0; i < na; i++) {
+        const int32_t id = a[3 * i], nz = a[3 * i + 1], sp = a[3 * i + 2];
+        if (id < 0 || id >= vs || (nz != 0 && nz != 1) || (sp != 0 && sp != 1)) {
+            sq_err_set_at(err, "tokenizer.added", "%s: tensor \"tokenizer.added\" row %d is (%d, "
+                          "%d, %d): not (an id below %d, 0 or 1, 0 or 1)", c->path, (int)i,
+                          (int)id, (int)nz, (int)sp, (int)vs);
+            goto out;
+        }
+        sq_added_token *x = &spec->added[i];
+        x->id = id;
+        x->normalized = nz == 1;
+        x->special = sp == 1;
+        for (int32_t k = 0; k < nl; k++)
+            x->lstrip |= ls[k] == id;
+        for (int32_t k = 0; k < nr; k++)
+            x->rstrip |= rs[k] == id;
+        if (!(x->content = strdup(spec->vocab[id]))) {
+            sq_err_set(err, "out of memory");
+            goto out;
+        }
+        spec->n_added++;
+    }
+    for (int32_t k = 0; k < nl + nr; k++) { /* strip flags only on added tokens */
+        int32_t id = k < nl ? ls[k] : rs[k - nl];
+        bool found = false;
+        for (int64_t i = 0; i < na; i++)
+            found |= a[3 * i] == id;
+        if (!found) {
+            sq_err_set(err, "%s: metadata tokenizer %s_tokens names id %d, which is not a "
+                       "tokenizer.added row", c->path, k < nl ? "lstrip" : "rstrip", id);
+            goto out;
+        }
+    }
+    rc = 0;
+out:
+    free(ls);
+    free(rs);
+    return rc;
+}
+
 int sq_sqm_tokenizer_spec(const sq_container *c, sq_wordpiece_spec *spec, sq_err *err)
 {
     memset(spec, 0, sizeof *spec);
@@ -241,6 +353,10 @@ int sq_sqm_tokenizer_spec(const sq_container *c, sq_wordpiece_spec *spec, sq_err
     }
     if (strcmp(type, "hf-unigram") == 0) {
         rc = hf_unigram_spec(c, t, spec, err);
+        goto out;
+    }
+    if (strcmp(type, "hf-bytelevel") == 0) {
+        rc = hf_bytelevel_spec(c, t, spec, err);
         goto out;
     }
     if (strcmp(type, "wordpiece") != 0) {
@@ -483,7 +599,7 @@ static sq_tokenizer *load_bytelevel(const sq_container *c, const sq_sqm_schema_c
                           (int)id, (int)nz, (int)sp, (int)n);
             goto out;
         }
-        added[i] = (sq_bl_added){id, nz == 1, sp == 1};
+        added[i] = (sq_bl_added){id, nz == 1, sp == 1, false, false};
     }
     const sq_bl_spec spec = {pieces, n, tm->data, (int32_t)tm->dims[0], ctx->bl_nfc,
                              (sq_pretok_pattern)ctx->bl_pattern, ctx->bl_add_prefix_space,

@@ -18,7 +18,7 @@ CLI:
 --pairs (a sequence classifier, config.num_labels > 0; SQM.md 6.11): line i
 of Q.jsonl and D.jsonl (`squint tokenize --ids-only`, [cls] .. [sep], not
 truncated) is the pair i; the reader strips the special tokens, builds the
-pair sequence with token types 0 / 1 and the document-first truncation to M,
+pair sequence with token types 0 / 1 and the longest_first truncation to M,
 and computes the logits (CLS row, tanh head, score linear) and the scores
 (config.score_activation). --ablate types0|query-first deliberately breaks
 one rule (to show that a comparison notices).
@@ -1504,22 +1504,24 @@ def encode(model, ids, stats=None, pooling=None, normalize=None, gelu="spec", ty
 # Sequence classifiers (SQM.md 6.11)
 
 
-def pair_lengths(n_a, n_b, M, order="document-first"):
+def pair_lengths(n_a, n_b, M, order="longest-first"):
     """6.11: how many tokens of the query (p) and the document (q) a pair keeps
-    at truncation length M (B = M - 3 content tokens). order "query-first" is
-    the wrong rule, kept only to show that the comparison notices it."""
+    at truncation length M (B = M - 3 content tokens): Hugging Face's
+    longest_first. order "query-first" is a wrong rule, kept only to show
+    that the comparison notices it."""
     B = M - 3
     if n_a + n_b <= B:
         return n_a, n_b
-    if order == "query-first":                     # mirror image: not the spec
+    if order == "query-first":                     # the query cut first: not the spec
         p = max(B - n_b, min(n_a, B // 2))
         return p, min(B - p, n_b)
-    q = max(B - n_a, min(n_b, B // 2))
-    p = min(B - q, n_a)
-    return p, q
+    if 2 * min(n_a, n_b) <= B:                     # the shorter keeps all of itself
+        return (n_a, B - n_a) if n_a <= n_b else (B - n_b, n_b)
+    lo, hi = B // 2, B - B // 2                    # both long: halves, the odd token to
+    return (lo, hi) if n_a <= n_b else (hi, lo)    # the document unless the query is longer
 
 
-def pair_input(model, a, b, M, order="document-first"):
+def pair_input(model, a, b, M, order="longest-first"):
     """6.11: query tokens a, document tokens b (no special tokens) -> ids,
     types, and the kept lengths p, q."""
     cls_id, sep_id = model.cls_sep()
@@ -1799,7 +1801,7 @@ def main_pairs(model, a, gelu):
                 a.explain, list(ref.shape), len(pairs), model.cfg["num_labels"]),
                 file=sys.stderr)
             return 1
-    order = "query-first" if a.ablate == "query-first" else "document-first"
+    order = "query-first" if a.ablate == "query-first" else "longest-first"
     outs, st_lines, sc_lines = [], [], []
     for n, (qa, db) in enumerate(pairs):
         ids, types, nq, nd = pair_input(model, qa, db, M, order)

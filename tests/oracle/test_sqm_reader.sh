@@ -263,7 +263,7 @@ done
 
 # Cross-encoders (sequence classifiers, SQM.md 6.11): the reader builds each
 # pair itself ([CLS] query [SEP] document [SEP], token types 0 / 1, the
-# document-first truncation) from the two texts' `squint tokenize --ids-only`
+# longest_first truncation) from the two texts' `squint tokenize --ids-only`
 # ids, and its logits must match `squint rerank --pairs` to TOL (the 6.10
 # exception explained pair by pair, as for embeddings); scores too. Each model
 # at the file's max_seq (64) and at --max-seq 24 (budget 21: long documents

@@ -46,11 +46,15 @@ def content_tokens(squint, model, texts):
 
 
 def truncate(na, nb, budget):
-    """SQM.md 6.11: the document keeps at least min(nb, budget // 2) tokens."""
+    """SQM.md 6.11: Hugging Face's longest_first (the shorter text keeps all
+    of itself when it is at most half; else halves, the odd token to the
+    document unless the query is longer)."""
     if na + nb <= budget:
         return na, nb
-    kb = max(budget - na, min(nb, budget // 2))
-    return min(budget - kb, na), kb
+    if 2 * min(na, nb) <= budget:
+        return (na, budget - na) if na <= nb else (budget - nb, nb)
+    lo, hi = budget // 2, budget - budget // 2
+    return (lo, hi) if na <= nb else (hi, lo)
 
 
 def activation(cfg):

@@ -45,6 +45,19 @@ const char *const tk_xlmr_sources[] = {
     NULL,
 };
 
+/* The ModernBERT-shaped fixture's golden sources (test_modernbert_parity.c). */
+const char *const tk_modernbert_sources[] = {
+    "stsb-glue/train.tsv",
+    "stsb-glue/dev.tsv",
+    "stsb-glue/test.tsv",
+    "scifact/beir-format/queries.jsonl",
+    "scifact/beir-format/corpus.jsonl",
+    "sst2-glue/dev.tsv",
+    "squint:edge_strings.json",
+    "squint:modernbert_edge_strings.json",
+    NULL,
+};
+
 /* JSON Lines sources: the string members taken from each line's object, in
  * order, from the first max_lines objects (0: all). SciFact's corpus is cut
  * to its first 1000 abstracts to keep the golden file small. */

@@ -31,6 +31,8 @@ extern const char *const tk_sources[];
 extern const char *const tk_qwen3_sources[];
 /* The same for the XLM-RoBERTa (HF Unigram) golden. */
 extern const char *const tk_xlmr_sources[];
+/* The same for the ModernBERT-shaped byte-level fixture's golden. */
+extern const char *const tk_modernbert_sources[];
 
 /* Load the sentences of source `rel` under data_dir. Returns 0, or -1 with a
  * message in errbuf. */

@@ -2,7 +2,9 @@
  * tokenizer.json files written to a temp dir: the pre-tokenizer matchers
  * against splits the tokenizers library (Rust, 0.21) gives, the byte
  * alphabet and merges, added tokens, NFC, the invalid-UTF-8 rule, decoding,
- * and hostile files (each refused with a message naming the file). With
+ * and hostile files (each refused with a message naming the file); an
+ * encoder's file (ModernBERT's shape: TemplateProcessing, [MASK] lstrip)
+ * opened as a checkpoint folder, and its hostile variants. With
  * $SQUINT_SHARED_DATA, the invalid-UTF-8 rule on the real Qwen3 file too. */
 #include <check.h>
 #include <stdarg.h>
@@ -140,6 +142,8 @@ typedef struct opts {
     const char *decoder;
     int skip_byte;
     const char *model_type;
+    const char *post;        /* post_processor (NULL: null) */
+    bool no_merges;          /* model without "merges" */
 } opts;
 
 static void write_json(const opts *o)
@@ -157,13 +161,15 @@ static void write_json(const opts *o)
     snprintf(pre, sizeof pre, QWEN_PRE, re);
     snprintf(buf, sizeof buf,
              "{\"version\": \"1.0\", \"added_tokens\": %s, \"normalizer\": %s, "
-             "\"pre_tokenizer\": %s, \"post_processor\": null, \"decoder\": %s, "
+             "\"pre_tokenizer\": %s, \"post_processor\": %s, \"decoder\": %s, "
              "\"model\": {\"type\": \"%s\", \"dropout\": null, \"unk_token\": null, %s "
-             "\"vocab\": {%s%s}, \"merges\": %s}}",
+             "\"vocab\": {%s%s}%s%s}}",
              o->added ? o->added : ADDED, o->normalizer ? o->normalizer : "{\"type\": \"NFC\"}",
-             o->pre ? o->pre : pre, o->decoder ? o->decoder : "{\"type\": \"ByteLevel\"}",
+             o->pre ? o->pre : pre, o->post ? o->post : "null",
+             o->decoder ? o->decoder : "{\"type\": \"ByteLevel\"}",
              o->model_type ? o->model_type : "BPE", o->model_extra ? o->model_extra : "", bv,
-             o->vocab_tail ? o->vocab_tail : VOCAB_TAIL, o->merges ? o->merges : MERGES);
+             o->vocab_tail ? o->vocab_tail : VOCAB_TAIL, o->no_merges ? "" : ", \"merges\": ",
+             o->no_merges ? "" : o->merges ? o->merges : MERGES);
     FILE *f = fopen(path, "wb");
     ck_assert_ptr_nonnull(f);
     fputs(buf, f);
@@ -344,6 +350,187 @@ START_TEST(hostile_files)
 }
 END_TEST
 
+/* ---- an encoder's byte-level tokenizer.json (ModernBERT's shape) ---- */
+
+#define ENC_ADDED "[{\"id\": 265, \"content\": \"<|x|>\", \"special\": true, \"normalized\": false}, " \
+                  "{\"id\": 268, \"content\": \"[CLS]\", \"special\": true}, " \
+                  "{\"id\": 269, \"content\": \"[SEP]\", \"special\": true}, " \
+                  "{\"id\": 270, \"content\": \"[MASK]\", \"special\": true, \"lstrip\": true}, " \
+                  "{\"id\": 271, \"content\": \"<r>\", \"special\": true, \"rstrip\": true}, " \
+                  "{\"id\": 266, \"content\": \"[PAD]\", \"special\": true}, " \
+                  "{\"id\": 267, \"content\": \"[UNK]\", \"special\": true}]"
+#define ENC_SPECIALS "\"special_tokens\": {\"[CLS]\": {\"id\": \"[CLS]\", \"ids\": [268], " \
+                     "\"tokens\": [\"[CLS]\"]}, \"[SEP]\": {\"id\": \"[SEP]\", \"ids\": [269], " \
+                     "\"tokens\": [\"[SEP]\"]}}"
+#define T_CLS "{\"SpecialToken\": {\"id\": \"[CLS]\", \"type_id\": 0}}"
+#define T_SEP(ty) "{\"SpecialToken\": {\"id\": \"[SEP]\", \"type_id\": " #ty "}}"
+#define T_SEQ(s, ty) "{\"Sequence\": {\"id\": \"" s "\", \"type_id\": " #ty "}}"
+#define ENC_SINGLE "\"single\": [" T_CLS ", " T_SEQ("A", 0) ", " T_SEP(0) "]"
+#define ENC_TEMPLATE "{\"type\": \"TemplateProcessing\", " ENC_SINGLE ", \"pair\": [" T_CLS ", " \
+                     T_SEQ("A", 0) ", " T_SEP(0) ", " T_SEQ("B", 1) ", " T_SEP(1) "], " ENC_SPECIALS "}"
+#define GPT2_PRE "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": true}"
+
+/* The encoder's tokenizer of the folder (what an encoder checkpoint opens). */
+static sq_tokenizer *load_encoder(const opts *o, sq_err *err)
+{
+    write_json(o);
+    return sq_tokenizer_load_dir(dir, err);
+}
+
+/* ids of sq_tokenizer_encode(s, max_len) as "a b c" */
+static void enc_of(const sq_tokenizer *t, const char *s, int max_len, char *out, size_t cap)
+{
+    int32_t ids[64];
+    int n = sq_tokenizer_encode(t, s, strlen(s), max_len, ids);
+    ck_assert_int_ge(n, 0);
+    size_t w = 0;
+    out[0] = 0;
+    for (int i = 0; i < n; i++)
+        w += (size_t)snprintf(out + w, cap - w, "%s%d", i ? " " : "", ids[i]);
+}
+
+#define ENC(t, s, max_len, want)                                                                  \
+    do {                                                                                          \
+        char got_[1024];                                                                          \
+        enc_of(t, s, max_len, got_, sizeof got_);                                                 \
+        ck_assert_msg(strcmp(got_, want) == 0, "\"%s\" (%d) gives [%s], want [%s]", s, max_len,  \
+                      got_, want);                                                                \
+    } while (0)
+
+START_TEST(encoder_template)
+{
+    sq_err err = {0};
+    const opts o = {.added = ENC_ADDED, .pre = GPT2_PRE, .post = ENC_TEMPLATE};
+    sq_tokenizer *t = load_encoder(&o, &err);
+    ck_assert_msg(t != NULL, "%s", err.msg);
+    ck_assert_int_eq(sq_tokenizer_kind_of(t), SQ_TOKENIZER_BYTELEVEL);
+    ck_assert_int_eq(sq_tokenizer_cls_id(t), 268);
+    ck_assert_int_eq(sq_tokenizer_sep_id(t), 269);
+    ck_assert_int_eq(sq_tokenizer_mask_id(t), 270);
+    ck_assert_int_eq(sq_tokenizer_pad_id(t), 266);
+    ck_assert_int_eq(sq_tokenizer_unk_id(t), 267);
+    ck_assert(!sq_tokenizer_pair_double_sep(t));
+    ENC(t, "hello world", 16, "268 259 264 269");
+    ENC(t, "hello world", 3, "268 259 269");
+    ENC(t, "hello world", 2, "268 269");
+    ENC(t, "", 16, "268 269");
+    /* lstrip: the white space before [MASK] is the token's; rstrip after <r> */
+    ENC(t, "hello [MASK]", 16, "268 259 270 269");
+    ENC(t, "hello \t\n [MASK] world", 16, "268 259 270 264 269");
+    ENC(t, "[MASK]  hello", 16, "268 270 32 32 259 269"); /* no rstrip: " ", " hello" */
+    ENC(t, "hello<r>  world", 16, "268 259 271 119 261 263 269");
+    ENC(t, "[SEP]hello[CLS]", 16, "268 269 259 268 269");
+    int32_t *all;
+    ck_assert_int_eq(sq_tokenizer_encode_all(t, "hello", 5, true, true, &all), 3);
+    ck_assert_int_eq(all[0], 268);
+    ck_assert_int_eq(all[2], 269);
+    free(all);
+    sq_tokenizer_free(t);
+    /* the same without lstrip: the space stays a token */
+    t = load_encoder(&(opts){.added = "[{\"id\": 265, \"content\": \"<|x|>\"}, {\"id\": 266, "
+                                      "\"content\": \"[PAD]\"}, {\"id\": 267, \"content\": "
+                                      "\"[UNK]\"}, {\"id\": 268, \"content\": \"[CLS]\", \"special\": "
+                                      "true}, {\"id\": 269, \"content\": \"[SEP]\", "
+                                      "\"special\": true}, {\"id\": 270, \"content\": "
+                                      "\"[MASK]\", \"special\": true}]",
+                             .pre = GPT2_PRE, .post = ENC_TEMPLATE},
+                     &err);
+    ck_assert_msg(t != NULL, "%s", err.msg);
+    ENC(t, "hello [MASK]", 16, "268 259 32 270 269");
+    sq_tokenizer_free(t);
+    /* RoBERTa's pair template; BertProcessing / RobertaProcessing */
+    t = load_encoder(&(opts){.added = ENC_ADDED, .pre = GPT2_PRE,
+                             .post = "{\"type\": \"TemplateProcessing\", " ENC_SINGLE ", \"pair\": ["
+                                     T_CLS ", " T_SEQ("A", 0) ", " T_SEP(0) ", " T_SEP(0) ", "
+                                     T_SEQ("B", 0) ", " T_SEP(0) "], " ENC_SPECIALS "}"},
+                     &err);
+    ck_assert_msg(t != NULL, "%s", err.msg);
+    ck_assert(sq_tokenizer_pair_double_sep(t));
+    sq_tokenizer_free(t);
+    t = load_encoder(&(opts){.added = ENC_ADDED, .pre = GPT2_PRE,
+                             .post = "{\"type\": \"RobertaProcessing\", \"sep\": [\"[SEP]\", 269], "
+                                     "\"cls\": [\"[CLS]\", 268], \"trim_offsets\": true, "
+                                     "\"add_prefix_space\": false}"},
+                     &err);
+    ck_assert_msg(t != NULL, "%s", err.msg);
+    ck_assert(sq_tokenizer_pair_double_sep(t));
+    ENC(t, "hello", 8, "268 259 269");
+    sq_tokenizer_free(t);
+    t = load_encoder(&(opts){.added = ENC_ADDED, .pre = GPT2_PRE,
+                             .post = "{\"type\": \"BertProcessing\", \"sep\": [\"[SEP]\", 269], "
+                                     "\"cls\": [\"[CLS]\", 268]}"},
+                     &err);
+    ck_assert_msg(t != NULL, "%s", err.msg);
+    ck_assert(!sq_tokenizer_pair_double_sep(t));
+    sq_tokenizer_free(t);
+}
+END_TEST
+
+/* A hostile encoder tokenizer.json is refused naming the file and `what`. */
+static void refused_enc(const opts *o, const char *what)
+{
+    sq_err err = {0};
+    sq_tokenizer *t = load_encoder(o, &err);
+    ck_assert_msg(t == NULL, "accepted a file that should fail with \"%s\"", what);
+    ck_assert_msg(strstr(err.msg, path) != NULL, "message without the file: %s", err.msg);
+    ck_assert_msg(strstr(err.msg, what) != NULL, "\"%s\" not in: %s", what, err.msg);
+}
+
+START_TEST(encoder_hostile)
+{
+    const char *a = ENC_ADDED, *pre = GPT2_PRE;
+    refused_enc(&(opts){.added = a, .pre = pre, .post = ENC_TEMPLATE, .no_merges = true},
+                "model.merges is missing");
+    refused_enc(&(opts){.added = a, .pre = pre, .post = "null"}, "needs a post_processor");
+    refused_enc(&(opts){.added = a, .pre = pre, .post = "{\"type\": \"ByteLevel\"}"},
+                "post_processor ByteLevel is not supported");
+    /* a template naming a token special_tokens lacks */
+    refused_enc(&(opts){.added = a, .pre = pre,
+                        .post = "{\"type\": \"TemplateProcessing\", \"single\": [{\"SpecialToken\": "
+                                "{\"id\": \"<bos>\", \"type_id\": 0}}, " T_SEQ("A", 0) ", " T_SEP(0)
+                                "], " ENC_SPECIALS "}"},
+                "names the token \"<bos>\"");
+    /* ids out of range */
+    refused_enc(&(opts){.added = a, .pre = pre,
+                        .post = "{\"type\": \"TemplateProcessing\", " ENC_SINGLE ", "
+                                "\"special_tokens\": {\"[CLS]\": {\"id\": \"[CLS]\", \"ids\": "
+                                "[99999], \"tokens\": [\"[CLS]\"]}, \"[SEP]\": {\"id\": \"[SEP]\", "
+                                "\"ids\": [269], \"tokens\": [\"[SEP]\"]}}}"},
+                "outside the vocabulary");
+    refused_enc(&(opts){.added = a, .pre = pre,
+                        .post = "{\"type\": \"BertProcessing\", \"sep\": [\"[SEP]\", -4], "
+                                "\"cls\": [\"[CLS]\", 268]}"},
+                "post_processor.sep");
+    refused_enc(&(opts){.added = "[{\"id\": 99999999, \"content\": \"[CLS]\"}]", .pre = pre,
+                        .post = ENC_TEMPLATE},
+                "added_tokens[0]");
+    /* duplicate ids */
+    refused_enc(&(opts){.added = a, .pre = pre, .post = ENC_TEMPLATE,
+                        .vocab_tail = VOCAB_TAIL ", \"zz\": 264"},
+                "264");
+    refused_enc(&(opts){.added = "[{\"id\": 268, \"content\": \"[CLS]\"}, {\"id\": 268, "
+                                 "\"content\": \"[SEP]\"}]",
+                        .pre = pre, .post = ENC_TEMPLATE},
+                "268");
+    /* pair templates that are neither BERT's nor RoBERTa's */
+    refused_enc(&(opts){.added = a, .pre = pre,
+                        .post = "{\"type\": \"TemplateProcessing\", " ENC_SINGLE ", \"pair\": ["
+                                T_CLS ", " T_SEQ("A", 0) ", " T_SEP(0) ", " T_SEQ("B", 0) ", "
+                                T_SEP(0) "], " ENC_SPECIALS "}"},
+                "post_processor.pair must be");
+    refused_enc(&(opts){.added = a, .pre = pre,
+                        .post = "{\"type\": \"TemplateProcessing\", \"single\": [" T_SEQ("A", 0)
+                                ", " T_SEP(0) "], " ENC_SPECIALS "}"},
+                "post_processor.single must be");
+    refused_enc(&(opts){.added = "[{\"id\": 265, \"content\": \"<|x|>\"}, {\"id\": 266, "
+                                 "\"content\": \"[PAD]\"}, {\"id\": 267, \"content\": \"[UNK]\"}, "
+                                 "{\"id\": 268, \"content\": \"[CLS]\", \"single_word\": true}, "
+                                 "{\"id\": 269, \"content\": \"[SEP]\"}]",
+                        .pre = pre, .post = ENC_TEMPLATE},
+                "single_word");
+}
+END_TEST
+
 START_TEST(real_qwen3)
 {
     const char *data = getenv("SQUINT_SHARED_DATA");
@@ -385,6 +572,8 @@ int main(void)
     tcase_add_test(tc, invalid_utf8);
     tcase_add_test(tc, gpt2_options);
     tcase_add_test(tc, hostile_files);
+    tcase_add_test(tc, encoder_template);
+    tcase_add_test(tc, encoder_hostile);
     tcase_add_test(tc, real_qwen3);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

@@ -193,6 +193,25 @@ static const meta_line meta_qwen3[] = {
     {"tokenizer.pattern", "  pattern: qwen2"}, {"tokenizer.add_prefix_space", "  add_prefix_space: false"},
     {"tokenizer.ignore_merges", "  ignore_merges: false"}, {NULL, NULL}};
 
+/* An encoder with ModernBERT's tokenizer kind (SQM.md 2.4, hf-bytelevel):
+ * the same 257 byte-level pieces, [CLS] / [SEP] at 255 / 256 (strip lists
+ * empty: the optional tokenizer.added row may be left out); int8 embeddings. */
+static const meta_line meta_bl_encoder[] = {
+    {"format", "format: squint-model"}, {"format_version", "format_version: 1"},
+    CONFIG(257, 32, 32, "post", "gelu", "learned", "true", "none", 0),
+    {"pooling", "pooling: mean"}, {"normalize", "normalize: true"}, {"max_seq", "max_seq: 12"},
+    {"embeddings_type", "embeddings_type: int8"}, {"activation_guard", "activation_guard: row"},
+    {"tokenizer", "tokenizer:"}, {"tokenizer.type", "  type: hf-bytelevel"},
+    {"tokenizer.vocab_size", "  vocab_size: 257"}, {"tokenizer.nfc", "  nfc: true"},
+    {"tokenizer.pattern", "  pattern: gpt2"},
+    {"tokenizer.add_prefix_space", "  add_prefix_space: false"},
+    {"tokenizer.ignore_merges", "  ignore_merges: false"}, {"tokenizer.unk_id", "  unk_id: -1"},
+    {"tokenizer.cls_id", "  cls_id: 255"}, {"tokenizer.sep_id", "  sep_id: 256"},
+    {"tokenizer.pad_id", "  pad_id: -1"}, {"tokenizer.mask_id", "  mask_id: -1"},
+    {"tokenizer.model_max_length", "  model_max_length: 0"}, {"tokenizer.pair", "  pair: bert"},
+    {"tokenizer.lstrip_tokens", "  lstrip_tokens: []"},
+    {"tokenizer.rstrip_tokens", "  rstrip_tokens: []"}, {NULL, NULL}};
+
 /* the model being built has a byte-level tokenizer (add_tensor's vocabulary) */
 static bool g_bytelevel;
 
@@ -231,6 +250,7 @@ static const model models[] = {
     {"cross-encoder", meta_ce, qt_bert, NULL, NULL, NULL},
     {"mpnet", meta_mpnet, qt_bert, NULL, NULL, NULL},
     {"xlmr", meta_xlmr, qt_bert, NULL, NULL, NULL},
+    {"bytelevel-encoder", meta_bl_encoder, qt_bert, NULL, NULL, NULL},
     {"bert-head", meta_bert_head, qt_bert, NULL, NULL, NULL},
     {"llama", meta_llama, qt_bert, "layer.0.attn_out", "layer.1.ffn_down", "layer.0.qkv"},
     {"llama-hf", meta_llama_hf, qt_f32, NULL, NULL, NULL},
