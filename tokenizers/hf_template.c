@@ -10,22 +10,36 @@ static const char *type_of(const json_t *o)
     return json_is_object(o) ? json_string_value(json_object_get(o, "type")) : NULL;
 }
 
-/* The id a SpecialToken piece stands for, through special_tokens. */
-static int special_id(const json_t *post, const json_t *piece, int32_t vocab, int32_t *out,
-                      const char *path, sq_err *err)
+int32_t sq_hf_template_special(const json_t *post, const json_t *piece, int32_t vocab,
+                               int32_t *type_id, const char *path, const char *which, size_t k,
+                               sq_err *err)
 {
-    const char *name = json_string_value(json_object_get(json_object_get(piece, "SpecialToken"), "id"));
-    json_t *entry = name ? json_object_get(json_object_get(post, "special_tokens"), name) : NULL;
+    json_t *st = json_object_get(piece, "SpecialToken");
+    const char *name = json_string_value(json_object_get(st, "id"));
+    json_t *tid = json_object_get(st, "type_id");
+    if (!name || (tid && !json_is_integer(tid))) {
+        sq_err_set(err, "%s: post_processor.%s[%zu] is not a SpecialToken {id, type_id}", path,
+                   which, k);
+        return -1;
+    }
+    *type_id = tid ? (int32_t)json_integer_value(tid) : 0;
+    json_t *entry = json_object_get(json_object_get(post, "special_tokens"), name);
     json_t *ids = json_object_get(entry, "ids");
-    json_t *id = json_array_get(ids, 0);
-    if (!json_is_array(ids) || json_array_size(ids) != 1 || !json_is_integer(id) ||
-        json_integer_value(id) < 0 || json_integer_value(id) >= vocab)
-        return sq_err_set(err, "%s: post_processor: the special token %s%.64s%s needs a "
-                               "special_tokens entry with exactly one id in [0, %d)",
-                          path, name ? "\"" : "", name ? name : "(unnamed)", name ? "\"" : "",
-                          (int)vocab);
-    *out = (int32_t)json_integer_value(id);
-    return 0;
+    if (!json_is_array(ids) || json_array_size(ids) != 1 ||
+        !json_is_integer(json_array_get(ids, 0))) {
+        sq_err_set(err, "%s: post_processor.%s names the token \"%.64s\", which "
+                        "post_processor.special_tokens does not give exactly one id",
+                   path, which, name);
+        return -1;
+    }
+    json_int_t id = json_integer_value(json_array_get(ids, 0));
+    if (id < 0 || id >= vocab) {
+        sq_err_set(err, "%s: post_processor special token \"%.64s\" has id %lld, outside the "
+                        "vocabulary of %d",
+                   path, name, (long long)id, (int)vocab);
+        return -1;
+    }
+    return (int32_t)id;
 }
 
 static int read_template(const json_t *post, int32_t vocab, sq_hf_single_template *t,
@@ -57,7 +71,9 @@ static int read_template(const json_t *post, int32_t vocab, sq_hf_single_templat
             return sq_err_set(err, "%s: post_processor.single adds more than %d special tokens "
                                    "on one side of the text",
                               path, SQ_TEMPLATE_MAX);
-        if (special_id(post, piece, vocab, &dst[*n], path, err) != 0)
+        int32_t type_id;
+        if ((dst[*n] = sq_hf_template_special(post, piece, vocab, &type_id, path, "single", i,
+                                              err)) < 0)
             return -1;
         (*n)++;
     }

@@ -6,6 +6,7 @@
 #ifndef SQ_HF_TEMPLATE_H
 #define SQ_HF_TEMPLATE_H
 
+#include <jansson.h>
 #include <stdint.h>
 
 #include "sq_error.h"
@@ -17,6 +18,14 @@ typedef struct sq_hf_single_template {
     int32_t prefix[SQ_TEMPLATE_MAX]; /* special-token ids before the text */
     int32_t suffix[SQ_TEMPLATE_MAX]; /* and after it */
 } sq_hf_single_template;
+
+/* The id a TemplateProcessing SpecialToken piece (post_processor.which[k])
+ * names through the post-processor's special_tokens: exactly one id, in
+ * [0, vocab); its type_id (0 when absent) into *type_id. -1 with err naming
+ * path and the piece. The one reading of a template's special tokens. */
+int32_t sq_hf_template_special(const json_t *post, const json_t *piece, int32_t vocab,
+                               int32_t *type_id, const char *path, const char *which, size_t k,
+                               sq_err *err);
 
 /* The post_processor of the tokenizer.json at path: null or ByteLevel add
  * nothing; TemplateProcessing's `single` is SpecialTokens, one Sequence A,

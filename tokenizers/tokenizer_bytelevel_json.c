@@ -30,6 +30,7 @@
 
 #include "json_util.h"
 #include "pretok_regex.h"
+#include "hf_template.h"
 #include "hf_tokenizer.h"
 #include "tokenizer_bytelevel.h"
 #include "tokenizer_hf_json.h"
@@ -260,39 +261,6 @@ out:
 
 /* ---- an encoder's tokenizer.json (hf_tokenizer.h, SQ_TOK_HF_BYTELEVEL) ---- */
 
-/* The id a TemplateProcessing SpecialToken piece names (special_tokens
- * map, exactly one id), or -1 with err set. */
-static int32_t template_special(json_t *post, json_t *piece, int32_t n, int32_t *type_id,
-                                const char *path, const char *which, size_t k, sq_err *err)
-{
-    json_t *st = json_object_get(piece, "SpecialToken");
-    const char *name = json_string_value(json_object_get(st, "id"));
-    json_t *tid = json_object_get(st, "type_id");
-    if (!name || (tid && !json_is_integer(tid))) {
-        sq_err_set(err, "%s: post_processor.%s[%zu] is not a SpecialToken {id, type_id}", path,
-                   which, k);
-        return -1;
-    }
-    *type_id = tid ? (int32_t)json_integer_value(tid) : 0;
-    json_t *entry = json_object_get(json_object_get(post, "special_tokens"), name);
-    json_t *ids = json_object_get(entry, "ids");
-    if (!json_is_array(ids) || json_array_size(ids) != 1 ||
-        !json_is_integer(json_array_get(ids, 0))) {
-        sq_err_set(err, "%s: post_processor.%s names the token \"%.64s\", which "
-                        "post_processor.special_tokens does not give exactly one id",
-                   path, which, name);
-        return -1;
-    }
-    json_int_t id = json_integer_value(json_array_get(ids, 0));
-    if (id < 0 || id >= n) {
-        sq_err_set(err, "%s: post_processor special token \"%.64s\" has id %lld, outside the "
-                        "vocabulary of %d",
-                   path, name, (long long)id, (int)n);
-        return -1;
-    }
-    return (int32_t)id;
-}
-
 /* Sequence id ("A" / "B") of a template piece, 0 when it is not a Sequence. */
 static char template_seq(json_t *piece, int32_t *type_id)
 {
@@ -349,9 +317,9 @@ static int read_encoder_post(json_t *root, const char *path, sq_wordpiece_spec *
         return sq_err_set(err, "%s: post_processor.single must be [SpecialToken, Sequence A, "
                                "SpecialToken] ([CLS] $A [SEP])",
                           path);
-    if ((cls = template_special(post, json_array_get(single, 0), n, &ty[0], path, "single", 0,
+    if ((cls = sq_hf_template_special(post, json_array_get(single, 0), n, &ty[0], path, "single", 0,
                                 err)) < 0 ||
-        (sep = template_special(post, json_array_get(single, 2), n, &ty[2], path, "single", 2,
+        (sep = sq_hf_template_special(post, json_array_get(single, 2), n, &ty[2], path, "single", 2,
                                 err)) < 0)
         return -1;
     if (ty[0] || ty[1] || ty[2])
@@ -368,7 +336,7 @@ static int read_encoder_post(json_t *root, const char *path, sq_wordpiece_spec *
         if (want) {
             ok = template_seq(pc, &ty[k]) == want;
         } else {
-            int32_t id = template_special(post, pc, n, &ty[k], path, "pair", k, err);
+            int32_t id = sq_hf_template_special(post, pc, n, &ty[k], path, "pair", k, err);
             if (id < 0)
                 return -1;
             ok = id == (k == 0 ? cls : sep);

@@ -136,7 +136,7 @@ t["post_processor"] = {"type": "TemplateProcessing", "single": [{"Sequence": {"i
     {"SpecialToken": {"id": "<none>"}}], "special_tokens": {}}
 json.dump(t, open(p, "w"))
 PY
-expect_error "a template naming an unknown token" "the special token \"<none>\" needs a special_tokens entry" "$W/x.npy" \
+expect_error "a template naming an unknown token" "post_processor.single names the token \"<none>\", which post_processor.special_tokens does not give exactly one id" "$W/x.npy" \
   -- "$SQ" embed "$W/rob" --input "$W/texts.txt" --output "$W/x.npy"
 expect_error "mean pooling asked of a causal embedding model" "pools its last token, not mean" "$W/x.npy" \
   -- "$SQ" embed "$M" --pooling mean --input "$W/texts.txt" --output "$W/x.npy"
