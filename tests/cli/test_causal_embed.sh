@@ -5,12 +5,13 @@
 # last-token pooling, the same bytes at 1 and 2 threads), calibrate and
 # quantize to an int8 .sqm (SQM.md 10.8: pooling last, tokenizer.single_suffix;
 # no LM head), the same bytes when quantized twice, inspect, embed from the
-# .sqm (close to fp32), embed-run, serve's /v1/embeddings (the bytes of
-# squint embed), generate still running the .sqm, and refusals by name.
+# .sqm (close to fp32), embed-run, serve's /v1/embeddings and the Python
+# binding over libsquint (the bytes of squint embed), generate still running
+# the .sqm, and refusals by name.
 # Exits 77 without the shared Qwen3 tokenizer or /usr/bin/python3 + numpy.
-# usage: test_causal_embed.sh SQUINT
+# usage: test_causal_embed.sh SQUINT LIBSQUINT_SO SOURCE_ROOT
 set -uo pipefail
-SQ=$1
+SQ=$1 LIB=$2 SRC=$3
 HERE=$(cd "$(dirname "$0")" && pwd)
 PY=/usr/bin/python3
 T=${SQUINT_SHARED_DATA:-}/qwen3-tokenizer
@@ -88,6 +89,8 @@ else fail ".sqm: int8 far from fp32"; fi
 "$SQ" generate "$W/a.sqm" --prompt "Hello" --max-tokens 4 --temperature 0 >/dev/null 2>&1 &&
   pass "generate still runs the .sqm" || fail "generate on the embedding .sqm"
 
+"$SQ" embed "$W/a.sqm" --input "$W/texts.txt" --output "$W/ref.npy" || fail ".sqm: embed to .npy"
+
 # 3. serve: /v1/embeddings gives squint embed's bytes
 if [[ $("$SQ" serve x 2>&1) == *"built without libmicrohttpd"* ]]; then
   echo "skip - serve: squint was built without libmicrohttpd"
@@ -115,7 +118,21 @@ PY
   else fail "serve: /v1/embeddings"; fi
 fi
 
-# 4. refusals by name
+# 4. libsquint through the Python binding: the .sqm and the folder (not
+# under a sanitizer: the interpreter cannot load an ASan-instrumented library)
+if ldd "$LIB" 2>/dev/null | grep -q libasan; then
+  echo "skip - libsquint (Python binding): a sanitizer build"
+elif SQUINT_LIB=$LIB PYTHONPATH=$SRC/python $PY - "$W" "$M" <<'PY'
+import sys, numpy as np, squint
+W, M = sys.argv[1], sys.argv[2]
+texts = open(W + "/texts.txt").read().splitlines()
+assert np.array_equal(squint.Model(W + "/a.sqm").embed(texts), np.load(W + "/ref.npy"))
+assert np.array_equal(squint.Model(M).embed(texts), np.load(W + "/d.npy"))
+PY
+then pass "libsquint (Python binding): the bytes of squint embed, .sqm and folder"
+else fail "libsquint (Python binding)"; fi
+
+# 5. refusals by name
 cp -r "$M" "$W/mean"
 printf '{"word_embedding_dimension": 64, "pooling_mode_mean_tokens": true}' >"$W/mean/1_Pooling/config.json"
 expect_error "a causal LM with mean pooling" "is a causal LM without last-token pooling" "$W/x.npy" \
