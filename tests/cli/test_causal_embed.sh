@@ -120,7 +120,7 @@ fi
 
 # 4. libsquint through the Python binding: the .sqm and the folder (not
 # under a sanitizer: the interpreter cannot load an ASan-instrumented library)
-if ldd "$LIB" 2>/dev/null | grep -q libasan; then
+if [[ $(ldd "$LIB" 2>/dev/null) == *libasan* ]]; then
   echo "skip - libsquint (Python binding): a sanitizer build"
 elif SQUINT_LIB=$LIB PYTHONPATH=$SRC/python $PY - "$W" "$M" <<'PY'
 import sys, numpy as np, squint
