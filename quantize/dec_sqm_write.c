@@ -54,8 +54,8 @@ static char *build_metadata(const sq_llama_model *m, bool dynamic_acts, const sq
                      (int)b.n_pieces, b.nfc ? "true" : "false",
                      pattern[(unsigned)b.pattern < 3 ? b.pattern : 0],
                      b.add_prefix_space ? "true" : "false", b.ignore_merges ? "true" : "false");
-        if (m->emb.on) { /* SQM.md 10.8: only a causal embedding model's file has them */
-            const sq_hf_single_template *w = &m->emb.wrap;
+        if (m->has_template) { /* SQM.md 10.5: the tokenizer.json post-processor's */
+            const sq_hf_single_template *w = &m->tmpl;
             sq_sb_printf(&sb, "  single_prefix: [");
             for (int i = 0; i < w->n_prefix; i++)
                 sq_sb_printf(&sb, "%s%d", i ? ", " : "", (int)w->prefix[i]);

@@ -43,6 +43,8 @@ int sq_dec_sqm_open(const char *path, sq_llama_model *m, sq_err *err)
     sq_sqm_info info;
     if (sq_sqm_read_meta(c, &ctx, &info, err) != 0)
         goto fail;
+    m->has_template = ctx.dec_has_wrap; /* SQM.md 10.5 */
+    m->tmpl = ctx.dec_wrap;
     if (ctx.dec_embedding) { /* SQM.md 10.8 */
         m->emb.on = true;
         m->emb.normalize = info.pool.normalize;

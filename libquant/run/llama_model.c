@@ -29,8 +29,22 @@ static int open_tokenizer(const char *path, const char *tokenizer, const char *o
 {
     const int vocab = c->vocab;
     if (tokenizer) {
-        /* a tokenizer.json (bos / eos: the model's ids), else a llama2.c file */
-        if (!(m->tok = sq_tokenizer_load_bpe_file(tokenizer, c->bos, c->eos, err)))
+        /* a tokenizer.json (eos: the model's id; BOS: what its post-processor
+         * puts before a text, as transformers' tokenizer does: Llama's <s>,
+         * nothing for Qwen3), else a llama2.c file (bos / eos: the model's) */
+        int32_t bos = c->bos;
+        const size_t tl = strlen(tokenizer);
+        if (tl >= 5 && strcmp(tokenizer + tl - 5, ".json") == 0) {
+            if (sq_hf_single_template_load(tokenizer, vocab, &m->tmpl, err) != 0)
+                return -1;
+            if (m->tmpl.n_prefix > 1)
+                return sq_err_set(err, "%s: post_processor puts %d tokens before a text: a causal "
+                                       "LM takes one BOS at most",
+                                  tokenizer, m->tmpl.n_prefix);
+            m->has_template = true;
+            bos = m->tmpl.n_prefix ? m->tmpl.prefix[0] : -1;
+        }
+        if (!(m->tok = sq_tokenizer_load_bpe_file(tokenizer, bos, c->eos, err)))
             return -1;
         /* a byte-level tokenizer may have fewer ids than the model has rows
          * (Qwen3: 151,669 of 151,936; the rows past it are never encoded to,
@@ -156,10 +170,11 @@ int sq_llama_embedding_init(sq_llama_model *m, const sq_pooling_config *pc, sq_e
         return sq_err_set(err, "a Dense module after a causal LM's pooling is not supported");
     if (!m->tokenizer_path || m->sqm)
         return sq_err_set(err, "a causal embedding model needs its tokenizer.json");
+    if (!m->has_template)
+        return sq_err_set(err, "%s: a causal embedding model needs a tokenizer.json",
+                          m->tokenizer_path);
     memset(&m->emb, 0, sizeof m->emb);
-    if (sq_hf_single_template_load(m->tokenizer_path, sq_tokenizer_vocab_size(m->tok),
-                                   &m->emb.wrap, err) != 0)
-        return -1;
+    m->emb.wrap = m->tmpl;
     m->emb.on = true;
     m->emb.normalize = pc->normalize;
     m->emb.max_seq = pc->max_seq_length >= 3 && pc->max_seq_length < ctx ? pc->max_seq_length : ctx;

@@ -29,6 +29,11 @@ typedef struct sq_llama_model {
     sq_tokenizer *tok;     /* the BPE kind (tokenizer_bpe.h) */
     char *tokenizer_path; /* the tokenizer file used (malloc'd); a .sqm's own path */
     struct sq_container *sqm; /* a packed model's mapping (dec_sqm.h), NULL for a checkpoint */
+    /* A tokenizer.json's post-processor (hf_template.h): what a text starts
+     * with (its BOS: Llama's <s>, none for Qwen3) and ends with; has_template
+     * false for a llama2.c tokenizer (BOS from the checkpoint). */
+    bool has_template;
+    sq_hf_single_template tmpl;
     sq_causal_embedding emb;
 } sq_llama_model;
 

@@ -133,6 +133,8 @@ static int read_bytelevel_meta(const sq_container *c, const yt_node *tok, sq_sqm
         const yt_node *l = yt_get(tok, side[k]);
         if (!l)
             continue;
+        if (k == 0)
+            ctx->dec_has_wrap = true;
         char what[48];
         snprintf(what, sizeof what, "tokenizer.%s", side[k]);
         if (yt_expect(l, YT_SEQUENCE, what, err) != 0)
@@ -158,9 +160,10 @@ static int read_decoder_embedding(const sq_container *c, const yt_node *r,
     const char *s;
     int64_t v;
     if (!yt_get(r, "pooling")) {
-        if (ctx->dec_wrap.n_prefix + ctx->dec_wrap.n_suffix > 0)
-            return sq_err_set(err, "%s: metadata tokenizer.single_prefix / single_suffix belong "
-                                   "to a causal embedding model (pooling: last, 10.8)",
+        if (ctx->dec_wrap.n_prefix > 1)
+            return sq_err_set(err, "%s: metadata tokenizer.single_prefix of a causal LM holds "
+                                   "at most one id (its BOS, 10.5) unless it is an embedding "
+                                   "model (10.8)",
                               c->path);
         return 0;
     }

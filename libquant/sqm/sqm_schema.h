@@ -204,6 +204,8 @@ typedef struct sq_sqm_schema_ctx {
      * the special tokens its tokenizer puts around a text (tokenizer.single_prefix /
      * single_suffix) */
     bool dec_embedding;
+    bool dec_has_wrap;      /* tokenizer.single_prefix given: it, not config.bos_token_id,
+                               is what a text starts with (10.5) */
     sq_hf_single_template dec_wrap;
 } sq_sqm_schema_ctx;
 

@@ -539,6 +539,16 @@ static int load_bpe(const sq_container *c, const sq_sqm_schema_ctx *ctx, int voc
     return *tok ? 0 : -1;
 }
 
+/* What a causal LM's text starts with: tokenizer.single_prefix when the
+ * file has it (the tokenizer.json post-processor's: none for Qwen3), else
+ * config.bos_token_id (files written before the key, SQM.md 10.5). */
+static int32_t bytelevel_bos(const sq_sqm_schema_ctx *ctx)
+{
+    if (!ctx->dec_has_wrap)
+        return ctx->dec.bos;
+    return ctx->dec_wrap.n_prefix == 1 ? ctx->dec_wrap.prefix[0] : -1;
+}
+
 /* The hf-bytelevel tokenizer (SQM.md 10.5): the pieces (exactly
  * tokenizer.vocab_size, non-empty), the merges and the added tokens into
  * the byte-level kind's constructor, which checks the rest (ids in range,
@@ -603,7 +613,7 @@ static sq_tokenizer *load_bytelevel(const sq_container *c, const sq_sqm_schema_c
     }
     const sq_bl_spec spec = {pieces, n, tm->data, (int32_t)tm->dims[0], ctx->bl_nfc,
                              (sq_pretok_pattern)ctx->bl_pattern, ctx->bl_add_prefix_space,
-                             ctx->bl_ignore_merges, added, na, ctx->dec.bos, ctx->dec.eos};
+                             ctx->bl_ignore_merges, added, na, bytelevel_bos(ctx), ctx->dec.eos};
     char what[600];
     snprintf(what, sizeof what, "%s (tokenizer.vocab, tokenizer.merges, tokenizer.added)", c->path);
     sq_bl *b = sq_bl_new(&spec, what, err);

@@ -93,6 +93,16 @@ TXT="Hello <|im_start|>user\n你好 <think>ok</think> café  e\u0301 123456 it's
 "$DL" "$M" - "$TXT" "$W/a.ids" "$W/a.l" 7 && "$DL" "$W/q1.sqm" - "$TXT" "$W/b.ids" "$W/b.l" 7 &&
   cmp -s "$W/a.ids" "$W/b.ids" && ok "the .sqm tokenizer gives the folder's ids ($(wc -w <"$W/a.ids") ids)" ||
   fail "the .sqm tokenizer's ids differ from the folder's"
+# no BOS: Qwen3's tokenizer.json post-processor is ByteLevel alone, so
+# transformers puts nothing before a text (config.json's bos_token_id is
+# never added); "Hello world" is [9707, 1879], folder and .sqm alike
+for m in "$M" "$W/q1.sqm"; do
+  "$DL" "$m" - "Hello world" "$W/hw.ids" "$W/hw.l" 7 && [[ $(cat "$W/hw.ids") == "9707 1879" ]] &&
+    ok "no BOS before a text ($(basename "$m")): $(cat "$W/hw.ids")" ||
+    fail "BOS: $(basename "$m") gives $(cat "$W/hw.ids" 2>/dev/null)"
+done
+"$SQ" inspect --json "$W/q1.sqm" >"$W/i.json" 2>&1 && grep -q '"single_prefix": \[\]' "$W/i.json" &&
+  ok ".sqm: tokenizer.single_prefix [] (SQM.md 10.5)" || fail ".sqm: no empty single_prefix"
 for t in 1 2; do
   "$SQ" generate "$W/q1.sqm" --prompt "$P" --max-tokens 24 --threads $t --quiet >"$W/s$t.txt" 2>"$W/err" ||
     fail "generate .sqm --threads $t: $(cat "$W/err")"

@@ -39,7 +39,7 @@ check() { # SHAPE TEXT...: logits of the texts, then the oracle, then the wrong 
   rm -rf "$m"
 }
 long="Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her friends, and every day she found something new: a red leaf, a smooth stone, a bird that sang. 你好，世界！ <think>reasoning</think> The end."
-check tiny "" "Hello, my name is Qwen." "$long" "def f(x):\n    return x ** 2  # 42"
+check tiny "!" "Hello, my name is Qwen." "$long" "def f(x):\n    return x ** 2  # 42"
 check qwen3-0.6b-l2 "Hello, my name is Qwen." "$long"
 echo "$fails failure(s)"
 [[ $fails -eq 0 ]]
