@@ -6,10 +6,14 @@
 
 #include "par_threads.h"
 
+/* The libm functions run in double and round once to float: the float32
+ * result rounded correctly (but for cases far rarer than any input), so the
+ * bits do not depend on a libm's float variants (SQM.md 6.12). */
 float sq_rope_inv_freq(double base, int i, int d)
 {
     const float e = (float)(2 * i) / (float)d;
-    return 1.0f / powf((float)base, e);
+    const float p = (float)pow((double)(float)base, (double)e);
+    return 1.0f / p;
 }
 
 void sq_rope_rotate_row(float *x, int heads, int d, int pos, double base)
@@ -17,7 +21,7 @@ void sq_rope_rotate_row(float *x, int heads, int d, int pos, double base)
     const int half = d / 2;
     for (int i = 0; i < half; i++) {
         const float ang = (float)pos * sq_rope_inv_freq(base, i, d);
-        const float c = cosf(ang), s = sinf(ang);
+        const float c = (float)cos((double)ang), s = (float)sin((double)ang);
         for (int h = 0; h < heads; h++) {
             float *a = x + (size_t)h * d + i, *b = a + half;
             const float x0 = *a, x1 = *b;

@@ -9,7 +9,9 @@
  *   x'[i]       = x[i] cos - x[i + d/2] sin
  *   x'[i + d/2] = x[i + d/2] cos + x[i] sin
  * The frequency and the angle are float32 steps as the reference computes
- * them (its cos/sin cache is float32 `arange(p) outer inv_freq`). The
+ * them (its cos/sin cache is float32 `arange(p) outer inv_freq`): e = float
+ * 2i / float d, inv = 1 / float(base^e), angle = float(p * inv), cos and sin
+ * of it rounded to float (SQM.md 6.12 gives the exact steps). The
  * checkpoint's Wqkv rows are used as they are (no permutation at load). */
 #ifndef SQ_ENCODER_ROPE_H
 #define SQ_ENCODER_ROPE_H
