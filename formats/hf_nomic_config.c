@@ -147,6 +147,10 @@ int sq_nomic_config(json_t *root, const char *path, sq_bert_config *cfg, sq_err 
         require_bool(root, "rotary_head_dim", false, false, "rotation over the sequence", path,
                      err) != 0 ||
         require_bool(root, "use_rms_norm", false, false, "LayerNorm", path, err) != 0 ||
+        require_bool(root, "parallel_block", false, false, "attention then MLP", path,
+                     err) != 0 ||
+        require_bool(root, "scale_attn_by_inverse_layer_idx", false, false,
+                     "one score scale for every layer", path, err) != 0 ||
         require_null(root, "rotary_scaling_factor", "dynamic NTK scaling", path, err) != 0 ||
         require_null(root, "rotary_emb_scale_base", "xPos scaling", path, err) != 0)
         return -1;

@@ -168,6 +168,10 @@ START_TEST(config_refusals)
         {"\"causal\":false", "\"num_experts\":8", "num_experts 8"},
         {"\"causal\":false", "\"rotary_emb_scale_base\":512", "rotary_emb_scale_base"},
         {"\"causal\":false", "\"num_heads_kv\":2", "num_heads_kv 2"},
+        {"\"causal\":false", "\"parallel_block\":true", "parallel_block"},
+        {"\"causal\":false", "\"scale_attn_by_inverse_layer_idx\":true",
+         "scale_attn_by_inverse_layer_idx"},
+        {"\"causal\":false", "\"use_rms_norm\":true", "use_rms_norm"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         const char *at = strstr(good, cases[i].from);
