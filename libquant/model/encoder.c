@@ -113,7 +113,8 @@ int sq_workspace_reserve(sq_workspace *ws, const sq_encoder *enc, int max_tokens
      * that never called sq_threads_init got more threads than buffers). */
     int nt = omp_get_max_threads();
     if (ws->qkv && max_tokens <= ws->max_tokens && max_len <= ws->max_len && nt <= ws->n_threads &&
-        (enc->attn_matmul == SQ_ATTN_F32 || ws->attn_q))
+        (enc->attn_matmul == SQ_ATTN_F32 || ws->attn_q) &&
+        (enc->cfg.act != SQ_ACT_SWIGLU || ws->act))
         return 0;
     if (ws->qkv) {
         if (max_tokens < ws->max_tokens)
@@ -355,8 +356,7 @@ static bool enc_attn_run(void *ctx, int layer, float *qkv, float *out, float *pr
     const int D = sq_layer_in_dim(c, layer);
     if (c->positions == SQ_POS_ROTARY) /* before every attention kernel: one place */
         sq_rope_batch(qkv, D, c->heads, a->b->offsets, a->b->n_seq, c->rotary_base);
-    attention(a->enc, a->b, qkv, out, a->ws, sq_layer_in_dim(&a->enc->cfg, layer), prange,
-              a->ws->lin.prof);
+    attention(a->enc, a->b, qkv, out, a->ws, D, prange, a->ws->lin.prof);
     return true;
 }
 
