@@ -289,7 +289,9 @@ int cmd_quantize(int argc, char **argv)
             printf("plan for %s:\n", model_arg);
             printf("  %-22s [%5d x %5d]  %s%s\n", "embeddings.word", mc->vocab_size, mc->embed_dim,
                    emb, recipe.weight_type == SQ_QT_F32 ? "" : " (per-row scales)");
-            printf("  %-22s [%5d x %5d]  fp32\n", "embeddings.position", mc->max_pos, mc->embed_dim);
+            if (mc->positions != SQ_POS_ROTARY) /* rotary: no table */
+                printf("  %-22s [%5d x %5d]  fp32\n", "embeddings.position", mc->max_pos,
+                       mc->embed_dim);
             if (mc->type_vocab > 0)
                 printf("  %-22s [%5d x %5d]  fp32\n", "embeddings.token_type", mc->type_vocab,
                        mc->embed_dim);

@@ -21,6 +21,8 @@ void sq_bert_config_to_yaml(sq_strbuf *sb, const sq_bert_config *c, const char *
                  sq_head_kind_name(c->head));
     if (c->pos_ids != SQ_POS_IDS_INDEX) /* absent for BERT: its files stay as they were */
         sq_sb_printf(sb, "%sposition_ids: %s\n", in, sq_pos_ids_name(c->pos_ids));
+    if (c->positions == SQ_POS_ROTARY) /* %.17g: the double reads back exactly */
+        sq_sb_printf(sb, "%srotary_base: %.17g\n", in, c->rotary_base);
     if (c->rel_buckets > 0)
         sq_sb_printf(sb, "%srelative_buckets: %d\n%srelative_max_distance: %d\n", in,
                      c->rel_buckets, in, c->rel_max_distance);
@@ -50,16 +52,16 @@ static int get_enum(const yt_node *conf, const char *key, const char *const *nam
 /* The architecture variants; files written before they existed are BERT. */
 static int variants_from_yaml(const yt_node *conf, sq_bert_config *cfg, sq_err *err)
 {
-    static const char *const norms[] = {"post", "pre"}, *const acts[] = {"gelu", "relu"},
-                             *const poss[] = {"learned", "sinusoidal"},
+    static const char *const norms[] = {"post", "pre"}, *const acts[] = {"gelu", "relu", "swiglu"},
+                             *const poss[] = {"learned", "sinusoidal", "rotary"},
                              *const heads[] = {"none", "tanh", "identity"},
                              *const pos_ids[] = {"index", "roberta"};
     sq_bert_config_set_bert_defaults(cfg);
     int norm = cfg->norm, act = cfg->act, pos = cfg->positions, head = cfg->head,
         pids = cfg->pos_ids;
     if (get_enum(conf, "norm", norms, 2, &norm, err) != 0 ||
-        get_enum(conf, "activation", acts, 2, &act, err) != 0 ||
-        get_enum(conf, "positions", poss, 2, &pos, err) != 0 ||
+        get_enum(conf, "activation", acts, 3, &act, err) != 0 ||
+        get_enum(conf, "positions", poss, 3, &pos, err) != 0 ||
         get_enum(conf, "pooling_head", heads, 3, &head, err) != 0 ||
         get_enum(conf, "position_ids", pos_ids, 2, &pids, err) != 0)
         return -1;
@@ -79,6 +81,20 @@ static int variants_from_yaml(const yt_node *conf, sq_bert_config *cfg, sq_err *
                             (long long)nb, (long long)md);
         cfg->rel_buckets = (int)nb;
         cfg->rel_max_distance = (int)md;
+    }
+    /* rotary positions and their base come together (SQM.md 6.12) */
+    if ((pos == SQ_POS_ROTARY) != (yt_get(conf, "rotary_base") != NULL))
+        return yt_error(conf, err, "positions %s %s rotary_base",
+                        sq_pos_kind_name((sq_pos_kind)pos),
+                        pos == SQ_POS_ROTARY ? "needs" : "takes no");
+    if (pos == SQ_POS_ROTARY) {
+        if (yt_get_double(conf, "rotary_base", 1.0, 1e12, &cfg->rotary_base, err) != 0)
+            return -1;
+        if (!(cfg->rotary_base > 1.0))
+            return yt_error(conf, err, "rotary_base %g must be above 1", cfg->rotary_base);
+        if (cfg->pos_ids != SQ_POS_IDS_INDEX || (cfg->hidden / cfg->heads) % 2 != 0)
+            return yt_error(conf, err, "positions rotary needs position_ids index and an even "
+                                       "head size");
     }
     cfg->norm = (sq_norm_place)norm;
     cfg->act = (sq_act)act;

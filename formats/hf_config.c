@@ -7,6 +7,7 @@
 
 #include "fileio.h"
 #include "json_util.h"
+#include "hf_nomic_config.h"
 
 void sq_bert_config_set_bert_defaults(sq_bert_config *c)
 {
@@ -19,6 +20,7 @@ void sq_bert_config_set_bert_defaults(sq_bert_config *c)
     c->pos_ids = SQ_POS_IDS_INDEX;
     c->rel_buckets = 0;
     c->rel_max_distance = 0;
+    c->rotary_base = 0;
 }
 
 const char *sq_pos_ids_name(sq_pos_ids v)
@@ -59,7 +61,7 @@ const char *sq_act_name(sq_act v)
 
 const char *sq_pos_kind_name(sq_pos_kind v)
 {
-    return v == SQ_POS_SINUSOIDAL ? "sinusoidal" : "learned";
+    return v == SQ_POS_SINUSOIDAL ? "sinusoidal" : v == SQ_POS_ROTARY ? "rotary" : "learned";
 }
 
 const char *sq_head_kind_name(sq_head_kind v)
@@ -85,7 +87,10 @@ int sq_score_act_parse(const char *s, sq_score_act *v)
 
 const char *sq_architecture_name(const sq_bert_config *c)
 {
-    return c->rel_buckets > 0 ? "mpnet" : c->norm == SQ_NORM_PRE ? "t2t" : "bert";
+    return c->positions == SQ_POS_ROTARY ? "nomic_bert"
+           : c->rel_buckets > 0           ? "mpnet"
+           : c->norm == SQ_NORM_PRE       ? "t2t"
+                                          : "bert";
 }
 
 /* architectures: BertModel (or none) is an embedding model;
@@ -232,13 +237,17 @@ static int load_bert_config(const char *path, bool force_classifier, sq_bert_con
                    path);
         goto out;
     }
+    if (strcmp(model_type, "nomic_bert") == 0) { /* its own keys: hf_nomic_config.c */
+        rc = sq_nomic_config(root, path, cfg, err);
+        goto out;
+    }
     const bool mpnet = strcmp(model_type, "mpnet") == 0;
     /* XLM-RoBERTa (multilingual-e5, bge-m3, bge-reranker-base): BERT's
      * blocks and names with RoBERTa's position ids */
     const bool xlmr = strcmp(model_type, "xlm-roberta") == 0;
     if (strcmp(model_type, "bert") != 0 && !mpnet && !xlmr) {
         sq_err_set(err, "%s: model_type \"%s\" is not supported (squint reads the encoders "
-                        "\"bert\", \"mpnet\" and \"xlm-roberta\")",
+                        "\"bert\", \"mpnet\", \"xlm-roberta\" and \"nomic_bert\")",
                    path, model_type);
         goto out;
     }

@@ -22,9 +22,17 @@
  * LayerNorm, and a dense+tanh head on the pooled vector. */
 typedef enum sq_norm_place { SQ_NORM_POST = 0, SQ_NORM_PRE = 1 } sq_norm_place;
 /* The FFN's activation; SwiGLU (silu(gate) * up, on ffn_up's gate rows then
- * its up rows) is a decoder's, never read from an encoder's config. */
+ * its up rows): a decoder's, and NomicBERT's (gate = fc12, up = fc11). */
 typedef enum sq_act { SQ_ACT_GELU = 0, SQ_ACT_RELU = 1, SQ_ACT_SWIGLU = 2 } sq_act;
-typedef enum sq_pos_kind { SQ_POS_LEARNED = 0, SQ_POS_SINUSOIDAL = 1 } sq_pos_kind;
+/* Rotary (NomicBERT): no position table; q and k of every head are rotated
+ * by their token's index in the sequence before the attention scores
+ * (GPT-NeoX's rotate-half pairing: dimension i with i + head_dim / 2,
+ * angle = index * rotary_base^(-2i / head_dim); encoder_rope.h). */
+typedef enum sq_pos_kind {
+    SQ_POS_LEARNED = 0,
+    SQ_POS_SINUSOIDAL = 1,
+    SQ_POS_ROTARY = 2,
+} sq_pos_kind;
 /* Which row of the position table a token reads: its index in the sequence
  * (BERT), or RoBERTa's rule (MPNet, XLM-RoBERTa: fairseq's
  * make_positions): pad_token_id + 1 + the number of non-pad tokens up to
@@ -71,6 +79,7 @@ typedef struct sq_bert_config {
     sq_pos_ids pos_ids;    /* index (BERT) or roberta (MPNet) */
     int rel_buckets;       /* 0: no relative attention bias; else MPNet's buckets */
     int rel_max_distance;  /* the distance the last logarithmic bucket starts at */
+    double rotary_base;    /* positions rotary: the frequency base (> 1, finite); else 0 */
     bool emb_ln;           /* LayerNorm on the embeddings */
     sq_head_kind head;     /* transform of the pooled vector before normalization */
     /* A sequence classifier (BertForSequenceClassification: a cross-encoder
@@ -91,12 +100,13 @@ const char *sq_score_act_name(sq_score_act v);
 /* "identity", "sigmoid", "tanh", "softmax" -> v; -1 for anything else. */
 int sq_score_act_parse(const char *s, sq_score_act *v);
 const char *sq_pos_ids_name(sq_pos_ids v);
-/* "bert" (post-LN), "t2t" (pre-LN tensor2tensor-style encoder) or "mpnet"
- * (relative attention bias): the architecture names of recipes and .sqm
- * metadata. */
+/* "bert" (post-LN), "t2t" (pre-LN tensor2tensor-style encoder), "mpnet"
+ * (relative attention bias) or "nomic_bert" (rotary positions, SwiGLU): the
+ * architecture names of recipes and .sqm metadata. */
 const char *sq_architecture_name(const sq_bert_config *c);
 /* The most tokens one sequence may hold: the position table's rows, less
- * the rows RoBERTa-style ids skip (pad_token_id + 1). */
+ * the rows RoBERTa-style ids skip (pad_token_id + 1); rotary positions have
+ * no table: max_pos (NomicBERT's n_positions). */
 int sq_bert_max_tokens(const sq_bert_config *c);
 /* The bucket of relative position rel = key index - query index (MPNet's
  * relative_position_bucket, evaluated in float32 as PyTorch does). */

@@ -242,10 +242,10 @@ static int parse_model(const yt_node *m, sq_recipe *r, sq_err *err)
         if (yt_as_string(arch, "architecture", &s, err) != 0)
             return -1;
         if (strcmp(s, "bert") != 0 && strcmp(s, "t2t") != 0 && strcmp(s, "mpnet") != 0 &&
-            strcmp(s, "llama") != 0 && strcmp(s, "qwen3") != 0)
+            strcmp(s, "nomic_bert") != 0 && strcmp(s, "llama") != 0 && strcmp(s, "qwen3") != 0)
             return yt_error(arch, err,
-                            "unsupported architecture '%s' (expected: bert, t2t, mpnet, llama, "
-                            "qwen3)",
+                            "unsupported architecture '%s' (expected: bert, t2t, mpnet, "
+                            "nomic_bert, llama, qwen3)",
                             s);
         snprintf(r->architecture, sizeof r->architecture, "%s", s);
     }

@@ -90,7 +90,7 @@ typedef struct sq_recipe {
     char *source; /* file or buffer name for messages; "<default>" for the default */
 
     /* model: expected shape (0 = not checked) and embedding post-processing */
-    char architecture[8]; /* "bert", "t2t" or "" (any) */
+    char architecture[16]; /* "bert", "t2t", "mpnet", "nomic_bert", "llama", "qwen3" or "" (any) */
     int hidden, layers, heads, ffn;
     bool set_pooling;
     sq_pooling pooling;

@@ -70,6 +70,8 @@ if [[ ! -f "$model/model.json" && ! -f "$model/config.json" ]]; then
   recipe=recipes/bge-small-en-v1.5.yaml
 elif [[ -f "$model/config.json" ]] && grep -q '"model_type": *"mpnet"' "$model/config.json"; then
   recipe=recipes/all-mpnet-base-v2.yaml   # MPNet (its recipes name architecture mpnet)
+elif [[ -f "$model/config.json" ]] && grep -q '"model_type": *"nomic_bert"' "$model/config.json"; then
+  recipe=recipes/nomic-embed-text-v1.5.yaml   # NomicBERT (architecture nomic_bert)
 elif [[ -f "$model/config.json" ]]; then
   recipe=recipes/bert-generic.yaml
 fi

@@ -7,6 +7,7 @@
 #include "fileio.h"
 #include "json_util.h"
 #include "hf_weights.h"
+#include "nomic_model.h"
 
 typedef sq_hf_weights weights;
 
@@ -154,6 +155,14 @@ int sq_bert_load_dir(const char *dir, sq_encoder *enc, sq_err *err)
     weights w;
     if (sq_hf_weights_open(dir, &w, err) != 0)
         return -1;
+    if (enc->cfg.positions == SQ_POS_ROTARY) { /* NomicBERT: its own names */
+        w.prefix = "";
+        rc = sq_nomic_load_weights(&w, enc, err);
+        sq_hf_weights_close(&w);
+        if (rc != 0)
+            sq_encoder_free(enc);
+        return rc;
+    }
     const sq_safetensors *dummy;
     const family_names *fn = enc->cfg.rel_buckets > 0 ? &mpnet_names : &bert_names;
     char probe[64];

@@ -3,6 +3,7 @@
 #include "attn_bf16.h"
 #include "attn_f32.h"
 #include "attn_s8.h"
+#include "encoder_rope.h"
 
 #include <math.h>
 #include <omp.h>
@@ -27,7 +28,7 @@ bool sq_linear_shape(const sq_bert_config *c, int layer, sq_linear_kind k, int *
     switch (k) {
     case SQ_LIN_QKV: n = 3 * in, kk = in; break;
     case SQ_LIN_ATTN_OUT: n = H, kk = in; break;
-    case SQ_LIN_FFN_UP: n = F, kk = H; break;
+    case SQ_LIN_FFN_UP: n = c->act == SQ_ACT_SWIGLU ? 2 * F : F, kk = H; break; /* gate|up */
     case SQ_LIN_FFN_DOWN: n = H, kk = F; break;
     case SQ_LIN_RES: n = in != H ? H : 0, kk = in != H ? in : 0; break;
     default: break;
@@ -98,6 +99,7 @@ void sq_workspace_free(sq_workspace *ws)
     free(ws->attn_q);
     free(ws->attn_f32);
     free(ws->res);
+    free(ws->act);
     free(ws->lin.qa);
     free(ws->lin.acc);
     free(ws->lin.row_scale);
@@ -111,7 +113,8 @@ int sq_workspace_reserve(sq_workspace *ws, const sq_encoder *enc, int max_tokens
      * that never called sq_threads_init got more threads than buffers). */
     int nt = omp_get_max_threads();
     if (ws->qkv && max_tokens <= ws->max_tokens && max_len <= ws->max_len && nt <= ws->n_threads &&
-        (enc->attn_matmul == SQ_ATTN_F32 || ws->attn_q))
+        (enc->attn_matmul == SQ_ATTN_F32 || ws->attn_q) &&
+        (enc->cfg.act != SQ_ACT_SWIGLU || ws->act))
         return 0;
     if (ws->qkv) {
         if (max_tokens < ws->max_tokens)
@@ -123,6 +126,15 @@ int sq_workspace_reserve(sq_workspace *ws, const sq_encoder *enc, int max_tokens
     sq_workspace_free(ws);
     ws->lin.prof = prof;
     size_t T = (size_t)max_tokens, H = (size_t)enc->cfg.hidden, F = (size_t)enc->cfg.ffn;
+    /* SwiGLU: ffn holds the gate|up rows (2F wide), the activation writes
+     * act (F wide); in place, rows run in parallel would overwrite gate
+     * rows another thread has yet to read */
+    const bool swiglu = enc->cfg.act == SQ_ACT_SWIGLU;
+    const size_t up = swiglu ? 2 * F : F;
+    if (swiglu && !(ws->act = alloc_floats(T * F))) {
+        sq_workspace_free(ws);
+        return -1;
+    }
     /* Every layer input is at most H wide (embed_dim <= hidden). */
     ws->qkv = alloc_floats(T * 3 * H);
     if (enc->cfg.embed_dim != enc->cfg.hidden && !(ws->res = alloc_floats(T * H))) {
@@ -131,7 +143,7 @@ int sq_workspace_reserve(sq_workspace *ws, const sq_encoder *enc, int max_tokens
     }
     ws->ctx = alloc_floats(T * H);
     ws->tmp = alloc_floats(T * H);
-    ws->ffn = alloc_floats(T * F);
+    ws->ffn = alloc_floats(T * up);
     ws->scores = alloc_floats((size_t)nt * max_len * max_len);
     ws->attn_f32_floats =
         (sq_attn_f32_scratch_floats(max_len, enc->cfg.hidden / enc->cfg.heads) + 15) / 16 * 16;
@@ -149,7 +161,7 @@ int sq_workspace_reserve(sq_workspace *ws, const sq_encoder *enc, int max_tokens
     }
     /* Quantized linears: widest padded input and widest output. */
     size_t kmax = (size_t)(F > H ? F : H), kpad = (kmax + 127) / 128 * 128;
-    size_t nmax = 3 * H > F ? 3 * H : F;
+    size_t nmax = 3 * H > up ? 3 * H : up;
     void *qa = NULL, *acc = NULL;
     if (posix_memalign(&qa, 64, T * kpad) == 0)
         ws->lin.qa = qa;
@@ -207,7 +219,8 @@ static void embed(const sq_encoder *enc, const sq_batch *b, float *x)
         int run = 0;
         for (int t = b->offsets[s]; t < b->offsets[s + 1]; t++) {
             int pos = position_of(&enc->cfg, b->ids[t], t, b->offsets[s], &run);
-            const float *pe = enc->pos_emb + (size_t)pos * E;
+            /* rotary positions (no table) turn q and k in the attention core */
+            const float *pe = enc->pos_emb ? enc->pos_emb + (size_t)pos * E : NULL;
             float *o = x + (size_t)t * E;
             size_t id = (size_t)b->ids[t];
             if (enc->word_qt == SQ_QT_S8)
@@ -217,15 +230,19 @@ static void embed(const sq_encoder *enc, const sq_batch *b, float *x)
                                         enc->word_scale + id * sq_embed_s4_groups(E), E, o);
             else
                 memcpy(o, enc->word_emb + id * E, (size_t)E * sizeof(float));
-            if (enc->type_emb) {
-                int tt = b->type_ids ? b->type_ids[t] : 0;
-                const float *te = enc->type_emb + (size_t)tt * E;
+            /* the same sums in the same order as before for every table kind */
+            const float *te = enc->type_emb
+                                  ? enc->type_emb + (size_t)(b->type_ids ? b->type_ids[t] : 0) * E
+                                  : NULL;
+            if (te && pe)
                 for (int c = 0; c < E; c++)
                     o[c] = o[c] + te[c] + pe[c];
-            } else {
+            else if (te)
+                for (int c = 0; c < E; c++)
+                    o[c] = o[c] + te[c];
+            else if (pe)
                 for (int c = 0; c < E; c++)
                     o[c] = o[c] + pe[c];
-            }
         }
     }
 }
@@ -335,8 +352,11 @@ typedef struct enc_attn {
 static bool enc_attn_run(void *ctx, int layer, float *qkv, float *out, float *prange)
 {
     const enc_attn *a = ctx;
-    attention(a->enc, a->b, qkv, out, a->ws, sq_layer_in_dim(&a->enc->cfg, layer), prange,
-              a->ws->lin.prof);
+    const sq_bert_config *c = &a->enc->cfg;
+    const int D = sq_layer_in_dim(c, layer);
+    if (c->positions == SQ_POS_ROTARY) /* before every attention kernel: one place */
+        sq_rope_batch(qkv, D, c->heads, a->b->offsets, a->b->n_seq, c->rotary_base);
+    attention(a->enc, a->b, qkv, out, a->ws, D, prange, a->ws->lin.prof);
     return true;
 }
 
@@ -382,7 +402,7 @@ int sq_encoder_forward(const sq_encoder *enc, sq_workspace *ws, const sq_batch *
     enc_attn core = {enc, b, ws};
     const sq_block_attn attn = {enc_attn_run, &core};
     const sq_block_bufs bufs = {.tmp = ws->tmp, .qkv = ws->qkv, .ctx = ws->ctx, .ffn = ws->ffn,
-                                .act = ws->ffn, .res = ws->res, .lin = &ws->lin};
+                                .act = ws->act ? ws->act : ws->ffn, .res = ws->res, .lin = &ws->lin};
     for (int l = 0; l < c->layers; l++)
         sq_block_forward(&desc, &enc->layers[l], l, x, T, &bufs, &attn, obs);
     if (prof) {

@@ -43,7 +43,8 @@ typedef struct sq_encoder {
     const float *word_scale;
     bool borrowed;    /* the f32 arrays point into a mapped file: not freed */
     float *word_emb;  /* [vocab][E] (f32 word_qt); E = cfg.embed_dim */
-    float *pos_emb;   /* [max_pos][E], learned or the sinusoid table */
+    float *pos_emb;   /* [max_pos][E], learned or the sinusoid table; NULL: rotary
+                         (encoder_rope.h) */
     float *type_emb;  /* [type_vocab][E]; NULL when type_vocab == 0 */
     float *emb_ln_g, *emb_ln_b; /* NULL without an embedding LayerNorm */
     sq_block *layers; /* LayerNorms (n1 after attention when post, before it when pre) */
@@ -91,6 +92,7 @@ typedef struct sq_workspace {
     size_t attn_f32_floats; /* per thread, a multiple of 16 */
     size_t attn_q_bytes; /* per thread */
     float *res; /* residual projections (only when a layer widens) */
+    float *act; /* [max_tokens][ffn]: SwiGLU's output (ffn holds gate|up); NULL otherwise */
     sq_linear_scratch lin; /* quantized linears: int8 activations, accumulators; lin.prof:
                               a per-op profile (op_profile.h) the forward passes add to,
                               NULL: none (set by the caller, kept by reserve) */

@@ -513,7 +513,8 @@ int sq_sqm_load_encoder(const sq_container *c, sq_encoder *enc, sq_sqm_info *inf
         if (!(enc->word_scale = sq_sqm_finite_f32(c, "embeddings.word.scale", false, err)))
             goto fail;
     }
-    if (!(enc->pos_emb = (float *)sq_sqm_finite_f32(c, "embeddings.position", false, err)))
+    if (cfg->positions != SQ_POS_ROTARY &&
+        !(enc->pos_emb = (float *)sq_sqm_finite_f32(c, "embeddings.position", false, err)))
         goto fail;
     if (cfg->type_vocab > 0 &&
         !(enc->type_emb = (float *)sq_sqm_finite_f32(c, "embeddings.token_type", false, err)))

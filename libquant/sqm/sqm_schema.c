@@ -32,8 +32,8 @@ const sq_sqm_tensor_rule sq_sqm_tensor_rules[] = {
      "word embeddings per embeddings_type: fp32 / int8 / int4-g128 (4.2)"},
     {"embeddings.word.scale", M, SQ_DTR_F32, SQ_SHR_WORD_SCALE, SQ_WHEN_EMB_QUANT, false, NEVER,
      NULL, "per-row / per-row-and-group scale of the quantized word embeddings"},
-    {"embeddings.position", M, SQ_DTR_F32, SQ_SHR_P_E, SQ_WHEN_ENCODER, false, NEVER, NULL,
-     "row p for position p (learned or sinusoidal)"},
+    {"embeddings.position", M, SQ_DTR_F32, SQ_SHR_P_E, SQ_WHEN_POS_TABLE, false, NEVER, NULL,
+     "row p for position p (learned or sinusoidal; absent for rotary, 6.12)"},
     {"embeddings.token_type", M, SQ_DTR_F32, SQ_SHR_T_E, SQ_WHEN_TYPE_VOCAB, false, NEVER, NULL,
      "token-type table; row 0 is the one used (6.1)"},
     {"embeddings.ln.gamma", M, SQ_DTR_F32, SQ_SHR_E, SQ_WHEN_EMB_LN, false, NEVER,
@@ -146,7 +146,7 @@ const sq_sqm_meta_rule sq_sqm_meta_rules[] = {
     {"format", NULL, SQ_MT_STRING, true, NULL, "squint-model", L},
     {"format_version", NULL, SQ_MT_INT, true, NULL, "1", L},
     {"tool", NULL, SQ_MT_STRING, false, NULL, "\"squint VERSION\"", P},
-    {"architecture", NULL, SQ_MT_STRING, false, "bert", "bert | t2t | mpnet | llama (a causal LM: section 10)", L},
+    {"architecture", NULL, SQ_MT_STRING, false, "bert", "bert | t2t | mpnet | nomic_bert | llama (a causal LM: section 10)", L},
     {"config", NULL, SQ_MT_MAPPING, true, NULL, "section 2.3", L},
     {"config.vocab_size", NULL, SQ_MT_INT, true, NULL, "1 .. 4194304", L},
     {"config.hidden", NULL, SQ_MT_INT, true, NULL, "1 .. 16384, even", L},
@@ -160,8 +160,12 @@ const sq_sqm_meta_rule sq_sqm_meta_rules[] = {
     {"config.embed_dim", NULL, SQ_MT_INT, false, "hidden", "1 .. hidden, even, divisible by heads",
      L},
     {"config.norm", NULL, SQ_MT_STRING, false, "post", "post | pre", L},
-    {"config.activation", NULL, SQ_MT_STRING, false, "gelu", "gelu | relu", L},
-    {"config.positions", NULL, SQ_MT_STRING, false, "learned", "learned | sinusoidal", L},
+    {"config.activation", NULL, SQ_MT_STRING, false, "gelu",
+     "gelu | relu | swiglu (ffn_up: gate rows then up rows, 6.12)", L},
+    {"config.positions", NULL, SQ_MT_STRING, false, "learned",
+     "learned | sinusoidal | rotary (no position table, 6.12)", L},
+    {"config.rotary_base", NULL, SQ_MT_NUMBER, false, NULL,
+     "(1, 1e12]: with positions rotary only, which requires it (6.12)", L},
     {"config.embedding_layernorm", NULL, SQ_MT_BOOL, false, "true", "true | false", L},
     {"config.position_ids", NULL, SQ_MT_STRING, false, "index",
      "index | roberta (pad_token_id + 1 + the non-pad tokens so far, 6.1)", L},
@@ -331,6 +335,7 @@ static bool when_holds(sq_sqm_when w, const sq_sqm_schema_ctx *ctx, sq_qtype lin
     case SQ_WHEN_TYPE_VOCAB: return ctx->cfg.type_vocab > 0;
     case SQ_WHEN_EMB_LN: return ctx->cfg.emb_ln;
     case SQ_WHEN_REL: return !ctx->decoder && ctx->cfg.rel_buckets > 0;
+    case SQ_WHEN_POS_TABLE: return !ctx->decoder && ctx->cfg.positions != SQ_POS_ROTARY;
     case SQ_WHEN_HEAD: return ctx->cfg.head != SQ_HEAD_NONE;
     case SQ_WHEN_SCORE: return ctx->cfg.num_labels > 0;
     case SQ_WHEN_LINEAR: return true; /* the caller knows the linear exists */

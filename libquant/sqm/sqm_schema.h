@@ -40,6 +40,7 @@ typedef enum sq_sqm_when {
     SQ_WHEN_TYPE_VOCAB, /* config.type_vocab > 0 */
     SQ_WHEN_EMB_LN,     /* config.embedding_layernorm */
     SQ_WHEN_REL,        /* config.relative_buckets > 0 (an encoder) */
+    SQ_WHEN_POS_TABLE,  /* an encoder whose config.positions is not rotary */
     SQ_WHEN_HEAD,       /* config.pooling_head: tanh */
     SQ_WHEN_SCORE,      /* config.num_labels > 0 (a sequence classifier) */
     SQ_WHEN_LINEAR,     /* the layer has the linear (res: only where in(l) != H) */

@@ -950,9 +950,18 @@ class Model:
                               c["hidden"])
         c["norm"] = _enum(cfg.get("norm", "post"), "config.norm", ("post", "pre"))
         c["activation"] = _enum(cfg.get("activation", "gelu"), "config.activation",
-                                ("gelu", "relu"))
+                                ("gelu", "relu", "swiglu"))
         c["positions"] = _enum(cfg.get("positions", "learned"), "config.positions",
-                               ("learned", "sinusoidal"))
+                               ("learned", "sinusoidal", "rotary"))
+        # 2.3 / 6.12: rotary positions come with their base, and only they
+        rb = cfg.get("rotary_base")
+        if (c["positions"] == "rotary") != (rb is not None):
+            raise Refused("%s: config.rotary_base %r with positions %s"
+                          % (self.path, rb, c["positions"]))
+        if rb is not None:
+            if isinstance(rb, bool) or not isinstance(rb, (int, float)) or not 1 < rb <= 1e12:
+                raise Refused("%s: config.rotary_base %r" % (self.path, rb))
+            c["rotary_base"] = float(rb)
         c["embedding_layernorm"] = _bool(cfg.get("embedding_layernorm", True),
                                          "config.embedding_layernorm")
         c["pooling_head"] = _enum(cfg.get("pooling_head", "none"), "config.pooling_head",
@@ -977,6 +986,11 @@ class Model:
             raise Refused("%s: heads does not divide hidden and embed_dim" % self.path)
         if c["hidden"] % 2 or c["embed_dim"] % 2:
             raise Refused("%s: hidden and embed_dim must be even" % self.path)
+        if c["positions"] == "rotary" and (c["position_ids"] != "index" or
+                                           (c["hidden"] // c["heads"]) % 2 or
+                                           (c["embed_dim"] // c["heads"]) % 2):
+            raise Refused("%s: positions rotary needs position_ids index and even head widths"
+                          % self.path)
         self.cfg = c
         self.pooling = _enum(md["pooling"], "pooling", ("cls", "mean"))
         self.normalize = _bool(md["normalize"], "normalize")
@@ -1050,7 +1064,7 @@ class Model:
             self.word_scale = self.f32("embeddings.word.scale", (V, GE))
             self.word = None
         del w
-        self.pos = self.f32("embeddings.position", (P, E))
+        self.pos = None if c["positions"] == "rotary" else self.f32("embeddings.position", (P, E))
         # row tau for token type tau (6.1): 0 except the second text of a pair (6.11)
         self.types = self.f32("embeddings.token_type", (T, E)) if T > 0 else None
         self.type0 = self.types[0] if T > 0 else None
@@ -1075,7 +1089,8 @@ class Model:
                 "ln_ffn": (self.f32(p + "ln_ffn.gamma", (H,)), self.f32(p + "ln_ffn.beta", (H,))),
                 "qkv": Linear(self, p + "qkv", 3 * D, D),
                 "attn_out": Linear(self, p + "attn_out", H, D),
-                "ffn_up": Linear(self, p + "ffn_up", c["ffn"], H),
+                "ffn_up": Linear(self, p + "ffn_up",
+                                 2 * c["ffn"] if c["activation"] == "swiglu" else c["ffn"], H),
                 "ffn_down": Linear(self, p + "ffn_down", H, c["ffn"]),
                 "res": Linear(self, p + "res", H, D) if D != H else None,
                 "D": D,
@@ -1409,8 +1424,42 @@ def resolve_gelu(mode):
     return "spec" if mode in ("auto", "spec", "as7126") else mode
 
 
+def rotate(qkv, D, A, base):
+    """6.12: Q and K of every head of qkv [L, 3D] turned by the row's
+    position; returns a new array."""
+    L = qkv.shape[0]
+    dh = D // A
+    half = dh // 2
+    b = f32(base)
+    i = np.arange(half)
+    eps = ((f32(2) * i.astype(f32)).astype(f32) / f32(dh)).astype(f32)  # 2i exact, one division
+    om = (f32(1) / np.power(f64(b), eps.astype(f64)).astype(f32)).astype(f32)
+    theta = (np.arange(L, dtype=f32)[:, None] * om[None, :]).astype(f32)   # [L, half]
+    c = np.cos(theta.astype(f64)).astype(f32)
+    s = np.sin(theta.astype(f64)).astype(f32)
+    out = qkv.copy()
+    for part in (0, 1):                                          # Q, K
+        for h in range(A):
+            o = part * D + h * dh
+            x0 = qkv[:, o:o + half]
+            x1 = qkv[:, o + half:o + dh]
+            out[:, o:o + half] = ((x0 * c).astype(f32) + (-x1 * s).astype(f32)).astype(f32)
+            out[:, o + half:o + dh] = ((x1 * c).astype(f32) + (x0 * s).astype(f32)).astype(f32)
+    return out
+
+
+def swiglu(gu):
+    """6.7 swiglu: [L, 2F] -> [L, F], g the first F columns."""
+    F = gu.shape[1] // 2
+    g, u = gu[:, :F], gu[:, F:]
+    e = np.exp((-g).astype(f64)).astype(f32)
+    return ((g / (f32(1) + e).astype(f32)).astype(f32) * u).astype(f32)
+
+
 def activation(u, kind, gelu="spec"):
     """6.7."""
+    if kind == "swiglu":
+        return swiglu(u)
     if kind == "relu":
         return np.maximum(u, f32(0)).astype(f32)
     if gelu == "spec":
@@ -1459,7 +1508,8 @@ def encode(model, ids, stats=None, pooling=None, normalize=None, gelu="spec", ty
             rows = np.where(real, pad + np.cumsum(real), pad)
         else:
             rows = np.arange(L)
-        e = (e + model.pos[rows]).astype(f32)
+        if model.pos is not None:                         # none with rotary positions (6.12)
+            e = (e + model.pos[rows]).astype(f32)
         bias = relative_bias_matrix(model, L)
         if c["embedding_layernorm"]:
             e = layer_norm(e, *model.emb_ln, model.eps)
@@ -1467,7 +1517,13 @@ def encode(model, ids, stats=None, pooling=None, normalize=None, gelu="spec", ty
         pre = c["norm"] == "pre"
         for Ly in model.layers:                            # 6.6
             D = Ly["D"]
-            lin = lambda name, v: linear(Ly[name], v, model.guard, stats)
+            lin0 = lambda name, v: linear(Ly[name], v, model.guard, stats)
+            if c["positions"] == "rotary":                 # 6.5 / 6.12: q, k turned first
+                lin = lambda name, v, D=D, lin0=lin0: (
+                    rotate(lin0(name, v), D, c["heads"], c["rotary_base"]) if name == "qkv"
+                    else lin0(name, v))
+            else:
+                lin = lin0
             if not pre:
                 ctx = attention(lin("qkv", x), D, c["heads"], model.attn_bf16, bias)
                 a = lin("attn_out", ctx)

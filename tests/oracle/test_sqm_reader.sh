@@ -8,7 +8,8 @@
 #
 # Models: two fixtures (tiny 2x32/4/64, CLS + normalize; odd-width 2x72/4/200,
 # mean pooling, no normalization) x five recipes (and a tiny MPNet fixture,
-# RoBERTa positions and a relative attention bias, x int8 / int4 / bf16) (int8 default with zero
+# RoBERTa positions and a relative attention bias, x int8 / int4 / bf16; a tiny
+# NomicBERT fixture, rotary positions and SwiGLU, x the same three) (int8 default with zero
 # points and the row guard; int4-g128; fp32 linears; int8 with guard: clip;
 # a mix of int8 / int4 / fp32 linears with a smoothed attn_out), plus the
 # zstd form and a corrupted file. Cross-encoders (SQM.md 6.11): two tiny
@@ -151,8 +152,10 @@ gen odd --hidden 72 --heads 4 --ffn 200 --layers 2 --seed 7 --outliers 3 \
     --pooling mean --no-normalize
 # MPNet (SQM.md 6.1 RoBERTa positions, 6.5 relative attention bias)
 gen mpnet --family mpnet --shape tiny --seed 9 --outliers 2 --pooling mean
+# NomicBERT (SQM.md 6.12 rotary positions, 6.7 swiglu, no position table)
+gen nomic --family nomic --shape tiny --seed 5 --outliers 2
 # Calibrate each fixture once (bundled corpus, 256 samples); every recipe reuses it.
-for fx in tiny odd mpnet; do
+for fx in tiny odd mpnet nomic; do
     if ! "$SQUINT" calibrate "$W/$fx" -o "$W/$fx.sqc" --quiet --threads 1 > "$W/$fx.cal.log" 2>&1; then
         echo "FAIL: squint calibrate $fx: $(tail -2 "$W/$fx.cal.log")"
         exit 1
@@ -230,8 +233,10 @@ for fx in tiny odd; do
         run_model "$fx" "$rc" || fail=1
     done
 done
-for rc in default int4 bf16; do
-    run_model mpnet "$rc" || fail=1
+for fx in mpnet nomic; do
+    for rc in default int4 bf16; do
+        run_model "$fx" "$rc" || fail=1
+    done
 done
 
 if [ -n "${SQM_READER_USE_LITE:-}" ]; then

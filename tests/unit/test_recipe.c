@@ -78,6 +78,7 @@ static const struct {
     {"recipes/bge-large-en-v1.5.yaml", "bge-large-en-v1.5", 1024, 24, 16, 4096},
     {"recipes/bert-generic.yaml", "bert-generic", 0, 0, 0, 0},
     {"recipes/all-mpnet-base-v2.yaml", "all-mpnet-base-v2", 768, 12, 12, 3072},
+    {"recipes/nomic-embed-text-v1.5.yaml", "nomic-embed-text-v1.5", 768, 12, 12, 3072},
 };
 
 START_TEST(shipped_recipes_load)
@@ -97,9 +98,11 @@ START_TEST(shipped_recipes_load)
     ck_assert_int_eq(r.observer, SQ_CALIB_PERCENTILE);
     ck_assert(r.gates.set[SQ_GATE_COS_MEAN]);
     if (shipped[_i].hidden) {
-        /* the bge models are CLS + Normalize, all-mpnet-base-v2 mean + Normalize
-         * (their 1_Pooling and modules.json) */
-        const bool mpnet = strcmp(r.architecture, "mpnet") == 0;
+        /* the bge models are CLS + Normalize, all-mpnet-base-v2 and
+         * nomic-embed-text-v1.5 mean + Normalize (their 1_Pooling and
+         * modules.json) */
+        const bool mpnet = strcmp(r.architecture, "mpnet") == 0 ||
+                           strcmp(r.architecture, "nomic_bert") == 0;
         ck_assert(r.set_pooling && r.pooling == (mpnet ? SQ_POOL_MEAN : SQ_POOL_CLS));
         ck_assert(r.set_normalize && r.normalize);
         int layers = r.layers;
@@ -593,7 +596,7 @@ static const struct {
     {"gates:\n  topk_k: 0\n", "x.yaml:2:11: 'topk_k' must be an integer in [1, 1000]"},
     /* model */
     {"model: {architecture: gpt2}\n",
-     "x.yaml:1:23: unsupported architecture 'gpt2' (expected: bert, t2t, mpnet, llama, qwen3)"},
+     "x.yaml:1:23: unsupported architecture 'gpt2' (expected: bert, t2t, mpnet, nomic_bert, llama, qwen3)"},
     {"model: {hidden: 0}\n", "x.yaml:1:17: 'hidden' must be an integer in [1, 16384]"},
     {"model: {layers: 12.5}\n", "x.yaml:1:17: 'layers' must be an integer in [1, 256]"},
     {"model: {hidden: 384, heads: 10}\n", "x.yaml:1:29: 'heads' (10) must divide 'hidden' (384)"},
