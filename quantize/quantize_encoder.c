@@ -27,9 +27,11 @@ static bool enc_can_fold(const sq_quant_target *t, int l, sq_linear_kind k)
 {
     const sq_embed_model *m = model_of(t);
     /* attn_out: exactly into V's rows; pre-LN: the LayerNorm before qkv and
-     * ffn_up feeds only that linear, so 1/s goes into its gamma and beta */
+     * ffn_up feeds only that linear, so 1/s goes into its gamma and beta
+     * (none before ModernBERT's layer-0 qkv: n1 absent, nothing to fold into) */
     return k == SQ_LIN_ATTN_OUT ||
-           (m->enc.cfg.norm == SQ_NORM_PRE && (k == SQ_LIN_QKV || k == SQ_LIN_FFN_UP));
+           (m->enc.cfg.norm == SQ_NORM_PRE &&
+            ((k == SQ_LIN_QKV && m->enc.layers[l].n1_g) || k == SQ_LIN_FFN_UP));
 }
 
 static int enc_fold(const sq_quant_target *t, int l, sq_linear_kind k, const float *s, sq_err *err)
@@ -87,6 +89,10 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
         return sq_err_set(err, "%s is already a packed model: quantize the fp32 checkpoint",
                           model_arg);
     const sq_bert_config *c = &m->enc.cfg;
+    if (c->act == SQ_ACT_GEGLU) /* docs/limits.md */
+        return sq_err_set(err, "%s: ModernBERT runs in fp32 from its folder; its .sqm rows "
+                               "(GeGLU, the sliding window, final_norm) are not written yet",
+                          model_arg);
     if (o->class_head && o->class_head->dim != c->hidden)
         return sq_err_set(err, "%s: the head is for %d-dimensional embeddings, but %s gives %d",
                           o->class_head->source ? o->class_head->source : "the head",
