@@ -293,6 +293,13 @@ int sq_sqm_read_meta(const sq_container *c, sq_sqm_schema_ctx *ctx, sq_sqm_info 
     }
     if (sq_bert_config_from_yaml(conf, cfg, err) != 0)
         goto out;
+    if (cfg->act == SQ_ACT_GEGLU || cfg->global_every > 0 || cfg->first_attn_norm_absent ||
+        cfg->final_norm) { /* docs/limits.md: quantize writes no ModernBERT file */
+        sq_err_set(err, "%s: a ModernBERT config (geglu, local_window, first_attention_norm, "
+                        "final_norm): squint runs ModernBERT from its folder only",
+                   c->path);
+        goto out;
+    }
     /* the name follows from the config (sq_architecture_name): a file whose
      * name says otherwise was not written by squint */
     if (arch && (!yt_scalar(arch) || strcmp(yt_scalar(arch), sq_architecture_name(cfg)) != 0)) {

@@ -25,27 +25,10 @@ fi
 command -v zstd >/dev/null || { echo "skipped: zstd is needed"; exit 77; }
 mkdir -p "$W"
 model=$W/modernbert-$SHAPE
-# the generator's vocabulary: the tokenizer's tokens by id (white space in
-# a token becomes a placeholder: only the count and the ids of [CLS],
-# [SEP], [PAD] and punctuation matter to it)
-zstd -dqc "$TOK/tokenizer.json.zst" >"$W/tokenizer.json"
-"$py" - "$W/tokenizer.json" "$W/vocab.txt" <<'PY'
-import json, sys
-t = json.load(open(sys.argv[1]))
-v = {i: s for s, i in t["model"]["vocab"].items()}
-v.update((a["id"], a["content"]) for a in t["added_tokens"])
-n = max(v) + 1
-out = [v.get(i, "[unused%d]" % i) for i in range(n)]
-out = [s if s and not any(c.isspace() for c in s) else "[ws%d]" % i for i, s in enumerate(out)]
-open(sys.argv[2], "w").write("".join(s + "\n" for s in out))
-PY
-args=(--family modernbert --outliers 4 --seed 13 --vocab "$W/vocab.txt")
+args=(--outliers 4 --seed 13)
 if [[ $SHAPE == tiny ]]; then args+=(--shape tiny --layers 4 --hidden 64 --heads 4 --ffn 96)
 else args+=(--shape "$SHAPE"); fi
-"$GEN" "$model" "${args[@]}"
-rm -f "$model/vocab.txt" "$model/special_tokens_map.json"
-cp "$W/tokenizer.json" "$model/tokenizer.json"
-cp "$TOK/tokenizer_config.json" "$model/tokenizer_config.json"
+"$here/../fixture/make_modernbert_fixture.sh" "$GEN" "$model" "$TOK" "${args[@]}"
 
 input=$W/input-$SHAPE.txt
 stsb=${SQUINT_SHARED_DATA:-/nonexistent}/stsb-glue/original/sts-test.tsv

@@ -13,9 +13,11 @@
 
 #include "attn_s8.h"
 #include "attn_window.h"
+#include "config_yaml.h"
 #include "hf_config.h"
 #include "ops.h"
 #include "test_util.h"
+#include "yaml_tree.h"
 
 static char *dir;
 static void setup(void) { dir = tu_mkdtemp(); }
@@ -147,6 +149,66 @@ START_TEST(config_refusals)
     sq_err err = {0};
     ck_assert_msg(sq_bert_config_load(p, &c, &err) == 0, "%s", err.msg);
     free(p);
+}
+END_TEST
+
+static int yaml_config(const char *text, sq_bert_config *c, sq_err *err)
+{
+    yt_doc *doc = yt_parse_buffer(text, strlen(text), "meta.yaml", err);
+    if (!doc)
+        return -1;
+    const yt_node *conf = yt_get(yt_root(doc), "config");
+    int rc = conf ? sq_bert_config_from_yaml(conf, c, err) : -1;
+    yt_free(doc);
+    return rc;
+}
+
+/* The config rows (in a .sqc; SQM.md): written and read back to the same
+ * bytes of the config; forged rows refused. */
+START_TEST(config_rows)
+{
+    char *p = tu_write_str(dir, "config.json", good);
+    sq_bert_config c, back;
+    sq_err err = {0};
+    ck_assert(sq_bert_config_load(p, &c, &err) == 0);
+    free(p);
+    c.rotary_base_local = 10000.123456789012345; /* %.17g: every bit comes back */
+    sq_strbuf sb = {0};
+    sq_sb_printf(&sb, "config:\n");
+    sq_bert_config_to_yaml(&sb, &c, "  ");
+    ck_assert(!sb.failed);
+    ck_assert_msg(strstr(sb.s, "  activation: geglu\n") && strstr(sb.s, "  local_window: 128\n") &&
+                      strstr(sb.s, "  global_every: 3\n") &&
+                      strstr(sb.s, "  first_attention_norm: false\n") &&
+                      strstr(sb.s, "  final_norm: true\n"),
+                  "%s", sb.s);
+    ck_assert_msg(yaml_config(sb.s, &back, &err) == 0, "%s", err.msg);
+    ck_assert(memcmp(&back, &c, sizeof c) == 0);
+    static const struct {
+        const char *from, *to, *needle;
+    } cases[] = {
+        {"  local_window: 128\n", "", "come together"},
+        {"  global_every: 3\n", "", "come together"},
+        {"local_window: 128", "local_window: 0", "local_window"},
+        {"local_window: 128", "local_window: -4", "local_window"},
+        {"global_every: 3", "global_every: 0", "global_every"},
+        {"rotary_base_local: 10000.123456789011", "rotary_base_local: .nan", "rotary_base_local"},
+        {"rotary_base_local: 10000.123456789011", "rotary_base_local: 1", "above 1"},
+        {"activation: geglu", "activation: gelu", "takes no local_window"},
+        {"norm: pre", "norm: post", "first_attention_norm false needs norm pre"},
+        {"final_norm: true", "final_norm: 7", "final_norm"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const char *at = strstr(sb.s, cases[i].from);
+        ck_assert_msg(at, "case %zu: %s not in %s", i, cases[i].from, sb.s);
+        char text[4096];
+        snprintf(text, sizeof text, "%.*s%s%s", (int)(at - sb.s), sb.s, cases[i].to,
+                 at + strlen(cases[i].from));
+        ck_assert_msg(yaml_config(text, &back, &err) == -1, "case %zu loads", i);
+        ck_assert_msg(strstr(err.msg, cases[i].needle), "case %zu: \"%s\" lacks %s", i,
+                      err.msg, cases[i].needle);
+    }
+    sq_sb_free(&sb);
 }
 END_TEST
 
@@ -282,6 +344,7 @@ int main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, config_good);
     tcase_add_test(tc, config_refusals);
+    tcase_add_test(tc, config_rows);
     tcase_add_test(tc, window_softmax);
     tcase_add_test(tc, window_int8_attention);
     tcase_add_test(tc, geglu_row);
