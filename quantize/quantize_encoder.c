@@ -89,10 +89,6 @@ int sq_quantize_model(sq_embed_model *m, const char *model_arg, const sq_calib_s
         return sq_err_set(err, "%s is already a packed model: quantize the fp32 checkpoint",
                           model_arg);
     const sq_bert_config *c = &m->enc.cfg;
-    if (c->act == SQ_ACT_GEGLU) /* docs/limits.md */
-        return sq_err_set(err, "%s: ModernBERT runs in fp32 from its folder; its .sqm rows "
-                               "(GeGLU, the sliding window, final_norm) are not written yet",
-                          model_arg);
     if (o->class_head && o->class_head->dim != c->hidden)
         return sq_err_set(err, "%s: the head is for %d-dimensional embeddings, but %s gives %d",
                           o->class_head->source ? o->class_head->source : "the head",

@@ -293,13 +293,6 @@ int sq_sqm_read_meta(const sq_container *c, sq_sqm_schema_ctx *ctx, sq_sqm_info 
     }
     if (sq_bert_config_from_yaml(conf, cfg, err) != 0)
         goto out;
-    if (cfg->act == SQ_ACT_GEGLU || cfg->global_every > 0 || cfg->first_attn_norm_absent ||
-        cfg->final_norm) { /* docs/limits.md: quantize writes no ModernBERT file */
-        sq_err_set(err, "%s: a ModernBERT config (geglu, local_window, first_attention_norm, "
-                        "final_norm): squint runs ModernBERT from its folder only",
-                   c->path);
-        goto out;
-    }
     /* the name follows from the config (sq_architecture_name): a file whose
      * name says otherwise was not written by squint */
     if (arch && (!yt_scalar(arch) || strcmp(yt_scalar(arch), sq_architecture_name(cfg)) != 0)) {
@@ -530,6 +523,12 @@ int sq_sqm_load_encoder(const sq_container *c, sq_encoder *enc, sq_sqm_info *inf
         (!(enc->emb_ln_g = (float *)sq_sqm_finite_f32(c, "embeddings.ln.gamma", false, err)) ||
          !(enc->emb_ln_b = (float *)sq_sqm_finite_f32(c, "embeddings.ln.beta", false, err))))
         goto fail;
+    if (cfg->final_norm &&
+        (!(enc->final_ln_g = (float *)sq_sqm_finite_f32(c, "encoder.final_norm.gamma", false,
+                                                        err)) ||
+         !(enc->final_ln_b = (float *)sq_sqm_finite_f32(c, "encoder.final_norm.beta", false,
+                                                        err))))
+        goto fail;
     if (cfg->rel_buckets > 0 &&
         (!(enc->rel_bias = (float *)sq_sqm_finite_f32(c, "relative_bias", false, err)) ||
          sq_encoder_build_rel_table(enc, err) != 0))
@@ -565,8 +564,10 @@ int sq_sqm_load_encoder(const sq_container *c, sq_encoder *enc, sq_sqm_info *inf
     snprintf(name, sizeof name, fmt, l);                                                           \
     if (!(L->field = (float *)sq_sqm_finite_f32(c, name, false, err)))                                 \
         goto fail;
-        LN(n1_g, "layer.%d.ln_attn.gamma")
-        LN(n1_b, "layer.%d.ln_attn.beta")
+        if (l > 0 || !cfg->first_attn_norm_absent) { /* ModernBERT: none on layer 0 */
+            LN(n1_g, "layer.%d.ln_attn.gamma")
+            LN(n1_b, "layer.%d.ln_attn.beta")
+        }
         LN(n2_g, "layer.%d.ln_ffn.gamma")
         LN(n2_b, "layer.%d.ln_ffn.beta")
 #undef LN
