@@ -23,6 +23,13 @@ void sq_bert_config_to_yaml(sq_strbuf *sb, const sq_bert_config *c, const char *
         sq_sb_printf(sb, "%sposition_ids: %s\n", in, sq_pos_ids_name(c->pos_ids));
     if (c->positions == SQ_POS_ROTARY) /* %.17g: the double reads back exactly */
         sq_sb_printf(sb, "%srotary_base: %.17g\n", in, c->rotary_base);
+    if (c->global_every > 0) /* ModernBERT's alternating attention (absent for the others) */
+        sq_sb_printf(sb, "%slocal_window: %d\n%sglobal_every: %d\n%srotary_base_local: %.17g\n", in,
+                     c->local_window, in, c->global_every, in, c->rotary_base_local);
+    if (c->first_attn_norm_absent)
+        sq_sb_printf(sb, "%sfirst_attention_norm: false\n", in);
+    if (c->final_norm)
+        sq_sb_printf(sb, "%sfinal_norm: true\n", in);
     if (c->rel_buckets > 0)
         sq_sb_printf(sb, "%srelative_buckets: %d\n%srelative_max_distance: %d\n", in,
                      c->rel_buckets, in, c->rel_max_distance);
@@ -49,10 +56,49 @@ static int get_enum(const yt_node *conf, const char *key, const char *const *nam
     return yt_error(v, err, "'%s' has the unknown value \"%s\"", key, s);
 }
 
+/* ModernBERT's rows: the local window, the global layer period and the
+ * local rotary base come together (rotary positions only); no norm before
+ * layer 0's attention (pre-LN only); a norm after the last layer. */
+static int modernbert_from_yaml(const yt_node *conf, int norm, int pos, sq_bert_config *cfg,
+                                sq_err *err)
+{
+    const int n = (yt_get(conf, "local_window") != NULL) + (yt_get(conf, "global_every") != NULL) +
+                  (yt_get(conf, "rotary_base_local") != NULL);
+    if (n != 0 && n != 3)
+        return yt_error(conf, err, "local_window, global_every and rotary_base_local come "
+                                   "together");
+    if (n == 3) {
+        int64_t w, g;
+        if (pos != SQ_POS_ROTARY)
+            return yt_error(conf, err, "local_window needs positions rotary");
+        if (yt_get_int64(conf, "local_window", 1, SQ_MAX_POSITIONS, &w, err) != 0 ||
+            yt_get_int64(conf, "global_every", 1, SQ_MAX_LAYERS, &g, err) != 0 ||
+            yt_get_double(conf, "rotary_base_local", 1.0, 1e12, &cfg->rotary_base_local, err) !=
+                0)
+            return -1;
+        if (!(cfg->rotary_base_local > 1.0))
+            return yt_error(conf, err, "rotary_base_local %g must be above 1",
+                            cfg->rotary_base_local);
+        cfg->local_window = (int)w;
+        cfg->global_every = (int)g;
+    }
+    if (yt_get(conf, "first_attention_norm")) {
+        bool has;
+        if (yt_get_bool(conf, "first_attention_norm", &has, err) != 0)
+            return -1;
+        if (!has && norm != SQ_NORM_PRE)
+            return yt_error(conf, err, "first_attention_norm false needs norm pre");
+        cfg->first_attn_norm_absent = !has;
+    }
+    if (yt_get(conf, "final_norm") && yt_get_bool(conf, "final_norm", &cfg->final_norm, err) != 0)
+        return -1;
+    return 0;
+}
+
 /* The architecture variants; files written before they existed are BERT. */
 static int variants_from_yaml(const yt_node *conf, sq_bert_config *cfg, sq_err *err)
 {
-    static const char *const norms[] = {"post", "pre"}, *const acts[] = {"gelu", "relu", "swiglu"},
+    static const char *const norms[] = {"post", "pre"}, *const acts[] = {"gelu", "relu", "swiglu", "geglu"},
                              *const poss[] = {"learned", "sinusoidal", "rotary"},
                              *const heads[] = {"none", "tanh", "identity"},
                              *const pos_ids[] = {"index", "roberta"};
@@ -60,7 +106,7 @@ static int variants_from_yaml(const yt_node *conf, sq_bert_config *cfg, sq_err *
     int norm = cfg->norm, act = cfg->act, pos = cfg->positions, head = cfg->head,
         pids = cfg->pos_ids;
     if (get_enum(conf, "norm", norms, 2, &norm, err) != 0 ||
-        get_enum(conf, "activation", acts, 3, &act, err) != 0 ||
+        get_enum(conf, "activation", acts, 4, &act, err) != 0 ||
         get_enum(conf, "positions", poss, 3, &pos, err) != 0 ||
         get_enum(conf, "pooling_head", heads, 3, &head, err) != 0 ||
         get_enum(conf, "position_ids", pos_ids, 2, &pids, err) != 0)
@@ -96,6 +142,13 @@ static int variants_from_yaml(const yt_node *conf, sq_bert_config *cfg, sq_err *
             return yt_error(conf, err, "positions rotary needs position_ids index and an even "
                                        "head size");
     }
+    if (modernbert_from_yaml(conf, norm, pos, cfg, err) != 0)
+        return -1;
+    /* GeGLU is ModernBERT's, which always has its window rows, and only it */
+    if ((act == SQ_ACT_GEGLU) != (cfg->global_every > 0))
+        return yt_error(conf, err, "activation %s %s local_window, global_every and "
+                                   "rotary_base_local (ModernBERT's rows come together)",
+                        sq_act_name((sq_act)act), act == SQ_ACT_GEGLU ? "needs" : "takes no");
     cfg->norm = (sq_norm_place)norm;
     cfg->act = (sq_act)act;
     cfg->positions = (sq_pos_kind)pos;

@@ -7,6 +7,7 @@
 
 #include "fileio.h"
 #include "json_util.h"
+#include "hf_modernbert_config.h"
 #include "hf_nomic_config.h"
 
 void sq_bert_config_set_bert_defaults(sq_bert_config *c)
@@ -21,6 +22,21 @@ void sq_bert_config_set_bert_defaults(sq_bert_config *c)
     c->rel_buckets = 0;
     c->rel_max_distance = 0;
     c->rotary_base = 0;
+    c->global_every = 0;
+    c->local_window = 0;
+    c->rotary_base_local = 0;
+    c->first_attn_norm_absent = false;
+    c->final_norm = false;
+}
+
+int sq_layer_window(const sq_bert_config *c, int layer)
+{
+    return c->global_every > 0 && layer % c->global_every != 0 ? c->local_window / 2 : -1;
+}
+
+double sq_layer_rotary_base(const sq_bert_config *c, int layer)
+{
+    return sq_layer_window(c, layer) >= 0 ? c->rotary_base_local : c->rotary_base;
 }
 
 const char *sq_pos_ids_name(sq_pos_ids v)
@@ -56,7 +72,10 @@ const char *sq_norm_place_name(sq_norm_place v)
 
 const char *sq_act_name(sq_act v)
 {
-    return v == SQ_ACT_RELU ? "relu" : v == SQ_ACT_SWIGLU ? "swiglu" : "gelu";
+    return v == SQ_ACT_RELU     ? "relu"
+           : v == SQ_ACT_SWIGLU ? "swiglu"
+           : v == SQ_ACT_GEGLU  ? "geglu"
+                                : "gelu";
 }
 
 const char *sq_pos_kind_name(sq_pos_kind v)
@@ -87,7 +106,8 @@ int sq_score_act_parse(const char *s, sq_score_act *v)
 
 const char *sq_architecture_name(const sq_bert_config *c)
 {
-    return c->positions == SQ_POS_ROTARY ? "nomic_bert"
+    return c->act == SQ_ACT_GEGLU           ? "modernbert"
+           : c->positions == SQ_POS_ROTARY ? "nomic_bert"
            : c->rel_buckets > 0           ? "mpnet"
            : c->norm == SQ_NORM_PRE       ? "t2t"
                                           : "bert";
@@ -237,6 +257,10 @@ static int load_bert_config(const char *path, bool force_classifier, sq_bert_con
                    path);
         goto out;
     }
+    if (strcmp(model_type, "modernbert") == 0) { /* its own keys: hf_modernbert_config.c */
+        rc = sq_modernbert_config(root, path, cfg, err);
+        goto out;
+    }
     if (strcmp(model_type, "nomic_bert") == 0) { /* its own keys: hf_nomic_config.c */
         rc = sq_nomic_config(root, path, cfg, err);
         goto out;
@@ -247,7 +271,7 @@ static int load_bert_config(const char *path, bool force_classifier, sq_bert_con
     const bool xlmr = strcmp(model_type, "xlm-roberta") == 0;
     if (strcmp(model_type, "bert") != 0 && !mpnet && !xlmr) {
         sq_err_set(err, "%s: model_type \"%s\" is not supported (squint reads the encoders "
-                        "\"bert\", \"mpnet\", \"xlm-roberta\" and \"nomic_bert\")",
+                        "\"bert\", \"mpnet\", \"xlm-roberta\", \"nomic_bert\" and \"modernbert\")",
                    path, model_type);
         goto out;
     }

@@ -23,7 +23,15 @@
 typedef enum sq_norm_place { SQ_NORM_POST = 0, SQ_NORM_PRE = 1 } sq_norm_place;
 /* The FFN's activation; SwiGLU (silu(gate) * up, on ffn_up's gate rows then
  * its up rows): a decoder's, and NomicBERT's (gate = fc12, up = fc11). */
-typedef enum sq_act { SQ_ACT_GELU = 0, SQ_ACT_RELU = 1, SQ_ACT_SWIGLU = 2 } sq_act;
+/* GeGLU (ModernBERT): gelu(first half) * second half of ffn_up's rows,
+ * GELU the exact (erf) one. */
+typedef enum sq_act { SQ_ACT_GELU = 0, SQ_ACT_RELU = 1, SQ_ACT_SWIGLU = 2, SQ_ACT_GEGLU = 3 } sq_act;
+/* A gated activation: ffn_up holds 2F rows (the activated half, then the
+ * multiplier half) and the activation halves the width. */
+static inline bool sq_act_gated(sq_act a)
+{
+    return a == SQ_ACT_SWIGLU || a == SQ_ACT_GEGLU;
+}
 /* Rotary (NomicBERT): no position table; q and k of every head are rotated
  * by their token's index in the sequence before the attention scores
  * (GPT-NeoX's rotate-half pairing: dimension i with i + head_dim / 2,
@@ -80,6 +88,17 @@ typedef struct sq_bert_config {
     int rel_buckets;       /* 0: no relative attention bias; else MPNet's buckets */
     int rel_max_distance;  /* the distance the last logarithmic bucket starts at */
     double rotary_base;    /* positions rotary: the frequency base (> 1, finite); else 0 */
+    /* Alternating local / global attention (ModernBERT): layer l is global
+     * when l % global_every == 0, else local: query i sees key j only when
+     * |i - j| <= local_window / 2, and its rotary base is
+     * rotary_base_local. global_every 0: every layer global (the others). */
+    int global_every;
+    int local_window;
+    double rotary_base_local;
+    /* No LayerNorm before layer 0's attention (ModernBERT's attn_norm is the
+     * identity there) and a LayerNorm after the last layer (final_norm). */
+    bool first_attn_norm_absent;
+    bool final_norm;
     bool emb_ln;           /* LayerNorm on the embeddings */
     sq_head_kind head;     /* transform of the pooled vector before normalization */
     /* A sequence classifier (BertForSequenceClassification: a cross-encoder
@@ -108,6 +127,12 @@ const char *sq_architecture_name(const sq_bert_config *c);
  * the rows RoBERTa-style ids skip (pad_token_id + 1); rotary positions have
  * no table: max_pos (NomicBERT's n_positions). */
 int sq_bert_max_tokens(const sq_bert_config *c);
+/* Layer l's attention window: -1 global (every key of the sequence), else
+ * the half width w (query i sees key j when |i - j| <= w). */
+int sq_layer_window(const sq_bert_config *c, int layer);
+/* Layer l's rotary base (rotary_base, or rotary_base_local on a local
+ * layer). */
+double sq_layer_rotary_base(const sq_bert_config *c, int layer);
 /* The bucket of relative position rel = key index - query index (MPNet's
  * relative_position_bucket, evaluated in float32 as PyTorch does). */
 int sq_rel_bucket(int rel, int buckets, int max_distance);

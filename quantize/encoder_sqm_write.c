@@ -258,6 +258,8 @@ static int enc_tensor(void *ctx, enum sq_sqm_row row, int l, sq_keep *kp, sq_sqm
     case SQ_ROW_EMB_LN_GAMMA: out->p = e->emb_ln_g; break;
     case SQ_ROW_EMB_LN_BETA: out->p = e->emb_ln_b; break;
     case SQ_ROW_REL_BIAS: out->p = e->rel_bias; break;
+    case SQ_ROW_FINAL_LN_GAMMA: out->p = e->final_ln_g; break;
+    case SQ_ROW_FINAL_LN_BETA: out->p = e->final_ln_b; break;
     case SQ_ROW_HEAD_WEIGHT: out->p = e->head.w; break;
     case SQ_ROW_HEAD_BIAS: out->p = e->head.b; break;
     case SQ_ROW_SCORE_WEIGHT: out->p = e->score.w; break;

@@ -27,9 +27,11 @@ static bool enc_can_fold(const sq_quant_target *t, int l, sq_linear_kind k)
 {
     const sq_embed_model *m = model_of(t);
     /* attn_out: exactly into V's rows; pre-LN: the LayerNorm before qkv and
-     * ffn_up feeds only that linear, so 1/s goes into its gamma and beta */
+     * ffn_up feeds only that linear, so 1/s goes into its gamma and beta
+     * (none before ModernBERT's layer-0 qkv: n1 absent, nothing to fold into) */
     return k == SQ_LIN_ATTN_OUT ||
-           (m->enc.cfg.norm == SQ_NORM_PRE && (k == SQ_LIN_QKV || k == SQ_LIN_FFN_UP));
+           (m->enc.cfg.norm == SQ_NORM_PRE &&
+            ((k == SQ_LIN_QKV && m->enc.layers[l].n1_g) || k == SQ_LIN_FFN_UP));
 }
 
 static int enc_fold(const sq_quant_target *t, int l, sq_linear_kind k, const float *s, sq_err *err)

@@ -12,6 +12,7 @@
  *           mrow [dq], strip S [4][Lk]
  * Padding lanes hold zero codes, so they add nothing to any live sum. */
 #include "attn_s8.h"
+#include "attn_window.h"
 
 #include <immintrin.h>
 #include <math.h>
@@ -39,6 +40,7 @@ static size_t up(size_t n, size_t m)
 typedef struct parts {
     int M, N, first, dh, lr, lk, lj, dq, dv;
     const float *rel; /* NULL, or the relative bias: rel[j - i] joins score (i, j) */
+    int win;          /* the sliding window's half width (attn_window.h); -1: none */
     uint8_t *qc, *kc, *kp, *pc, *vc, *vp;
     int32_t *ksum;
     float *u, *sk, *rz, *sv, *mv, *mrow, *strip, *svt;
@@ -48,7 +50,7 @@ typedef struct parts {
  * the bytes used. */
 static size_t layout(char *base, int M, int N, int dh, parts *p)
 {
-    p->M = M, p->N = N, p->first = 0, p->dh = dh, p->rel = NULL;
+    p->M = M, p->N = N, p->first = 0, p->dh = dh, p->rel = NULL, p->win = -1;
     p->lr = (int)up((size_t)M, CROWS);
     p->lk = (int)up((size_t)N, 64);
     p->lj = (int)up((size_t)N, 4);
@@ -248,7 +250,7 @@ static void prob_row(float *S, parts *p, int i, float *lo, float *hi)
         for (int j = 0; j < p->N; j++)
             S[j] += p->rel[j - i];
     uint8_t *pr = p->pc + (size_t)i * p->lj;
-    const int z = sq_softmax_row_u8(S, p->N, pr);
+    const int z = sq_attn_window_softmax_u8(S, i, p->N, p->win, pr);
     memset(pr + p->N, 0, (size_t)(p->lj - p->N));
     p->rz[i] = z > 0 ? 1.0f / (float)z : 0.0f;
     if (lo) {
@@ -471,14 +473,15 @@ static void head_hw(parts *p, float *ctx, int ldc, float *lo, float *hi, sq_attn
 }
 
 void sq_attn_s8_head(const float *Q, const float *K, const float *V, int ld, int L, int dh,
-                     float c, const float *rel, float *ctx, int ldc, void *scratch, bool hw,
-                     float *prange, sq_attn_s8_times *times)
+                     float c, const float *rel, int win, float *ctx, int ldc, void *scratch,
+                     bool hw, float *prange, sq_attn_s8_times *times)
 {
     if (L <= 0 || dh <= 0)
         return;
     parts p;
     layout(scratch, L, L, dh, &p);
     p.rel = rel;
+    p.win = win;
     double t = times ? sq_op_now() : 0;
     quantize_qkv(Q, K, V, ld, c, &p, hw);
     if (times) /* the quantize steps count with the matmul they feed */

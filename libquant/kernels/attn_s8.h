@@ -63,14 +63,15 @@ typedef struct sq_attn_s8_times {
 /* One head: Q, K, V L rows of dh floats each, row stride ld; ctx gets L
  * rows of dh (stride ldc). c: the scores' scale. rel (or NULL): a bias
  * added to score (i, j) before the softmax, rel[j - i] (i, j < L; MPNet's
- * relative positions, encoder.h rel_table). scratch:
+ * relative positions, encoder.h rel_table). win: the sliding window's half
+ * width (attn_window.h), -1 none. scratch:
  * sq_attn_s8_scratch_bytes(L, dh) bytes, 64-byte aligned. hw: the
  * vpdpbusd path (only when sq_attn_s8_hw()). prange (or NULL) gets the
  * min and max over i, j of p[i][j] / Z_i folded in (min into prange[0],
  * max into prange[1]); times (or NULL) gets each step's time added. */
 void sq_attn_s8_head(const float *Q, const float *K, const float *V, int ld, int L, int dh,
-                     float c, const float *rel, float *ctx, int ldc, void *scratch, bool hw,
-                     float *prange, sq_attn_s8_times *times);
+                     float c, const float *rel, int win, float *ctx, int ldc, void *scratch,
+                     bool hw, float *prange, sq_attn_s8_times *times);
 
 /* The causal form's KV cache of one (layer, kv head): each key's and
  * value's codes and step, quantized once when the token enters (rows() of

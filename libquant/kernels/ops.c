@@ -658,6 +658,22 @@ void sq_swiglu_row(const float *gu, float *h, int hidden)
         h[j] = gu[j] / (1.0f + expf(-gu[j])) * u[j];
 }
 
+void sq_geglu_row(const float *gu, float *h, int hidden)
+{
+    sq_gelu_row(gu, h, hidden); /* GELU's own row: the bits of the plain GELU */
+    const float *u = gu + hidden;
+    for (int j = 0; j < hidden; j++)
+        h[j] = h[j] * u[j];
+}
+
+void sq_geglu(const float *gu, float *h, int rows, int hidden)
+{
+#pragma omp parallel for schedule(static) \
+    num_threads(sq_par_threads(SQ_WORK_ELEM_MATH, (double)rows * hidden, rows))
+    for (int r = 0; r < rows; r++)
+        sq_geglu_row(gu + (int64_t)r * 2 * hidden, h + (int64_t)r * hidden, hidden);
+}
+
 void sq_swiglu(const float *gu, float *h, int rows, int hidden)
 {
 #pragma omp parallel for schedule(static) \

@@ -58,6 +58,10 @@ void sq_rmsnorm_to(const float *x, float *y, int rows, int cols, const float *w,
  * (w1) then the up projection (w3) of each row;
  * h[r][j] = silu(gate[r][j]) * up[r][j], silu(g) = g / (1 + exp(-g)). */
 void sq_swiglu(const float *gu, float *h, int rows, int hidden);
+/* GeGLU (ModernBERT): h = gelu(gu[0..hidden)) * gu[hidden..2 hidden), the
+ * GELU of sq_gelu_row; rows of 2 * hidden in, hidden out. */
+void sq_geglu(const float *gu, float *h, int rows, int hidden);
+void sq_geglu_row(const float *gu, float *h, int hidden);
 /* One row of it: gu [2 * hidden] -> h [hidden], in the calling thread. */
 void sq_swiglu_row(const float *gu, float *h, int hidden);
 

@@ -7,6 +7,7 @@
 #include "fileio.h"
 #include "json_util.h"
 #include "hf_weights.h"
+#include "modernbert_model.h"
 #include "nomic_model.h"
 
 typedef sq_hf_weights weights;
@@ -155,6 +156,13 @@ int sq_bert_load_dir(const char *dir, sq_encoder *enc, sq_err *err)
     weights w;
     if (sq_hf_weights_open(dir, &w, err) != 0)
         return -1;
+    if (enc->cfg.act == SQ_ACT_GEGLU) { /* ModernBERT: its own names */
+        rc = sq_modernbert_load_weights(&w, enc, err);
+        sq_hf_weights_close(&w);
+        if (rc != 0)
+            sq_encoder_free(enc);
+        return rc;
+    }
     if (enc->cfg.positions == SQ_POS_ROTARY) { /* NomicBERT: its own names */
         w.prefix = "";
         rc = sq_nomic_load_weights(&w, enc, err);

@@ -52,11 +52,12 @@ static void norm_to(const sq_block_desc *d, const float *x, float *y, int rows, 
         sq_layernorm_to(x, y, rows, w, g, bias, d->eps);
 }
 
-/* A sub-layer's input: x itself (post), or N(x) in tmp (pre). */
+/* A sub-layer's input: x itself (post, or pre without a norm there:
+ * ModernBERT's layer 0 attention, g NULL), or N(x) in tmp (pre). */
 static const float *sublayer_input(const sq_block_desc *d, const float *x, float *tmp, int rows,
                                    int w, const float *g, const float *bias, clock *c)
 {
-    if (d->place != SQ_NORM_PRE)
+    if (d->place != SQ_NORM_PRE || !g)
         return x;
     norm_to(d, x, tmp, rows, w, g, bias);
     mark(c, SQ_OP_LAYERNORM);
@@ -86,13 +87,17 @@ static void activation(sq_act a, float *ffn, float *act, int rows, int F)
     switch (a) {
     case SQ_ACT_RELU: sq_relu_inplace(ffn, (int64_t)rows * F); break;
     case SQ_ACT_SWIGLU: sq_swiglu(ffn, act, rows, F); break;
+    case SQ_ACT_GEGLU: sq_geglu(ffn, act, rows, F); break;
     default: sq_gelu_inplace(ffn, (int64_t)rows * F); break;
     }
 }
 
 static sq_row_map activation_row(sq_act a)
 {
-    return a == SQ_ACT_RELU ? sq_relu_row : a == SQ_ACT_SWIGLU ? sq_swiglu_row : sq_gelu_row;
+    return a == SQ_ACT_RELU     ? sq_relu_row
+           : a == SQ_ACT_SWIGLU ? sq_swiglu_row
+           : a == SQ_ACT_GEGLU  ? sq_geglu_row
+                                : sq_gelu_row;
 }
 
 void sq_block_forward(const sq_block_desc *d, const sq_block *L, int layer, float *x, int rows,

@@ -62,7 +62,9 @@ typedef struct sq_block_desc {
 
 /* One layer's weights. lin[k].out == 0: absent (res, unless the layer
  * widens). The norm vectors are n1 (before attention when pre, after it
- * when post) and n2 (the FFN's); the b vectors are NULL for RMSNorm. */
+ * when post) and n2 (the FFN's); the b vectors are NULL for RMSNorm.
+ * Pre-norm only: n1_g NULL is no norm before the attention (ModernBERT's
+ * layer 0: its input goes to the qkv linear as it is). */
 typedef struct sq_block {
     sq_linear lin[SQ_LIN_KINDS];
     float *n1_g, *n1_b;

@@ -3,6 +3,7 @@
 #include "attn_bf16.h"
 #include "attn_f32.h"
 #include "attn_s8.h"
+#include "attn_window.h"
 #include "encoder_rope.h"
 
 #include <math.h>
@@ -28,7 +29,7 @@ bool sq_linear_shape(const sq_bert_config *c, int layer, sq_linear_kind k, int *
     switch (k) {
     case SQ_LIN_QKV: n = 3 * in, kk = in; break;
     case SQ_LIN_ATTN_OUT: n = H, kk = in; break;
-    case SQ_LIN_FFN_UP: n = c->act == SQ_ACT_SWIGLU ? 2 * F : F, kk = H; break; /* gate|up */
+    case SQ_LIN_FFN_UP: n = sq_act_gated(c->act) ? 2 * F : F, kk = H; break; /* gate|up */
     case SQ_LIN_FFN_DOWN: n = H, kk = F; break;
     case SQ_LIN_RES: n = in != H ? H : 0, kk = in != H ? in : 0; break;
     default: break;
@@ -114,7 +115,7 @@ int sq_workspace_reserve(sq_workspace *ws, const sq_encoder *enc, int max_tokens
     int nt = omp_get_max_threads();
     if (ws->qkv && max_tokens <= ws->max_tokens && max_len <= ws->max_len && nt <= ws->n_threads &&
         (enc->attn_matmul == SQ_ATTN_F32 || ws->attn_q) &&
-        (enc->cfg.act != SQ_ACT_SWIGLU || ws->act))
+        (!sq_act_gated(enc->cfg.act) || ws->act))
         return 0;
     if (ws->qkv) {
         if (max_tokens < ws->max_tokens)
@@ -129,7 +130,7 @@ int sq_workspace_reserve(sq_workspace *ws, const sq_encoder *enc, int max_tokens
     /* SwiGLU: ffn holds the gate|up rows (2F wide), the activation writes
      * act (F wide); in place, rows run in parallel would overwrite gate
      * rows another thread has yet to read */
-    const bool swiglu = enc->cfg.act == SQ_ACT_SWIGLU;
+    const bool swiglu = sq_act_gated(enc->cfg.act);
     const size_t up = swiglu ? 2 * F : F;
     if (swiglu && !(ws->act = alloc_floats(T * F))) {
         sq_workspace_free(ws);
@@ -251,7 +252,8 @@ static void embed(const sq_encoder *enc, const sq_batch *b, float *x)
  * ctx = softmax(Q K^T / sqrt(dh)) V per (sequence, head); qkv rows hold
  * [Q | K | V], each D wide; ctx rows are D wide. */
 static void attention(const sq_encoder *enc, const sq_batch *b, const float *qkv, float *ctx,
-                      const sq_workspace *ws, int D, float *prange, sq_op_profile *prof)
+                      const sq_workspace *ws, int D, int win, float *prange,
+                      sq_op_profile *prof)
 {
     float *scores = ws->scores;
     const int max_len = ws->max_len;
@@ -291,8 +293,8 @@ static void attention(const sq_encoder *enc, const sq_batch *b, const float *qkv
         if (s8) {
             float pr[2] = {1.0f, 0.0f};
             sq_attn_s8_times tm = {0, 0, 0};
-            sq_attn_s8_head(Q, K, V, ld, L, dh, scale, rel, ctx + (size_t)t0 * H + h * dh, H,
-                            scratch, hw, prange ? pr : NULL, prof ? &tm : NULL);
+            sq_attn_s8_head(Q, K, V, ld, L, dh, scale, rel, win, ctx + (size_t)t0 * H + h * dh,
+                            H, scratch, hw, prange ? pr : NULL, prof ? &tm : NULL);
             pmin = pr[0] < pmin ? pr[0] : pmin;
             pmax = pr[1] > pmax ? pr[1] : pmax;
             t_qk += tm.scores, t_sm += tm.softmax, t_pv += tm.context;
@@ -310,7 +312,7 @@ static void attention(const sq_encoder *enc, const sq_batch *b, const float *qkv
         if (prof)
             u = sq_op_now(), t_qk += u - t, t = u;
         for (int r = 0; r < L; r++)
-            sq_softmax_row(S + (size_t)r * L, L);
+            sq_attn_window_softmax(S + (size_t)r * L, r, L, win);
         if (prange)
             for (int i = 0; i < L * L; i++) {
                 pmin = S[i] < pmin ? S[i] : pmin;
@@ -355,8 +357,10 @@ static bool enc_attn_run(void *ctx, int layer, float *qkv, float *out, float *pr
     const sq_bert_config *c = &a->enc->cfg;
     const int D = sq_layer_in_dim(c, layer);
     if (c->positions == SQ_POS_ROTARY) /* before every attention kernel: one place */
-        sq_rope_batch(qkv, D, c->heads, a->b->offsets, a->b->n_seq, c->rotary_base);
-    attention(a->enc, a->b, qkv, out, a->ws, D, prange, a->ws->lin.prof);
+        sq_rope_batch(qkv, D, c->heads, a->b->offsets, a->b->n_seq,
+                      sq_layer_rotary_base(c, layer));
+    attention(a->enc, a->b, qkv, out, a->ws, D, sq_layer_window(c, layer), prange,
+              a->ws->lin.prof);
     return true;
 }
 
@@ -405,6 +409,13 @@ int sq_encoder_forward(const sq_encoder *enc, sq_workspace *ws, const sq_batch *
                                 .act = ws->act ? ws->act : ws->ffn, .res = ws->res, .lin = &ws->lin};
     for (int l = 0; l < c->layers; l++)
         sq_block_forward(&desc, &enc->layers[l], l, x, T, &bufs, &attn, obs);
+    if (enc->final_ln_g) { /* ModernBERT's final_norm */
+        t = prof ? sq_op_now() : 0;
+        sq_add_layernorm(x, NULL, T, c->hidden, enc->final_ln_g, enc->final_ln_b,
+                         (float)c->ln_eps);
+        if (prof)
+            sq_op_add(prof, SQ_OP_LAYERNORM, t);
+    }
     if (prof) {
         prof->total += sq_op_now() - t_start;
         prof->forwards++;
@@ -426,6 +437,8 @@ void sq_encoder_free(sq_encoder *enc)
         free(enc->type_emb);
         free(enc->emb_ln_g);
         free(enc->emb_ln_b);
+        free(enc->final_ln_g);
+        free(enc->final_ln_b);
         free(enc->rel_bias);
     }
     free(enc->rel_table);

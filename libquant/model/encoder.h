@@ -47,6 +47,8 @@ typedef struct sq_encoder {
                          (encoder_rope.h) */
     float *type_emb;  /* [type_vocab][E]; NULL when type_vocab == 0 */
     float *emb_ln_g, *emb_ln_b; /* NULL without an embedding LayerNorm */
+    float *final_ln_g, *final_ln_b; /* LayerNorm after the last layer (cfg.final_norm:
+                                       ModernBERT's final_norm); NULL: none */
     sq_block *layers; /* LayerNorms (n1 after attention when post, before it when pre) */
     /* MPNet's relative attention bias (cfg.rel_buckets > 0): the checkpoint's
      * table [buckets][heads] (borrowed with the rest), and per head the bias

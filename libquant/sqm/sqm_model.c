@@ -523,6 +523,12 @@ int sq_sqm_load_encoder(const sq_container *c, sq_encoder *enc, sq_sqm_info *inf
         (!(enc->emb_ln_g = (float *)sq_sqm_finite_f32(c, "embeddings.ln.gamma", false, err)) ||
          !(enc->emb_ln_b = (float *)sq_sqm_finite_f32(c, "embeddings.ln.beta", false, err))))
         goto fail;
+    if (cfg->final_norm &&
+        (!(enc->final_ln_g = (float *)sq_sqm_finite_f32(c, "encoder.final_norm.gamma", false,
+                                                        err)) ||
+         !(enc->final_ln_b = (float *)sq_sqm_finite_f32(c, "encoder.final_norm.beta", false,
+                                                        err))))
+        goto fail;
     if (cfg->rel_buckets > 0 &&
         (!(enc->rel_bias = (float *)sq_sqm_finite_f32(c, "relative_bias", false, err)) ||
          sq_encoder_build_rel_table(enc, err) != 0))
@@ -558,8 +564,10 @@ int sq_sqm_load_encoder(const sq_container *c, sq_encoder *enc, sq_sqm_info *inf
     snprintf(name, sizeof name, fmt, l);                                                           \
     if (!(L->field = (float *)sq_sqm_finite_f32(c, name, false, err)))                                 \
         goto fail;
-        LN(n1_g, "layer.%d.ln_attn.gamma")
-        LN(n1_b, "layer.%d.ln_attn.beta")
+        if (l > 0 || !cfg->first_attn_norm_absent) { /* ModernBERT: none on layer 0 */
+            LN(n1_g, "layer.%d.ln_attn.gamma")
+            LN(n1_b, "layer.%d.ln_attn.beta")
+        }
         LN(n2_g, "layer.%d.ln_ffn.gamma")
         LN(n2_b, "layer.%d.ln_ffn.beta")
 #undef LN

@@ -42,6 +42,10 @@ const sq_sqm_tensor_rule sq_sqm_tensor_rules[] = {
      "embeddings.ln.gamma", "embedding LayerNorm shift"},
     {"relative_bias", M, SQ_DTR_F32, SQ_SHR_REL, SQ_WHEN_REL, false, NEVER, NULL,
      "relative attention bias [bucket][head] (config.relative_buckets > 0, 6.10), finite"},
+    {"encoder.final_norm.gamma", M, SQ_DTR_F32, SQ_SHR_H, SQ_WHEN_FINAL_LN, false, NEVER,
+     "encoder.final_norm.beta", "LayerNorm after the last layer (config.final_norm, 6.13)"},
+    {"encoder.final_norm.beta", M, SQ_DTR_F32, SQ_SHR_H, SQ_WHEN_FINAL_LN, false, NEVER,
+     "encoder.final_norm.gamma", "its shift"},
     {"head.weight", M, SQ_DTR_F32, SQ_SHR_H_H, SQ_WHEN_HEAD, false, NEVER, "head.bias",
      "pooling head W[out][in]"},
     {"head.bias", M, SQ_DTR_F32, SQ_SHR_H, SQ_WHEN_HEAD, false, NEVER, "head.weight",
@@ -50,9 +54,10 @@ const sq_sqm_tensor_rule sq_sqm_tensor_rules[] = {
      "sequence classifier W[label][H] on the head's output (6.9)"},
     {"score.bias", M, SQ_DTR_F32, SQ_SHR_L, SQ_WHEN_SCORE, false, NEVER, "score.weight",
      "sequence classifier bias"},
-    {"layer.%d.ln_attn.gamma", LY, SQ_DTR_F32, SQ_SHR_LN_ATTN, SQ_WHEN_ENCODER, false, NEVER, NULL,
-     "attention LayerNorm (post-LN: after attention; pre-LN: before it)"},
-    {"layer.%d.ln_attn.beta", LY, SQ_DTR_F32, SQ_SHR_LN_ATTN, SQ_WHEN_ENCODER, false, NEVER, NULL,
+    {"layer.%d.ln_attn.gamma", LY, SQ_DTR_F32, SQ_SHR_LN_ATTN, SQ_WHEN_LN_ATTN, false, NEVER, NULL,
+     "attention LayerNorm (post-LN: after attention; pre-LN: before it; none on layer 0 when "
+     "config.first_attention_norm is false, 6.13)"},
+    {"layer.%d.ln_attn.beta", LY, SQ_DTR_F32, SQ_SHR_LN_ATTN, SQ_WHEN_LN_ATTN, false, NEVER, NULL,
      "attention LayerNorm shift"},
     {"layer.%d.ln_ffn.gamma", LY, SQ_DTR_F32, SQ_SHR_H, SQ_WHEN_ENCODER, false, NEVER, NULL,
      "FFN LayerNorm (post-LN: after the FFN; pre-LN: before it)"},
@@ -146,7 +151,7 @@ const sq_sqm_meta_rule sq_sqm_meta_rules[] = {
     {"format", NULL, SQ_MT_STRING, true, NULL, "squint-model", L},
     {"format_version", NULL, SQ_MT_INT, true, NULL, "1", L},
     {"tool", NULL, SQ_MT_STRING, false, NULL, "\"squint VERSION\"", P},
-    {"architecture", NULL, SQ_MT_STRING, false, "bert", "bert | t2t | mpnet | nomic_bert | llama (a causal LM: section 10)", L},
+    {"architecture", NULL, SQ_MT_STRING, false, "bert", "bert | t2t | mpnet | nomic_bert | modernbert | llama (a causal LM: section 10)", L},
     {"config", NULL, SQ_MT_MAPPING, true, NULL, "section 2.3", L},
     {"config.vocab_size", NULL, SQ_MT_INT, true, NULL, "1 .. 4194304", L},
     {"config.hidden", NULL, SQ_MT_INT, true, NULL, "1 .. 16384, even", L},
@@ -161,11 +166,21 @@ const sq_sqm_meta_rule sq_sqm_meta_rules[] = {
      L},
     {"config.norm", NULL, SQ_MT_STRING, false, "post", "post | pre", L},
     {"config.activation", NULL, SQ_MT_STRING, false, "gelu",
-     "gelu | relu | swiglu (ffn_up: gate rows then up rows, 6.12)", L},
+     "gelu | relu | swiglu (ffn_up: gate rows then up rows, 6.12) | geglu (6.13)", L},
     {"config.positions", NULL, SQ_MT_STRING, false, "learned",
      "learned | sinusoidal | rotary (no position table, 6.12)", L},
     {"config.rotary_base", NULL, SQ_MT_NUMBER, false, NULL,
      "(1, 1e12]: with positions rotary only, which requires it (6.12)", L},
+    {"config.local_window", NULL, SQ_MT_INT, false, NULL,
+     "1 .. 65536: with global_every and rotary_base_local, activation geglu only (6.13)", L},
+    {"config.global_every", NULL, SQ_MT_INT, false, NULL,
+     "1 .. 256: layer l is global when l % global_every == 0 (6.13)", L},
+    {"config.rotary_base_local", NULL, SQ_MT_NUMBER, false, NULL,
+     "(1, 1e12]: the rotary base of local layers (6.13)", L},
+    {"config.first_attention_norm", NULL, SQ_MT_BOOL, false, "true",
+     "false: no norm before layer 0's attention (norm pre only, 6.13)", L},
+    {"config.final_norm", NULL, SQ_MT_BOOL, false, "false",
+     "true: encoder.final_norm after the last layer (6.13)", L},
     {"config.embedding_layernorm", NULL, SQ_MT_BOOL, false, "true", "true | false", L},
     {"config.position_ids", NULL, SQ_MT_STRING, false, "index",
      "index | roberta (pad_token_id + 1 + the non-pad tokens so far, 6.1)", L},
@@ -353,6 +368,8 @@ static bool when_holds(sq_sqm_when w, const sq_sqm_schema_ctx *ctx, sq_qtype lin
     case SQ_WHEN_HF_BPE: return ctx->bytelevel || (ctx->decoder && ctx->hf_bpe);
     case SQ_WHEN_BYTELEVEL: return ctx->bytelevel; /* a causal LM's or an encoder's (2.4) */
     case SQ_WHEN_QK_NORM: return ctx->decoder && ctx->dec.qk_norm;
+    case SQ_WHEN_LN_ATTN: return !ctx->decoder; /* layer 0: sq_sqm_expect_tensor */
+    case SQ_WHEN_FINAL_LN: return !ctx->decoder && ctx->cfg.final_norm;
     }
     return false;
 }
@@ -387,6 +404,8 @@ int sq_sqm_expect_tensor(const sq_sqm_tensor_rule *r, const sq_sqm_schema_ctx *c
         snprintf(ex->name, sizeof ex->name, "%s", r->name);
     }
     ex->applies = when_holds(r->when, ctx, lin_qt);
+    if (r->when == SQ_WHEN_LN_ATTN && l == 0 && ctx->cfg.first_attn_norm_absent)
+        ex->applies = false; /* ModernBERT: no norm before layer 0's attention */
     ex->optional = r->optional;
     switch (r->dtype) {
     case SQ_DTR_F32: ex->dtype = SQ_CDT_F32; break;

@@ -58,6 +58,9 @@ typedef enum sq_sqm_when {
     SQ_WHEN_BYTELEVEL,  /* tokenizer.type hf-bytelevel */
     SQ_WHEN_QK_NORM,    /* a causal LM with config.qk_norm (Qwen3) */
     SQ_WHEN_HF_UNIGRAM, /* tokenizer.type hf-unigram (an encoder's XLM-R tokenizer) */
+    SQ_WHEN_LN_ATTN,    /* an encoder's layer with an attention norm (not layer 0 when
+                           config.first_attention_norm is false: ModernBERT) */
+    SQ_WHEN_FINAL_LN,   /* an encoder with config.final_norm (ModernBERT) */
 } sq_sqm_when;
 
 /* The allowed dtypes. */
@@ -135,6 +138,8 @@ enum sq_sqm_row {
     SQ_ROW_EMB_LN_GAMMA,
     SQ_ROW_EMB_LN_BETA,
     SQ_ROW_REL_BIAS,
+    SQ_ROW_FINAL_LN_GAMMA,
+    SQ_ROW_FINAL_LN_BETA,
     SQ_ROW_HEAD_WEIGHT,
     SQ_ROW_HEAD_BIAS,
     SQ_ROW_SCORE_WEIGHT,

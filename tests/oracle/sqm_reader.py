@@ -950,7 +950,7 @@ class Model:
                               c["hidden"])
         c["norm"] = _enum(cfg.get("norm", "post"), "config.norm", ("post", "pre"))
         c["activation"] = _enum(cfg.get("activation", "gelu"), "config.activation",
-                                ("gelu", "relu", "swiglu"))
+                                ("gelu", "relu", "swiglu", "geglu"))
         c["positions"] = _enum(cfg.get("positions", "learned"), "config.positions",
                                ("learned", "sinusoidal", "rotary"))
         # 2.3 / 6.12: rotary positions come with their base, and only they
@@ -962,6 +962,29 @@ class Model:
             if isinstance(rb, bool) or not isinstance(rb, (int, float)) or not 1 < rb <= 1e12:
                 raise Refused("%s: config.rotary_base %r" % (self.path, rb))
             c["rotary_base"] = float(rb)
+        # 2.3 / 6.13: ModernBERT's local layers (window, period, local base come
+        # together, with geglu only), no norm before layer 0's attention, a
+        # norm after the last layer
+        mb = [cfg.get(k) for k in ("local_window", "global_every", "rotary_base_local")]
+        n_mb = sum(v is not None for v in mb)
+        if n_mb not in (0, 3) or (c["activation"] == "geglu") != (n_mb == 3):
+            raise Refused("%s: config.local_window / global_every / rotary_base_local %r with "
+                          "activation %s" % (self.path, mb, c["activation"]))
+        c["global_every"] = 0
+        if n_mb == 3:
+            if c["positions"] != "rotary":
+                raise Refused("%s: config.local_window without positions rotary" % self.path)
+            c["local_window"] = _int(mb[0], "config.local_window", 1, 65536)
+            c["global_every"] = _int(mb[1], "config.global_every", 1, 256)
+            if isinstance(mb[2], bool) or not isinstance(mb[2], (int, float)) or \
+                    not 1 < mb[2] <= 1e12:
+                raise Refused("%s: config.rotary_base_local %r" % (self.path, mb[2]))
+            c["rotary_base_local"] = float(mb[2])
+        c["first_attention_norm"] = _bool(cfg.get("first_attention_norm", True),
+                                          "config.first_attention_norm")
+        c["final_norm"] = _bool(cfg.get("final_norm", False), "config.final_norm")
+        if not c["first_attention_norm"] and c["norm"] != "pre":
+            raise Refused("%s: config.first_attention_norm false needs norm pre" % self.path)
         c["embedding_layernorm"] = _bool(cfg.get("embedding_layernorm", True),
                                          "config.embedding_layernorm")
         c["pooling_head"] = _enum(cfg.get("pooling_head", "none"), "config.pooling_head",
@@ -1010,7 +1033,9 @@ class Model:
         if not isinstance(tok, dict):
             raise Refused("%s: tokenizer is not a mapping" % self.path)
         self.tok = tok
-        _enum(tok.get("type"), "tokenizer.type", ("wordpiece", "unigram"))
+        # the reader takes token ids (--ids) and does not tokenize: an encoder's
+        # hf-bytelevel tokenizer (ModernBERT's, 2.4) only names its ids
+        _enum(tok.get("type"), "tokenizer.type", ("wordpiece", "unigram", "hf-bytelevel"))
         _int(tok.get("vocab_size"), "tokenizer.vocab_size", 1, 4194304)
         # 2.2 labels: required when num_labels > 0, exactly num_labels unique
         # strings of 1..256 bytes each
@@ -1070,6 +1095,10 @@ class Model:
         self.type0 = self.types[0] if T > 0 else None
         if c["embedding_layernorm"]:
             self.emb_ln = (self.f32("embeddings.ln.gamma", (E,)), self.f32("embeddings.ln.beta", (E,)))
+        self.final_ln = None
+        if c["final_norm"]:                            # 3.2, 6.13
+            self.final_ln = (self.f32("encoder.final_norm.gamma", (H,)),
+                             self.f32("encoder.final_norm.beta", (H,)))
         self.rel_bias = None
         if c["relative_buckets"]:                      # 3.2, 6.5
             self.rel_bias = self.f32("relative_bias", (c["relative_buckets"], c["heads"]))
@@ -1084,13 +1113,15 @@ class Model:
             d_attn = D if c["norm"] == "pre" else H
             p = "layer.%d." % l
             L = {
-                "ln_attn": (self.f32(p + "ln_attn.gamma", (d_attn,)),
+                "ln_attn": None if l == 0 and not c["first_attention_norm"] else  # 6.13
+                           (self.f32(p + "ln_attn.gamma", (d_attn,)),
                             self.f32(p + "ln_attn.beta", (d_attn,))),
                 "ln_ffn": (self.f32(p + "ln_ffn.gamma", (H,)), self.f32(p + "ln_ffn.beta", (H,))),
                 "qkv": Linear(self, p + "qkv", 3 * D, D),
                 "attn_out": Linear(self, p + "attn_out", H, D),
                 "ffn_up": Linear(self, p + "ffn_up",
-                                 2 * c["ffn"] if c["activation"] == "swiglu" else c["ffn"], H),
+                                 2 * c["ffn"] if c["activation"] in ("swiglu", "geglu")
+                                 else c["ffn"], H),
                 "ffn_down": Linear(self, p + "ffn_down", H, c["ffn"]),
                 "res": Linear(self, p + "res", H, D) if D != H else None,
                 "D": D,
@@ -1340,8 +1371,9 @@ def relative_bias_matrix(model, L):
     return np.ascontiguousarray(model.rel_bias[b].transpose(2, 0, 1)).astype(f32)
 
 
-def attention(qkv, D, A, bf16=False, bias=None):
-    """6.5: qkv [L, 3D] -> ctx [L, D]; bias [A, L, L] (MPNet) or None."""
+def attention(qkv, D, A, bf16=False, bias=None, window=None):
+    """6.5: qkv [L, 3D] -> ctx [L, D]; bias [A, L, L] (MPNet) or None; window
+    (6.13, a local layer): query i sees key j only when |i - j| <= window."""
     dh = D // A
     c = f32(1) / np.sqrt(f32(dh)).astype(f32)
     c = f32(c)
@@ -1355,6 +1387,9 @@ def attention(qkv, D, A, bf16=False, bias=None):
             S = (dot32(Q[:, sl], Kt[:, sl].T) * c).astype(f32)
         if bias is not None:
             S = (S + bias[h]).astype(f32)
+        if window is not None:                 # outside the window: probability 0
+            far = np.abs(np.arange(S.shape[0])[:, None] - np.arange(S.shape[1])[None, :]) > window
+            S = np.where(far, f32(-np.inf), S).astype(f32)
         m = S.max(axis=1, keepdims=True)
         e = np.exp((S - m).astype(f32).astype(f64)).astype(f32)
         tot = e.astype(f64).sum(axis=1, keepdims=True).astype(f32)
@@ -1460,6 +1495,9 @@ def activation(u, kind, gelu="spec"):
     """6.7."""
     if kind == "swiglu":
         return swiglu(u)
+    if kind == "geglu":                        # 6.13: gelu(first half) * second half
+        F = u.shape[1] // 2
+        return (activation(u[:, :F], "gelu", gelu) * u[:, F:]).astype(f32)
     if kind == "relu":
         return np.maximum(u, f32(0)).astype(f32)
     if gelu == "spec":
@@ -1515,31 +1553,36 @@ def encode(model, ids, stats=None, pooling=None, normalize=None, gelu="spec", ty
             e = layer_norm(e, *model.emb_ln, model.eps)
         x = e
         pre = c["norm"] == "pre"
-        for Ly in model.layers:                            # 6.6
+        for li, Ly in enumerate(model.layers):             # 6.6
             D = Ly["D"]
             lin0 = lambda name, v: linear(Ly[name], v, model.guard, stats)
+            local = c["global_every"] > 0 and li % c["global_every"] != 0   # 6.13
+            window = c["local_window"] // 2 if local else None
+            base = c["rotary_base_local"] if local else c.get("rotary_base")
             if c["positions"] == "rotary":                 # 6.5 / 6.12: q, k turned first
-                lin = lambda name, v, D=D, lin0=lin0: (
-                    rotate(lin0(name, v), D, c["heads"], c["rotary_base"]) if name == "qkv"
+                lin = lambda name, v, D=D, lin0=lin0, base=base: (
+                    rotate(lin0(name, v), D, c["heads"], base) if name == "qkv"
                     else lin0(name, v))
             else:
                 lin = lin0
             if not pre:
-                ctx = attention(lin("qkv", x), D, c["heads"], model.attn_bf16, bias)
+                ctx = attention(lin("qkv", x), D, c["heads"], model.attn_bf16, bias, window)
                 a = lin("attn_out", ctx)
                 r = lin("res", x) if Ly["res"] is not None else x
                 x = layer_norm((r + a).astype(f32), *Ly["ln_attn"], model.eps)
                 u = activation(lin("ffn_up", x), c["activation"], gelu)
                 x = layer_norm((x + lin("ffn_down", u)).astype(f32), *Ly["ln_ffn"], model.eps)
             else:
-                ctx = attention(lin("qkv", layer_norm(x, *Ly["ln_attn"], model.eps)), D,
-                                c["heads"], model.attn_bf16, bias)
+                a_in = x if Ly["ln_attn"] is None else layer_norm(x, *Ly["ln_attn"], model.eps)
+                ctx = attention(lin("qkv", a_in), D, c["heads"], model.attn_bf16, bias, window)
                 a = lin("attn_out", ctx)
                 r = lin("res", x) if Ly["res"] is not None else x
                 x = (r + a).astype(f32)
                 u = activation(lin("ffn_up", layer_norm(x, *Ly["ln_ffn"], model.eps)),
                                c["activation"], gelu)
                 x = (x + lin("ffn_down", u)).astype(f32)
+        if model.final_ln is not None:                     # 6.13
+            x = layer_norm(x, *model.final_ln, model.eps)
         hid = x
         if pooling == "cls":                               # 6.8
             p = x[0].copy()

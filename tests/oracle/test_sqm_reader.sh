@@ -154,8 +154,23 @@ gen odd --hidden 72 --heads 4 --ffn 200 --layers 2 --seed 7 --outliers 3 \
 gen mpnet --family mpnet --shape tiny --seed 9 --outliers 2 --pooling mean
 # NomicBERT (SQM.md 6.12 rotary positions, 6.7 swiglu, no position table)
 gen nomic --family nomic --shape tiny --seed 5 --outliers 2
+# ModernBERT (SQM.md 6.13: geglu, local layers, no layer.0.ln_attn,
+# encoder.final_norm) with its byte-level tokenizer
+if command -v zstd >/dev/null; then
+    "$HERE/../fixture/make_modernbert_fixture.sh" "$GEN" "$W/modernbert" \
+        "$HERE/../tokenizer/modernbert-fixture" --shape tiny --layers 3 --hidden 64 --heads 4 \
+        --ffn 96 --seed 11 --outliers 2 > "$W/modernbert.gen.log" 2>&1 ||
+        { echo "FAIL: fixture modernbert: $(tail -1 "$W/modernbert.gen.log")"; exit 1; }
+    # a window of 8 (keys within 4 of the query): the texts here are short
+    sed -i 's/"local_attention": 128/"local_attention": 8/' "$W/modernbert/config.json"
+    grep -q '"local_attention": 8' "$W/modernbert/config.json" ||
+        { echo "FAIL: fixture modernbert: no local_attention to change"; exit 1; }
+    MB=modernbert
+else
+    echo "skip ModernBERT: zstd is needed"; MB=
+fi
 # Calibrate each fixture once (bundled corpus, 256 samples); every recipe reuses it.
-for fx in tiny odd mpnet nomic; do
+for fx in tiny odd mpnet nomic $MB; do
     if ! "$SQUINT" calibrate "$W/$fx" -o "$W/$fx.sqc" --quiet --threads 1 > "$W/$fx.cal.log" 2>&1; then
         echo "FAIL: squint calibrate $fx: $(tail -2 "$W/$fx.cal.log")"
         exit 1
@@ -233,7 +248,7 @@ for fx in tiny odd; do
         run_model "$fx" "$rc" || fail=1
     done
 done
-for fx in mpnet nomic; do
+for fx in mpnet nomic $MB; do
     for rc in default int4 bf16; do
         run_model "$fx" "$rc" || fail=1
     done

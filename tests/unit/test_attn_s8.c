@@ -46,7 +46,7 @@ static void unmake(head *h)
 static void run_rel(head *h, bool hw, const float *rel, float *ctx, float *prange)
 {
     sq_attn_s8_head(h->qkv, h->qkv + h->dh, h->qkv + 2 * h->dh, h->ld, h->L, h->dh,
-                    1.0f / sqrtf((float)h->dh), rel, ctx, h->ldc, h->scratch, hw, prange, NULL);
+                    1.0f / sqrtf((float)h->dh), rel, -1, ctx, h->ldc, h->scratch, hw, prange, NULL);
 }
 
 static void run(head *h, bool hw, float *ctx, float *prange)

@@ -42,7 +42,7 @@ static void make_linear(sq_linear *l, uint64_t *s, int out, int in)
 
 static layer make_layer(const sq_block_desc *d, int in, uint64_t seed)
 {
-    layer y = {.in = in, .h = H, .f = F, .up = d->act == SQ_ACT_SWIGLU ? 2 * F : F};
+    layer y = {.in = in, .h = H, .f = F, .up = sq_act_gated(d->act) ? 2 * F : F};
     uint64_t s = seed;
     make_linear(&y.blk.lin[SQ_LIN_QKV], &s, 3 * in, in);
     make_linear(&y.blk.lin[SQ_LIN_ATTN_OUT], &s, H, in);
@@ -157,8 +157,9 @@ static void ref_block(const sq_block_desc *d, const layer *y, double *x)
     for (int r = 0; r < ROWS; r++)
         for (int j = 0; j < F; j++) {
             const double *g = u + (size_t)r * y->up;
-            h[r * F + j] = d->act == SQ_ACT_SWIGLU ? g[j] / (1 + exp(-g[j])) * g[F + j]
-                                                   : act1(d->act, g[j]);
+            h[r * F + j] = d->act == SQ_ACT_SWIGLU  ? g[j] / (1 + exp(-g[j])) * g[F + j]
+                           : d->act == SQ_ACT_GEGLU ? act1(SQ_ACT_GELU, g[j]) * g[F + j]
+                                                    : act1(d->act, g[j]);
         }
     ref_linear(&L->lin[SQ_LIN_FFN_DOWN], h, ROWS, o);
     for (int i = 0; i < ROWS * H; i++)
@@ -203,7 +204,7 @@ static void check_desc(sq_block_desc d, int in)
         actb[ROWS * F], res[ROWS * H], xa[ROWS * H], xb[ROWS * H];
     sq_linear_scratch lin = {0};
     sq_block_bufs b = {.tmp = tmp, .qkv = qkv, .ctx = ctxb, .ffn = ffn,
-                       .act = d.act == SQ_ACT_SWIGLU ? actb : ffn, .res = res, .lin = &lin};
+                       .act = sq_act_gated(d.act) ? actb : ffn, .res = res, .lin = &lin};
     core c = {.in = in, .report = d.norm == SQ_NORM_LAYER};
     sq_block_attn attn = {core_run, &c};
 
@@ -250,7 +251,9 @@ static void check_desc(sq_block_desc d, int in)
     /* the reference itself can fail: a different description gives a
      * clearly different output */
     sq_block_desc other = d;
-    other.act = d.act == SQ_ACT_RELU ? SQ_ACT_GELU : SQ_ACT_RELU;
+    other.act = d.act == SQ_ACT_RELU    ? SQ_ACT_GELU
+                : d.act == SQ_ACT_GEGLU ? SQ_ACT_SWIGLU
+                                        : SQ_ACT_RELU;
     if (d.act != SQ_ACT_SWIGLU) {
         double alt[ROWS * H];
         for (int i = 0; i < ROWS * in; i++)
@@ -269,10 +272,10 @@ START_TEST(every_description_matches_the_reference)
 {
     const sq_norm_kind norms[] = {SQ_NORM_LAYER, SQ_NORM_RMS};
     const sq_norm_place places[] = {SQ_NORM_PRE, SQ_NORM_POST};
-    const sq_act acts[] = {SQ_ACT_GELU, SQ_ACT_RELU, SQ_ACT_SWIGLU};
+    const sq_act acts[] = {SQ_ACT_GELU, SQ_ACT_RELU, SQ_ACT_SWIGLU, SQ_ACT_GEGLU};
     for (int n = 0; n < 2; n++)
         for (int p = 0; p < 2; p++)
-            for (int a = 0; a < 3; a++)
+            for (int a = 0; a < 4; a++)
                 check_desc((sq_block_desc){norms[n], places[p], acts[a], 1e-5f}, IN);
 }
 END_TEST

@@ -69,6 +69,20 @@ static const meta_line meta_bert_f32[] = {
     CONFIG(24, 32, 32, "post", "gelu", "learned", "true", "none", 2),
     {"pooling", "pooling: mean"}, {"normalize", "normalize: false"}, {"max_seq", "max_seq: 16"},
     {"embeddings_type", "embeddings_type: fp32"}, WORDPIECE(24), {NULL, NULL}};
+/* ModernBERT (SQM.md 6.13): pre-LN, GeGLU (ffn_up 2F rows), rotary, a local
+ * layer, no layer.0.ln_attn, encoder.final_norm; int8 embeddings. */
+static const meta_line meta_modernbert[] = {
+    {"format", "format: squint-model"}, {"format_version", "format_version: 1"},
+    {"architecture", "architecture: modernbert"},
+    CONFIG(24, 32, 32, "pre", "geglu", "rotary", "true", "none", 0),
+    {"config.rotary_base", "  rotary_base: 160000"},
+    {"config.local_window", "  local_window: 4"}, {"config.global_every", "  global_every: 3"},
+    {"config.rotary_base_local", "  rotary_base_local: 10000"},
+    {"config.first_attention_norm", "  first_attention_norm: false"},
+    {"config.final_norm", "  final_norm: true"},
+    {"pooling", "pooling: mean"}, {"normalize", "normalize: true"}, {"max_seq", "max_seq: 16"},
+    {"embeddings_type", "embeddings_type: int8"}, {"activation_guard", "activation_guard: row"},
+    WORDPIECE(24), {NULL, NULL}};
 /* BERT with a stored classification head (SQM.md section 9): 3 labels. */
 static const meta_line meta_bert_head[] = {
     {"format", "format: squint-model"}, {"format_version", "format_version: 1"},
@@ -249,6 +263,7 @@ static const model models[] = {
     {"t2t", meta_t2t, qt_t2t, "layer.0.res", "layer.1.ffn_down", "layer.0.ffn_down"},
     {"cross-encoder", meta_ce, qt_bert, NULL, NULL, NULL},
     {"mpnet", meta_mpnet, qt_bert, NULL, NULL, NULL},
+    {"modernbert", meta_modernbert, qt_bert, "layer.0.qkv", NULL, "layer.1.ffn_down"},
     {"xlmr", meta_xlmr, qt_bert, NULL, NULL, NULL},
     {"bytelevel-encoder", meta_bl_encoder, qt_bert, NULL, NULL, NULL},
     {"bert-head", meta_bert_head, qt_bert, NULL, NULL, NULL},
