@@ -239,7 +239,7 @@ static int parse_metadata(const sq_container *c, sq_calib_stats *st, sq_bert_con
         sq_err_set(err, "%s: metadata is not squint calibration statistics", c->path);
         goto out;
     }
-    if (yt_get_int64(r, "format_version", 1, 1000, &v, err) != 0)
+    if (yt_need_int64(r, "format_version", 1, 1000, &v, err) != 0)
         goto out;
     if (v != SQ_SQC_FORMAT_VERSION) {
         sq_err_set(err, "%s: statistics format version %lld is not supported (this squint reads %d)",
@@ -255,7 +255,7 @@ static int parse_metadata(const sq_container *c, sq_calib_stats *st, sq_bert_con
     if (*decoder ? sq_decoder_config_from_yaml(conf, dec, err) != 0
                  : sq_bert_config_from_yaml(conf, cfg, err) != 0)
         goto out;
-    if (yt_get_string(model, "digest", &s, err) != 0)
+    if (yt_need_string(model, "digest", &s, err) != 0)
         goto out;
     char *end;
     st->model_digest = strtoull(s, &end, 16);

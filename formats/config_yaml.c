@@ -118,8 +118,8 @@ static int variants_from_yaml(const yt_node *conf, sq_bert_config *cfg, sq_err *
                         cfg->max_pos, cfg->pad_token_id);
     if (yt_get(conf, "relative_buckets") || yt_get(conf, "relative_max_distance")) {
         int64_t nb, md;
-        if (yt_get_int64(conf, "relative_buckets", 4, SQ_REL_MAX_BUCKETS, &nb, err) != 0 ||
-            yt_get_int64(conf, "relative_max_distance", 1, SQ_MAX_POSITIONS, &md, err) != 0)
+        if (yt_need_int64(conf, "relative_buckets", 4, SQ_REL_MAX_BUCKETS, &nb, err) != 0 ||
+            yt_need_int64(conf, "relative_max_distance", 1, SQ_MAX_POSITIONS, &md, err) != 0)
             return -1;
         if (nb % 4 != 0 || md <= nb / 4)
             return yt_error(conf, err, "relative_buckets %lld must be a multiple of 4 and "
@@ -134,7 +134,7 @@ static int variants_from_yaml(const yt_node *conf, sq_bert_config *cfg, sq_err *
                         sq_pos_kind_name((sq_pos_kind)pos),
                         pos == SQ_POS_ROTARY ? "needs" : "takes no");
     if (pos == SQ_POS_ROTARY) {
-        if (yt_get_double(conf, "rotary_base", 1.0, 1e12, &cfg->rotary_base, err) != 0)
+        if (yt_need_double(conf, "rotary_base", 1.0, 1e12, &cfg->rotary_base, err) != 0)
             return -1;
         if (!(cfg->rotary_base > 1.0))
             return yt_error(conf, err, "rotary_base %g must be above 1", cfg->rotary_base);

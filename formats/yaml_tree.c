@@ -558,6 +558,32 @@ const yt_node *yt_require(const yt_node *map, const char *key, sq_err *err)
     return v;
 }
 
+int yt_need_int64(const yt_node *map, const char *key, int64_t lo, int64_t hi, int64_t *out,
+                  sq_err *err)
+{
+    const yt_node *v = yt_require(map, key, err);
+    return v ? yt_as_int64(v, key, lo, hi, out, err) : -1;
+}
+
+int yt_need_double(const yt_node *map, const char *key, double lo, double hi, double *out,
+                   sq_err *err)
+{
+    const yt_node *v = yt_require(map, key, err);
+    return v ? yt_as_double(v, key, lo, hi, out, err) : -1;
+}
+
+int yt_need_bool(const yt_node *map, const char *key, bool *out, sq_err *err)
+{
+    const yt_node *v = yt_require(map, key, err);
+    return v ? yt_as_bool(v, key, out, err) : -1;
+}
+
+int yt_need_string(const yt_node *map, const char *key, const char **out, sq_err *err)
+{
+    const yt_node *v = yt_require(map, key, err);
+    return v ? yt_as_string(v, key, out, err) : -1;
+}
+
 int yt_check_keys(const yt_node *map, const char *const *allowed, sq_err *err)
 {
     if (!map || map->kind != YT_MAPPING)

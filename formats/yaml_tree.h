@@ -81,6 +81,14 @@ int yt_get_bool(const yt_node *map, const char *key, bool *out, sq_err *err);
 int yt_get_string(const yt_node *map, const char *key, const char **out, sq_err *err);
 /* The value of a key that must be present (error at the mapping otherwise). */
 const yt_node *yt_require(const yt_node *map, const char *key, sq_err *err);
+/* Keyed getters for keys that must be present: 0 when found and valid, -1
+ * with "missing required key" or the value's error otherwise. */
+int yt_need_int64(const yt_node *map, const char *key, int64_t lo, int64_t hi, int64_t *out,
+                  sq_err *err);
+int yt_need_double(const yt_node *map, const char *key, double lo, double hi, double *out,
+                   sq_err *err);
+int yt_need_bool(const yt_node *map, const char *key, bool *out, sq_err *err);
+int yt_need_string(const yt_node *map, const char *key, const char **out, sq_err *err);
 /* Refuse keys not in `allowed` (NULL-terminated): catches typos in recipes. */
 int yt_check_keys(const yt_node *map, const char *const *allowed, sq_err *err);
 

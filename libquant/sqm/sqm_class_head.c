@@ -43,7 +43,7 @@ static int parse_meta(const sq_container *c, const yt_node *m, sq_sqm_class_head
     const char *s;
     if (yt_expect(m, YT_MAPPING, "class_head", err) != 0)
         return -1;
-    if (yt_get_string(m, "kind", &s, err) != 0)
+    if (yt_need_string(m, "kind", &s, err) != 0)
         return -1;
     if (strcmp(s, "softmax-linear") != 0)
         return sq_err_set(err, "%s: metadata class_head.kind is '%s', not softmax-linear", c->path,
@@ -69,7 +69,7 @@ static int parse_meta(const sq_container *c, const yt_node *m, sq_sqm_class_head
         if (!(h->labels[k] = strdup(l)))
             return sq_err_set(err, "out of memory");
     }
-    if (yt_get_bool(m, "normalized", &h->normalized, err) != 0)
+    if (yt_need_bool(m, "normalized", &h->normalized, err) != 0)
         return -1;
     if (yt_get(m, "source")) {
         if (yt_get_string(m, "source", &s, err) != 0)

@@ -169,8 +169,8 @@ static int read_decoder_embedding(const sq_container *c, const yt_node *r,
     }
     if (yt_get_string(r, "pooling", &s, err) != 0 || strcmp(s, "last") != 0)
         return sq_err_set(err, "%s: metadata pooling of a causal LM must be last (10.8)", c->path);
-    if (yt_get_bool(r, "normalize", &info->pool.normalize, err) != 0 ||
-        yt_get_int64(r, "max_seq", 3, ctx->dec.max_pos, &v, err) != 0)
+    if (yt_need_bool(r, "normalize", &info->pool.normalize, err) != 0 ||
+        yt_need_int64(r, "max_seq", 3, ctx->dec.max_pos, &v, err) != 0)
         return sq_err_prefix(err, "%s: metadata (a causal embedding model, 10.8)", c->path);
     ctx->dec_embedding = true;
     info->pool.pooling = SQ_POOL_LAST;
@@ -275,10 +275,10 @@ int sq_sqm_read_meta(const sq_container *c, sq_sqm_schema_ctx *ctx, sq_sqm_info 
     int rc = -1;
     memset(cfg, 0, sizeof *cfg);
     if (yt_get_string(r, "format", &s, err) != 0 || strcmp(s, "squint-model") != 0) {
-        sq_err_set(err, "%s: metadata is not a squint model", c->path);
+        sq_err_set(err, "%s: metadata is not a squint model (no format: squint-model)", c->path);
         goto out;
     }
-    if (yt_get_int64(r, "format_version", 1, 1000, &v, err) != 0)
+    if (yt_need_int64(r, "format_version", 1, 1000, &v, err) != 0)
         goto out;
     if (v != 1) {
         sq_err_set(err, "%s: model format version %lld is not supported", c->path, (long long)v);
@@ -310,8 +310,8 @@ int sq_sqm_read_meta(const sq_container *c, sq_sqm_schema_ctx *ctx, sq_sqm_info 
         sq_err_set(err, "%s: metadata pooling must be cls or mean", c->path);
         goto out;
     }
-    if (yt_get_bool(r, "normalize", &info->pool.normalize, err) != 0 ||
-        yt_get_int64(r, "max_seq", 3, sq_bert_max_tokens(cfg), &v, err) != 0)
+    if (yt_need_bool(r, "normalize", &info->pool.normalize, err) != 0 ||
+        yt_need_int64(r, "max_seq", 3, sq_bert_max_tokens(cfg), &v, err) != 0)
         goto out;
     info->max_seq = (int)v;
     info->pool.from_sentence_transformers = true;

@@ -90,8 +90,8 @@ static int unigram_spec(const sq_container *c, const yt_node *t, sq_wordpiece_sp
                         sq_err *err)
 {
     int64_t vs, unk, mml = 0;
-    if (yt_get_int64(t, "vocab_size", 1, 1 << 22, &vs, err) != 0 ||
-        yt_get_int64(t, "unk_id", 0, 0, &unk, err) != 0 ||
+    if (yt_need_int64(t, "vocab_size", 1, 1 << 22, &vs, err) != 0 ||
+        yt_need_int64(t, "unk_id", 0, 0, &unk, err) != 0 ||
         yt_get_int64(t, "model_max_length", 0, 1 << 30, &mml, err) < 0)
         return -1;
     spec->type = SQ_TOK_UNIGRAM;
@@ -138,7 +138,7 @@ static int hf_unigram_spec(const sq_container *c, const yt_node *t, sq_wordpiece
     int64_t vs, mml = 0;
     const char *ps = "always";
     bool split = true, collapse = false;
-    if (yt_get_int64(t, "vocab_size", 1, 1 << 22, &vs, err) != 0 ||
+    if (yt_need_int64(t, "vocab_size", 1, 1 << 22, &vs, err) != 0 ||
         yt_get_int64(t, "model_max_length", 0, 1 << 30, &mml, err) < 0 ||
         yt_get_string(t, "prepend_scheme", &ps, err) < 0 ||
         yt_get_bool(t, "split", &split, err) < 0 ||
@@ -345,7 +345,7 @@ int sq_sqm_tokenizer_spec(const sq_container *c, sq_wordpiece_spec *spec, sq_err
     const yt_node *t = yt_require(yt_root(doc), "tokenizer", err);
     const char *type, *prefix = "##";
     int64_t vs, maxc = 100, mml = 0;
-    if (!t || yt_get_string(t, "type", &type, err) != 0)
+    if (!t || yt_need_string(t, "type", &type, err) != 0)
         goto out;
     if (strcmp(type, "unigram") == 0) {
         rc = unigram_spec(c, t, spec, err);
@@ -363,7 +363,7 @@ int sq_sqm_tokenizer_spec(const sq_container *c, sq_wordpiece_spec *spec, sq_err
         yt_error(yt_get(t, "type"), err, "tokenizer type '%s' is not supported", type);
         goto out;
     }
-    if (yt_get_int64(t, "vocab_size", 1, 1 << 22, &vs, err) != 0 ||
+    if (yt_need_int64(t, "vocab_size", 1, 1 << 22, &vs, err) != 0 ||
         yt_get_bool(t, "lowercase", &spec->lowercase, err) < 0 ||
         yt_get_bool(t, "clean_text", &spec->clean_text, err) < 0 ||
         yt_get_bool(t, "handle_chinese_chars", &spec->handle_chinese_chars, err) < 0 ||
@@ -382,7 +382,8 @@ int sq_sqm_tokenizer_spec(const sq_container *c, sq_wordpiece_spec *spec, sq_err
     spec->vocab_size = (int32_t)vs;
     spec->max_input_chars_per_word = (int32_t)maxc;
     spec->model_max_length = (int32_t)mml;
-    if (get_id(t, "unk_id", spec->vocab_size, &spec->unk_id, err) != 0 ||
+    if (!yt_require(t, "unk_id", err) || /* required (SQM.md 2.4); the others may be null */
+        get_id(t, "unk_id", spec->vocab_size, &spec->unk_id, err) != 0 ||
         get_id(t, "cls_id", spec->vocab_size, &spec->cls_id, err) != 0 ||
         get_id(t, "sep_id", spec->vocab_size, &spec->sep_id, err) != 0 ||
         get_id(t, "pad_id", spec->vocab_size, &spec->pad_id, err) != 0 ||

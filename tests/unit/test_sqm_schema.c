@@ -654,13 +654,20 @@ START_TEST(metadata_keys)
             build_opts o = {.drop_key = r->key};
             char *p = build(m, &o, "meta.sqm");
             sq_container c;
-            sq_err err;
+            sq_err err = {0}; /* a message left from the last file would hide an empty one */
             ck_assert(sq_container_open(p, SQ_KIND_SQM, &c, &err) == 0);
+            err.msg[0] = '\0';
             int rc = sq_sqm_check_runnable(&c, &err);
             sq_container_close(&c);
             if (r->required && r->reader != SQ_MR_NONE) {
                 ck_assert_msg(rc != 0, "%s: without required key %s the model loads", m->id,
                               r->key);
+                /* and the message names the key it misses */
+                const char *leaf = strrchr(r->key, '.');
+                leaf = leaf ? leaf + 1 : r->key;
+                ck_assert_msg(strstr(err.msg, leaf) != NULL,
+                              "%s: without required key %s the message is \"%s\"", m->id,
+                              r->key, err.msg);
                 n_required++;
             } else {
                 ck_assert_msg(rc == 0, "%s: without optional key %s: %s", m->id, r->key,
