@@ -111,8 +111,11 @@ sq_calib_target sq_calib_target_decoder(const sq_llama_model *m)
     return (sq_calib_target){
         .model = (void *)m,
         .max_pos = m->dec.cfg.max_pos,
-        .no_bundled = "%s is a causal LM: give the calibration text with --corpus (the "
-                      "bundled corpus is for encoders)",
+        /* the bundled corpus is sentences to embed: right for a causal
+         * embedding model (Qwen3-Embedding), not for a language model */
+        .no_bundled = m->emb.on ? NULL
+                                : "%s is a causal LM: give the calibration text with --corpus "
+                                  "(the bundled corpus is for embedding models)",
         .init_stats = dec_init_stats,
         .digest = dec_digest,
         .run = dec_run,

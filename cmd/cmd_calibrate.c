@@ -24,7 +24,8 @@ static const char *const help =
     "  -o, --output FILE     the statistics file to write (required)\n"
     "  --corpus FILE         corpus file (repeatable): text, JSONL, QASPER, or any of them\n"
     "                        in .tar/.tar.gz/.zip/.zst/.gz (default: the bundled QASPER subset;\n"
-    "                        for a cross-encoder, its bundled question/evidence pairs)\n"
+    "                        for a cross-encoder, its bundled question/evidence pairs; a causal\n"
+    "                        language model has none: it needs --corpus)\n"
     "  --format F            auto|text|jsonl|qasper (default auto, by file name)\n"
     "  --field PATH          JSONL field holding the text (dotted path; default text)\n"
     "  --pair-field PATH     JSONL field holding a second text: samples are text pairs\n"
@@ -238,6 +239,8 @@ int cmd_calibrate(int argc, char **argv)
             goto done;
         }
         const sq_calib_target t = sq_calib_target_decoder(&lm);
+        if (lm.emb.on) /* a causal embedding model takes the bundled sentences */
+            o.bundled_corpus = cli_bundled_corpus(false, bundled_buf, sizeof bundled_buf);
         rc = run_calibration(&t, model_arg, &o, quiet, out);
         sq_llama_model_close(&lm);
         goto done;

@@ -66,6 +66,11 @@ cut -f6 "${SQUINT_SHARED_DATA:-}/stsb-glue/original/sts-train.tsv" 2>/dev/null |
   "$SQ" quantize "$M" --calib "$W/qe.sqc" -o "$W/a.sqm" >/dev/null 2>&1 &&
   "$SQ" quantize "$M" --calib "$W/qe.sqc" -o "$W/b.sqm" >/dev/null 2>&1 || { echo "FAIL - quantize"; exit 1; }
 cmp -s "$W/a.sqm" "$W/b.sqm" && pass "quantize: the same bytes twice" || fail "quantize: bytes differ"
+# without --corpus: the bundled sentences, as an encoder takes them (a
+# language model is refused: its text is not sentences to embed)
+if "$SQ" calibrate "$M" --samples 8 --max-seq 32 --quiet -o "$W/qb.sqc" 2>"$W/qb.err"; then
+  pass "calibrate: the bundled corpus without --corpus"
+else fail "calibrate without --corpus: $(cat "$W/qb.err")"; fi
 "$SQ" verify "$W/a.sqm" >/dev/null 2>&1 && pass "verify" || fail "verify"
 info=$("$SQ" inspect "$W/a.sqm")
 [[ $info == *"pooling last, normalize true"* && $info != *"lm head:     int8"* ]] &&
