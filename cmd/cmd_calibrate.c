@@ -239,8 +239,8 @@ int cmd_calibrate(int argc, char **argv)
             goto done;
         }
         const sq_calib_target t = sq_calib_target_decoder(&lm);
-        if (lm.emb.on) /* a causal embedding model takes the bundled sentences */
-            o.bundled_corpus = cli_bundled_corpus(false, bundled_buf, sizeof bundled_buf);
+        /* whether the family may use it is the target's no_bundled */
+        o.bundled_corpus = cli_bundled_corpus(false, bundled_buf, sizeof bundled_buf);
         rc = run_calibration(&t, model_arg, &o, quiet, out);
         sq_llama_model_close(&lm);
         goto done;
