@@ -654,9 +654,9 @@ START_TEST(metadata_keys)
             build_opts o = {.drop_key = r->key};
             char *p = build(m, &o, "meta.sqm");
             sq_container c;
-            sq_err err = {0}; /* a message left from the last file would hide an empty one */
+            sq_err err;
             ck_assert(sq_container_open(p, SQ_KIND_SQM, &c, &err) == 0);
-            err.msg[0] = '\0';
+            err.msg[0] = '\0'; /* a message left from before would hide an empty one */
             int rc = sq_sqm_check_runnable(&c, &err);
             sq_container_close(&c);
             if (r->required && r->reader != SQ_MR_NONE) {
