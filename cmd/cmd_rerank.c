@@ -6,11 +6,13 @@
 #include <string.h>
 
 #include "cli.h"
+#include "dec_sqm.h"
 #include "embedder.h"
 #include "eval_metrics.h"
 #include "eval_rerank.h"
 #include "seq_classify.h"
 #include "fileio.h"
+#include "lm_judge.h"
 #include "text_stream.h"
 #include "threads.h"
 
@@ -27,12 +29,18 @@ static const char *const help =
     "  a cross-encoder (BertForSequenceClassification with one label): each pair is read\n"
     "    as [CLS] query [SEP] document [SEP] (the document cut first when the pair is\n"
     "    longer than --max-seq) and scored by the model's logit through the activation\n"
-    "    its config names (sentence-transformers' CrossEncoder: sigmoid by default).\n"
+    "    its config names (sentence-transformers' CrossEncoder: sigmoid by default), or\n"
+    "  a causal LM (Qwen3-Reranker; a Hugging Face folder or its .sqm): each pair is put in\n"
+    "    Qwen3-Reranker's yes/no prompt (system message, <Instruct>, <Query>, <Document>)\n"
+    "    and scored by P(\"yes\") against \"no\" as the next token; the document is cut first\n"
+    "    when the prompt is longer than --max-seq (default 8192 or the model's context).\n"
     "\n"
     "options:\n"
     "  --query TEXT          the query (embedded as is: add bge's query instruction or\n"
     "                        e5's \"query: \" yourself, or use --query-prefix)\n"
     "  --query-prefix TEXT   put TEXT before the query\n"
+    "  --instruction TEXT    a causal LM's <Instruct> line (default Qwen3-Reranker's: \"Given a\n"
+    "                        web search query, retrieve relevant passages that answer the query\")\n"
     "  --docs FILE           documents: one per line, or JSONL (see --field); '-' = stdin\n"
     "  --field PATH          JSONL field holding the text (default 'text' for .jsonl)\n"
     "  --id-field PATH       JSONL field (string or integer) copied to each output line as \"id\"\n"
@@ -49,7 +57,7 @@ static const char *const help =
     "\n"
     "One line per document, best first (ties: input order):\n"
     "  {\"rank\":1,\"index\":3,\"score\":0.8125}\n"
-    "a cross-encoder adds the raw \"logit\".\n"
+    "a cross-encoder adds the raw \"logit\" (a causal LM: logit(yes) - logit(no)).\n"
     "index is the document's position in FILE (from 0); at most 1,000,000 documents.\n"
     "example:\n"
     "  squint rerank bge-small.sqm --query \"what causes tides\" --docs candidates.txt --top-k 10\n";
@@ -80,10 +88,68 @@ static int finish_output(sq_atomic_file *af, sq_err *err)
     return 0;
 }
 
+/* What ranks: an embedding model or a cross-encoder (embed_model.h), or a
+ * causal LM judging each pair yes or no (lm_judge.h). */
+typedef struct ranker {
+    bool judge;
+    sq_embed_model em;
+    sq_llama_model lm;
+    sq_lm_judge j;
+} ranker;
+
+static int ranker_open(const char *arg, const char *instruction, int max_seq, ranker *r,
+                       sq_err *err)
+{
+    memset(r, 0, sizeof *r);
+    r->judge = (sq_llama_is_checkpoint(arg) || sq_dec_sqm_is_decoder(arg)) &&
+               !sq_llama_is_embedding(arg);
+    if (!r->judge) {
+        if (instruction)
+            return sq_err_set(err, "%s: --instruction is for a causal LM reranking as "
+                                   "Qwen3-Reranker does; this model is an embedding model or "
+                                   "a cross-encoder", arg);
+        return sq_embed_model_open(arg, &r->em, err);
+    }
+    if (sq_llama_model_open(arg, NULL, &r->lm, err) != 0)
+        return -1;
+    if (sq_lm_judge_init(&r->j, &r->lm, instruction, max_seq, err) != 0) {
+        sq_err_prefix(err, "%s", arg);
+        sq_llama_model_close(&r->lm);
+        return -1;
+    }
+    return 0;
+}
+
+/* Whether each score comes with a logit (cross-encoders and judges). */
+static bool ranker_has_logit(const ranker *r)
+{
+    return r->judge || sq_model_is_classifier(&r->em);
+}
+
+static int ranker_score(ranker *r, const char *const *a, const size_t *alen,
+                        const char *const *b, const size_t *blen, int64_t n,
+                        const sq_embed_opts *o, double *scores, float *logits, sq_err *err)
+{
+    if (!r->judge)
+        return sq_eval_score_pairs(&r->em, a, alen, b, blen, n, o, scores, logits, err);
+    return n > 0 ? sq_lm_judge_score(&r->j, a, alen, b, blen, n, scores, logits, NULL, NULL, err)
+                 : sq_err_set(err, "no pairs to score");
+}
+
+static void ranker_close(ranker *r)
+{
+    if (r->judge) {
+        sq_lm_judge_free(&r->j);
+        sq_llama_model_close(&r->lm);
+    } else {
+        sq_embed_model_close(&r->em);
+    }
+}
+
 /* --pairs: every line's pair scored, streamed in chunks, in input order. */
 static int run_pairs(const char *model_arg, const char *path, const char *field,
                      const char *pair_field, const char *id_field, const char *qprefix,
-                     const char *output, int batch, int max_seq)
+                     const char *instruction, const char *output, int batch, int max_seq)
 {
     sq_err err = {0};
     sq_text_stream in;
@@ -93,8 +159,8 @@ static int run_pairs(const char *model_arg, const char *path, const char *field,
         sq_text_stream_close(&in);
         return cli_fail("rerank", &err);
     }
-    sq_embed_model m;
-    if (sq_embed_model_open(model_arg, &m, &err) != 0) {
+    ranker m;
+    if (ranker_open(model_arg, instruction, max_seq, &m, &err) != 0) {
         sq_text_stream_close(&in);
         return cli_fail("rerank", &err);
     }
@@ -119,14 +185,14 @@ static int run_pairs(const char *model_arg, const char *path, const char *field,
     while ((n = sq_text_stream_next(&in, chunk, &c, &err)) > 0) {
         if ((*qprefix && sq_text_chunk_prefix(&c, qprefix) != 0 &&
              sq_err_set(&err, "out of memory")) ||
-            sq_eval_score_pairs(&m, (const char *const *)c.text, c.len,
-                                (const char *const *)c.text2, c.len2, n, &o, scores, logits,
-                                &err) != 0)
+            ranker_score(&m, (const char *const *)c.text, c.len,
+                         (const char *const *)c.text2, c.len2, n, &o, scores, logits,
+                         &err) != 0)
             goto fail;
         for (int64_t i = 0; i < n; i++) {
             fprintf(fp, "{\"index\":%lld", (long long)(done + i));
             print_tail(fp, c.id_json ? c.id_json[i] : NULL, scores[i],
-                       sq_model_is_classifier(&m) ? &logits[i] : NULL);
+                       ranker_has_logit(&m) ? &logits[i] : NULL);
         }
         if (!af.fp)
             fflush(stdout);
@@ -145,7 +211,7 @@ done:
     sq_text_chunk_free(&c);
     free(logits);
     free(scores);
-    sq_embed_model_close(&m);
+    ranker_close(&m);
     sq_text_stream_close(&in);
     return rc;
 }
@@ -153,18 +219,19 @@ done:
 int cmd_rerank(int argc, char **argv)
 {
     enum { O_QUERY = 256, O_QPREFIX, O_DOCS, O_FIELD, O_ID, O_TOPK, O_MAXSEQ, O_PAIRS,
-           O_PAIRF };
+           O_PAIRF, O_INSTR };
     static const struct option opts[] = {
         {"query", required_argument, 0, O_QUERY}, {"query-prefix", required_argument, 0, O_QPREFIX},
         {"docs", required_argument, 0, O_DOCS},   {"field", required_argument, 0, O_FIELD},
         {"id-field", required_argument, 0, O_ID}, {"top-k", required_argument, 0, O_TOPK},
         {"max-seq", required_argument, 0, O_MAXSEQ}, {"pairs", required_argument, 0, O_PAIRS},
         {"pair-field", required_argument, 0, O_PAIRF},
+        {"instruction", required_argument, 0, O_INSTR},
         {"output", required_argument, 0, 'o'},    {"batch", required_argument, 0, 'b'},
         {"threads", required_argument, 0, 't'},   {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     const char *query = NULL, *qprefix = "", *docs = NULL, *field = NULL, *id_field = NULL,
-               *output = "-", *pairs = NULL, *pair_field = NULL;
+               *output = "-", *pairs = NULL, *pair_field = NULL, *instruction = NULL;
     long batch = 32, threads = 0, top_k = -1, max_seq = 0;
     optind = 1;
     int c;
@@ -177,6 +244,7 @@ int cmd_rerank(int argc, char **argv)
         case O_ID: id_field = optarg; break;
         case O_PAIRS: pairs = optarg; break;
         case O_PAIRF: pair_field = optarg; break;
+        case O_INSTR: instruction = optarg; break;
         case O_TOPK:
             if (!cli_parse_int(optarg, 1, RERANK_MAX_DOCS, &top_k))
                 return cli_usage_error("rerank", "--top-k must be an integer in [1, 1000000]");
@@ -206,8 +274,8 @@ int cmd_rerank(int argc, char **argv)
                                              "--docs or --top-k");
         sq_threads_init((int)threads);
         return run_pairs(argv[optind], pairs, field ? field : "query",
-                         pair_field ? pair_field : "document", id_field, qprefix, output,
-                         (int)batch, (int)max_seq);
+                         pair_field ? pair_field : "document", id_field, qprefix, instruction,
+                         output, (int)batch, (int)max_seq);
     }
     if (pair_field)
         return cli_usage_error("rerank", "--pair-field goes with --pairs");
@@ -237,7 +305,7 @@ int cmd_rerank(int argc, char **argv)
     size_t *lens = malloc((size_t)(n + 1) * sizeof *lens);
     double *scores = malloc((size_t)(n ? n : 1) * sizeof *scores);
     int64_t *order = malloc((size_t)(n ? n : 1) * sizeof *order);
-    sq_embed_model m;
+    ranker m;
     bool model_open = false;
     float *logits = NULL;
     sq_atomic_file af = {0};
@@ -248,18 +316,18 @@ int cmd_rerank(int argc, char **argv)
         goto fail;
     }
     snprintf(q, qlen + 1, "%s%s", qprefix, query);
-    if (sq_embed_model_open(argv[optind], &m, &err) != 0)
+    if (ranker_open(argv[optind], instruction, (int)max_seq, &m, &err) != 0)
         goto fail;
     model_open = true;
     sq_embed_opts o = {.batch = (int)batch, .max_seq = (int)max_seq};
-    if (sq_model_is_classifier(&m) && !(logits = malloc((size_t)(n ? n : 1) * sizeof *logits))) {
+    if (ranker_has_logit(&m) && !(logits = malloc((size_t)(n ? n : 1) * sizeof *logits))) {
         sq_err_set(&err, "out of memory for %lld documents", (long long)n);
         goto fail;
     }
     for (int64_t i = 0; i < n; i++) /* the same query pointer: embedded once */
         texts[i] = q, lens[i] = qlen;
-    if (n > 0 && sq_eval_score_pairs(&m, texts, lens, (const char *const *)all.text, all.len, n,
-                                     &o, scores, logits, &err) != 0)
+    if (n > 0 && ranker_score(&m, texts, lens, (const char *const *)all.text, all.len, n, &o,
+                              scores, logits, &err) != 0)
         goto fail;
     if (sq_rank_scores(scores, n, order) != 0) {
         sq_err_set(&err, "out of memory");
@@ -285,7 +353,7 @@ fail:
     rc = cli_fail("rerank", &err);
 done:
     if (model_open)
-        sq_embed_model_close(&m);
+        ranker_close(&m);
     sq_text_chunk_free(&all);
     free(q), free(texts), free(lens), free(scores), free(order), free(logits);
     return rc;
