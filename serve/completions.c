@@ -69,6 +69,39 @@ static void release(sq_cmpl_engine *e)
     sq_metrics_add_gauge(e->metrics, &e->metrics->generations_active, -1);
 }
 
+void sq_cmpl_slot_release(sq_cmpl_engine *e)
+{
+    release(e);
+}
+
+/* Take a slot: false when every one is taken. */
+static bool take(sq_cmpl_engine *e, uint64_t *id)
+{
+    pthread_mutex_lock(&e->mu);
+    const bool full = e->active >= e->max_active;
+    if (!full)
+        e->active++;
+    const uint64_t n = ++e->next_id;
+    pthread_mutex_unlock(&e->mu);
+    if (id)
+        *id = n;
+    if (full) {
+        sq_metrics_completion_rejected(e->metrics);
+        return false;
+    }
+    sq_metrics_add_gauge(e->metrics, &e->metrics->generations_active, 1);
+    return true;
+}
+
+int sq_cmpl_slot_take(sq_cmpl_engine *e, char *msg, size_t msgn)
+{
+    if (take(e, NULL))
+        return 0;
+    snprintf(msg, msgn, "%d generations are running (--max-generations); retry later",
+             e->max_active);
+    return 503;
+}
+
 void sq_cmpl_job_free(sq_cmpl_job *j)
 {
     if (!j)
@@ -145,21 +178,14 @@ int sq_cmpl_begin(sq_cmpl_engine *e, const char *body, size_t len, sq_cmpl_job *
         snprintf(msg, msgn, "out of memory");
         return 500;
     }
-    pthread_mutex_lock(&e->mu);
-    const bool full = e->active >= e->max_active;
-    if (!full)
-        e->active++;
-    const uint64_t id = ++e->next_id;
-    pthread_mutex_unlock(&e->mu);
-    if (full) {
+    uint64_t id;
+    if (!take(e, &id)) {
         free(j);
         sq_cmpl_request_free(&req);
-        sq_metrics_completion_rejected(e->metrics);
         snprintf(msg, msgn, "%d generations are running (--max-generations); retry later",
                  e->max_active);
         return 503;
     }
-    sq_metrics_add_gauge(e->metrics, &e->metrics->generations_active, 1);
     int32_t *ids = NULL;
     int64_t n = sq_tokenizer_encode_all(e->m->tok, req.prompt, req.prompt_len, true, false, &ids);
     int st_tok = 0;

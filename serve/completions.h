@@ -36,6 +36,12 @@ typedef struct sq_cmpl_engine {
 int sq_cmpl_engine_init(sq_cmpl_engine *e);
 void sq_cmpl_engine_destroy(sq_cmpl_engine *e);
 
+/* A generation slot for other work on the causal LM (a reranking request,
+ * server.c): 0, or 503 with msg when --max-generations are running. Give it
+ * back with sq_cmpl_slot_release. */
+int sq_cmpl_slot_take(sq_cmpl_engine *e, char *msg, size_t msgn);
+void sq_cmpl_slot_release(sq_cmpl_engine *e);
+
 typedef struct sq_cmpl_job sq_cmpl_job;
 struct MHD_Response;
 

@@ -35,6 +35,7 @@
 #include "conn_deadline.h"
 #include "dec_sqm.h"
 #include "generate.h"
+#include "lm_judge.h"
 #include "llama_model.h"
 #include "op_profile.h"
 
@@ -55,6 +56,11 @@ typedef struct server {
     bool has_draft;
     sq_cmpl_engine cmpl;
     char draft_name[256];
+    /* the causal LM as a yes/no judge for POST /rerank (lm_judge.h); when it
+     * cannot be one, judge_why says why */
+    sq_lm_judge judge;
+    bool judge_ok;
+    char judge_why[sizeof(((sq_err *)0)->msg)];
     /* the whole-request deadline (conn_deadline.h) */
     sq_deadline *deadline;
     float *ranges; /* --ranges [2][dim] (emb_precision.h), NULL: none */
@@ -213,11 +219,11 @@ static enum MHD_Result handle_get(server *s, struct MHD_Connection *c, conn_req 
                      "{\"model\":\"%s\",\"task\":\"text-generation\",\"kind\":\"decoder\","
                      "\"architecture\":\"llama\",\"context\":%d,\"vocab\":%d,\"dim\":%d,"
                      "\"layers\":%d,\"quantized\":%s,\"max_generations\":%d,\"max_body\":%zu,"
-                     "\"draft\":%s%s%s,\"endpoints\":[\"/v1/completions\"]}",
+                     "\"draft\":%s%s%s,\"endpoints\":[\"/v1/completions\"%s]}",
                      s->name, dc->max_pos, dc->vocab, dc->dim, dc->n_layers,
                      s->lm.sqm ? "true" : "false", s->o->max_generations, s->o->max_body,
                      s->has_draft ? "\"" : "", s->has_draft ? s->draft_name : "null",
-                     s->has_draft ? "\"" : "");
+                     s->has_draft ? "\"" : "", s->judge_ok ? ",\"/rerank\"" : "");
     } else
         sq_sb_printf(&sb,
                      "{\"model\":\"%s\",\"task\":\"%s\",\"dim\":%d,\"max_seq\":%d,\"quantized\":%s,"
@@ -400,6 +406,84 @@ out:
     return ret;
 }
 
+/* A causal LM's POST /rerank (TEI's body and answer): each text judged
+ * against the query by the LM (lm_judge.h), in a generation slot, on this
+ * connection's thread. The scores are those of `squint rerank`. */
+static enum MHD_Result handle_judge(server *s, struct MHD_Connection *c, conn_req *r)
+{
+    static const char *const retry[] = {"Retry-After", "1", NULL};
+    if (is_draining(s))
+        return reply_error(s, c, r, 503, retry, "the server is shutting down");
+    if (!s->judge_ok)
+        return reply_error(s, c, r, 400, NULL,
+                           "this causal LM cannot rerank: %s; it generates text (POST "
+                           "/v1/completions)", s->judge_why);
+    sq_embed_request req;
+    char msg[512];
+    int st = sq_api_parse_rerank(r->body ? r->body : "", r->len, s->o->max_inputs, &req, msg,
+                                 sizeof msg);
+    if (st) {
+        sq_api_request_free(&req);
+        return reply_error(s, c, r, st, NULL, "%s", msg);
+    }
+    const int64_t n = req.n - 1;
+    r->texts = req.n;
+    sq_err err = {0};
+    /* the prompts' tokens, for --max-tokens, before any forward */
+    int64_t tokens = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int32_t *ids;
+        int k = sq_lm_judge_prompt(&s->judge, req.texts[0], req.lens[0], req.texts[i + 1],
+                                   req.lens[i + 1], &ids, &err);
+        free(ids);
+        if (k < 0) {
+            sq_api_request_free(&req);
+            return reply_error(s, c, r, 500, NULL, "%s", err.msg);
+        }
+        tokens += k;
+    }
+    r->tokens = tokens;
+    if (tokens > s->o->max_tokens) {
+        sq_api_request_free(&req);
+        return reply_error(s, c, r, 413, NULL,
+                           "%lld prompt tokens in one request (after truncation to %d per "
+                           "pair); the limit is %lld (--max-tokens)",
+                           (long long)tokens, s->judge.max_seq, (long long)s->o->max_tokens);
+    }
+    if ((st = sq_cmpl_slot_take(&s->cmpl, msg, sizeof msg)) != 0) {
+        sq_api_request_free(&req);
+        return reply_error(s, c, r, st, retry, "%s", msg);
+    }
+    const char **q = malloc((size_t)n * sizeof *q);
+    size_t *ql = malloc((size_t)n * sizeof *ql);
+    double *score = malloc((size_t)n * sizeof *score);
+    int64_t *order = malloc((size_t)n * sizeof *order);
+    int rc = q && ql && score && order ? 0 : sq_err_set(&err, "out of memory");
+    for (int64_t i = 0; rc == 0 && i < n; i++)
+        q[i] = req.texts[0], ql[i] = req.lens[0];
+    if (rc == 0) {
+        if (s->cmpl.threads > 0)
+            omp_set_num_threads(s->cmpl.threads);
+        rc = sq_lm_judge_score(&s->judge, q, ql, req.texts + 1, req.lens + 1, n, score, NULL,
+                               NULL, NULL, &err);
+    }
+    sq_cmpl_slot_release(&s->cmpl);
+    if (rc == 0 && sq_rank_scores(score, n, order) != 0)
+        rc = sq_err_set(&err, "out of memory");
+    enum MHD_Result ret;
+    if (rc != 0) {
+        ret = reply_error(s, c, r, 500, NULL, "%s", err.msg);
+    } else {
+        sq_metrics_texts(&s->metrics, req.n);
+        sq_strbuf sb = {0};
+        sq_api_rerank_response(score, order, n, &sb);
+        ret = reply(s, c, r, 200, "application/json", &sb, NULL);
+    }
+    free(q), free(ql), free(score), free(order);
+    sq_api_request_free(&req);
+    return ret;
+}
+
 /* POST /v1/completions: a whole body, or Server-Sent Events. */
 static enum MHD_Result handle_completion(server *s, struct MHD_Connection *c, conn_req *r)
 {
@@ -560,6 +644,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                            s->o->max_body);
     if (r->ep == SQ_EP_COMPLETIONS)
         return handle_completion(s, c, r);
+    if (r->ep == SQ_EP_RERANK && s->decoder)
+        return handle_judge(s, c, r);
     return handle_embed(s, c, r);
 }
 
@@ -653,6 +739,11 @@ static int open_decoder(server *s, sq_err *err)
         sanitize_name(s->draft_name);
     }
     s->dim = s->lm.dec.cfg.dim;
+    /* POST /rerank when the LM can judge (a ChatML tokenizer with yes / no) */
+    sq_err why = {0};
+    s->judge_ok = sq_lm_judge_init(&s->judge, &s->lm, NULL, 0, &why) == 0;
+    if (!s->judge_ok)
+        snprintf(s->judge_why, sizeof s->judge_why, "%s", why.msg);
     return 0;
 }
 
@@ -818,6 +909,8 @@ static uint64_t close_server(server *s)
         sq_cmpl_engine_destroy(&s->cmpl);
     if (s->has_draft)
         sq_llama_model_close(&s->draft);
+    if (s->judge_ok)
+        sq_lm_judge_free(&s->judge);
     if (s->lm_open)
         sq_llama_model_close(&s->lm);
     if (s->has_head)

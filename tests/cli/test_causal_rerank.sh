@@ -4,7 +4,7 @@
 # folder (ranked by score, logit = logit yes - logit no, --top-k, --output),
 # calibrate + quantize to an int8 .sqm that reranks close to fp32 (while a
 # model with other weights does not: the check can fail), the same bytes at 1
-# and 2 threads, and refusals by name: --instruction for an embedding model, a
+# and 2 threads, serve's POST /rerank (the scores of rerank), and refusals by name: --instruction for an embedding model, a
 # --max-seq that leaves no room or passes the context, a llama2.c model (no
 # ChatML tokens). The parity with PyTorch is tests/oracle/check_qwen3_rerank.sh.
 # Exits 77 without the shared Qwen3 tokenizer or /usr/bin/python3 + numpy.
@@ -17,7 +17,9 @@ T=${SQUINT_SHARED_DATA:-}/qwen3-tokenizer
 [[ -f $T/tokenizer.json ]] || { echo "SKIP: qwen3-tokenizer not found"; exit 77; }
 $PY -c "import numpy" 2>/dev/null || { echo "SKIP: $PY has no numpy"; exit 77; }
 W=$(mktemp -d /tmp/squint-crr-XXXXXX)
-trap 'rm -rf "$W"' EXIT
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$W"; }
+trap cleanup EXIT
 source "$HERE/lib.sh"
 
 M=$W/lm
@@ -84,7 +86,49 @@ else
   fail "calibrate / quantize the causal LM"
 fi
 
-# 3. refusals, by name
+# 3. serve: POST /rerank gives the scores of squint rerank, /info lists it;
+# a llama2.c model's /rerank is refused with the reason
+if [[ $("$SQ" serve x 2>&1) == *"built without libmicrohttpd"* ]]; then
+  echo "skip - serve: squint was built without libmicrohttpd"
+else
+  start_serve() { # MODEL LOG: the URL, or nothing
+    "$SQ" serve "$1" --port 0 --threads 1 >"$2" 2>&1 &
+    pids+=($!)
+    local url=""
+    for _ in $(seq 1 400); do
+      url=$(grep -o 'listening on http://[^ ]*' "$2" | head -1 | sed 's/listening on //')
+      [[ -n $url ]] && break
+      sleep 0.05
+    done
+    echo "$url"
+  }
+  URL=$(start_serve "$W/lm.sqm" "$W/serve.log")
+  "$SQ" rerank "$W/lm.sqm" --query "what causes tides" --docs "$W/docs.txt" >"$W/cli.jsonl"
+  if [[ -z $URL ]]; then fail "serve did not start: $(tail -2 "$W/serve.log")"
+  elif $PY - "$URL" "$W/docs.txt" "$W/cli.jsonl" <<'PY'
+import json, sys, urllib.request
+url, docs, ref = sys.argv[1], open(sys.argv[2]).read().splitlines(), sys.argv[3]
+want = [{"index": o["index"], "score": o["score"]} for o in map(json.loads, open(ref))]
+req = urllib.request.Request(url + "/rerank", json.dumps({"query": "what causes tides", "texts": docs}).encode(),
+                             {"Content-Type": "application/json"})
+got = json.load(urllib.request.urlopen(req))
+assert got == want, (got, want)
+info = json.load(urllib.request.urlopen(url + "/info"))
+assert "/rerank" in info["endpoints"], info
+PY
+  then pass "serve: POST /rerank gives the scores of squint rerank"
+  else fail "serve: POST /rerank"; fi
+  S260=${SQUINT_SHARED_DATA}/stories260K/stories260K.bin
+  if [[ -f $S260 ]]; then
+    URL=$(start_serve "$S260" "$W/serve260.log")
+    code=$(curl -s -o "$W/e.json" -w '%{http_code}' -d '{"query":"q","texts":["a"]}' "$URL/rerank")
+    [[ $code == 400 ]] && grep -q "cannot rerank: .*llama2.c tokenizer" "$W/e.json" &&
+      pass "serve: a llama2.c model's /rerank refused with the reason" ||
+      fail "serve: llama2.c /rerank: $code $(cat "$W/e.json")"
+  fi
+fi
+
+# 4. refusals, by name
 "$PY" "$HERE/../fixture/gen_qwen3_fixture.py" --shape tiny --tokenizer-dir "$T" --embedding "$W/emb" >/dev/null
 expect_error "--instruction for an embedding model" "--instruction is for a causal LM" "$W/x.jsonl" -- \
   "$SQ" rerank "$W/emb" --query q --docs "$W/docs.txt" --instruction x --output "$W/x.jsonl"
