@@ -361,7 +361,10 @@ static void print_metadata(const json_t *m)
         printf("attention:   int8 matmuls (Q, K, V quantized per head dynamically, %s; 8-bit "
                "probabilities; SQM.md 6.5)\n",
                llama ? "V per token (causal)" : "V per channel");
-    if (llama)
+    if (llama && json_object_get(m, "embeddings_type") && !strcmp(str(m, "embeddings_type"), "int8"))
+        printf("lm head:     none (a causal embedding model: int8 token rows, one scale per "
+               "row; SQM.md 10.8)\n");
+    else if (llama)
         printf("lm head:     %s\n",
                json_object_get(m, "classifier_type") && !strcmp(str(m, "classifier_type"), "int8")
                    ? "int8 (packed \"classifier\": per-channel weights, per-token int8 "

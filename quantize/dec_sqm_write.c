@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "container.h"
+#include "embed_quant.h"
 #include "quant_plan.h"
 #include "sqm_model.h"
 #include "sqm_schema.h"
@@ -37,8 +38,11 @@ static char *build_metadata(const sq_llama_model *m, bool dynamic_acts, const sq
     sq_sb_printf(&sb, "format: squint-model\nformat_version: 1\ntool: \"squint %s\"\n"
                       "architecture: llama\nconfig:\n", SQUINT_VERSION);
     sq_decoder_config_to_yaml(&sb, c, "  ");
-    sq_sb_printf(&sb, "embeddings_type: fp32\nactivation_guard: %s\nactivations: %s\n",
-                 res->recipe->guard_rows ? "row" : "clip", dynamic_acts ? "dynamic" : "static");
+    /* a causal embedding model runs no LM head: its token rows go in int8
+     * (one scale per row, as an encoder's) and no classifier is written (10.8) */
+    sq_sb_printf(&sb, "embeddings_type: %s\nactivation_guard: %s\nactivations: %s\n",
+                 m->emb.on ? "int8" : "fp32", res->recipe->guard_rows ? "row" : "clip",
+                 dynamic_acts ? "dynamic" : "static");
     if (cls_plan) /* written only when int8: fp32 files stay as they were */
         sq_sb_printf(&sb, "classifier_type: int8\n");
     if (res->recipe->attn_matmul != SQ_ATTN_F32) /* absent: f32, as files before the key */
@@ -112,6 +116,7 @@ static char *build_metadata(const sq_llama_model *m, bool dynamic_acts, const sq
 typedef struct dec_src {
     const sq_llama_model *m;
     const sq_quant_result *res;
+    float *word_scale; /* int8 token rows: their scales, for the row after */
 } dec_src;
 
 /* tokenizer.vocab (pieces in id order, NUL after each), .scores as f64, or
@@ -218,7 +223,7 @@ static int bytelevel_rows(const sq_bl *bl, enum sq_sqm_row row, sq_keep *kp, sq_
 static int dec_tensor(void *ctx, enum sq_sqm_row row, int l, sq_keep *kp, sq_sqm_data *out,
                       sq_err *err)
 {
-    const dec_src *s = ctx;
+    dec_src *s = ctx;
     const sq_decoder *d = &s->m->dec;
     *out = (sq_sqm_data){NULL, 0};
     switch (row) {
@@ -230,7 +235,21 @@ static int dec_tensor(void *ctx, enum sq_sqm_row row, int l, sq_keep *kp, sq_sqm
             return bytelevel_rows(sq_tokenizer_bl(s->m->tok), row, kp, out, err);
         return row == SQ_ROW_TOK_ADDED ? 0
                                        : tokenizer_rows(sq_tokenizer_bpe(s->m->tok), row, kp, out, err);
-    case SQ_ROW_WORD: out->p = d->tok_emb; break;
+    case SQ_ROW_WORD:
+        if (s->m->emb.on) {
+            const int V = d->cfg.vocab, D = d->cfg.dim;
+            int8_t *q = sq_keep_add(kp, malloc((size_t)V * D));
+            float *sc = sq_keep_add(kp, malloc((size_t)V * sizeof *sc));
+            if (!q || !sc)
+                return sq_err_set(err, "out of memory");
+            sq_embed_quant_s8(d->tok_emb, V, D, q, sc);
+            s->word_scale = sc;
+            out->p = q;
+        } else {
+            out->p = d->tok_emb;
+        }
+        break;
+    case SQ_ROW_WORD_SCALE: out->p = s->word_scale; break;
     case SQ_ROW_RMS_ATT: out->p = d->layers[l].n1_g; break;
     case SQ_ROW_RMS_FFN: out->p = d->layers[l].n2_g; break;
     case SQ_ROW_Q_NORM: out->p = d->layers[l].qn_g; break;
@@ -266,7 +285,7 @@ int sq_dec_sqm_write(const sq_llama_model *m, bool dynamic_acts, const sq_quant_
     char *meta = build_metadata(m, dynamic_acts, res);
     if (!meta)
         return sq_err_set(err, "out of memory");
-    dec_src ds = {m, res};
+    dec_src ds = {m, res, NULL};
     const sq_sqm_source src = {dec_tensor, dec_linear, &ds};
     int rc = sq_sqm_write(meta, &src, zstd_level, path, err);
     free(meta);

@@ -10,6 +10,7 @@
 #include "attn_s8.h"
 #include "ops.h"
 #include "par_threads.h"
+#include "quant_embed.h"
 
 /* An f32 linear of out x in, its weights gathered from up to two row
  * blocks (a[0 .. na rows) then b[0 .. nb rows)), no bias (zeros). */
@@ -97,7 +98,9 @@ int sq_decoder_from_llama(sq_llama_ckpt *ck, sq_decoder *d, sq_err *err)
     cl->qtype = SQ_QT_F32;
     if (!(d->cls_bias = calloc((size_t)k->vocab, sizeof(float))))
         goto oom;
-    if (k->tied_classifier) {
+    if (ck->no_head) {
+        d->no_head = true; /* the classifier stays empty */
+    } else if (k->tied_classifier) {
         cl->w = d->tok_emb;
         cl->b = d->cls_bias;
         cl->borrowed = true;
@@ -341,8 +344,14 @@ static void run_chunk(const sq_decoder *d, sq_decoder_state *st, const int32_t *
 {
     const sq_decoder_config *c = &d->cfg;
     const int D = c->dim;
-    for (int r = 0; r < n; r++)
-        memcpy(st->x + (size_t)r * D, d->tok_emb + (size_t)ids[r] * D, (size_t)D * sizeof(float));
+    for (int r = 0; r < n; r++) {
+        if (d->tok_q)
+            sq_embed_dequant_s8_row(d->tok_q + (size_t)ids[r] * D, d->tok_scale[ids[r]], D,
+                                    st->x + (size_t)r * D);
+        else
+            memcpy(st->x + (size_t)r * D, d->tok_emb + (size_t)ids[r] * D,
+                   (size_t)D * sizeof(float));
+    }
     const sq_block_desc desc = {.norm = SQ_NORM_RMS, .place = SQ_NORM_PRE, .act = SQ_ACT_SWIGLU,
                                 .eps = c->norm_eps};
     dec_attn core = {d, st, n, pos};
@@ -372,6 +381,9 @@ int sq_decoder_forward(const sq_decoder *d, sq_decoder_state *st, const int32_t 
                        int pos, float *logits, bool all_logits, sq_err *err)
 {
     const sq_decoder_config *c = &d->cfg;
+    if (d->no_head)
+        return sq_err_set(err, "the model has no LM head (a causal embedding model: it embeds "
+                               "with last-token pooling, it does not give next-token logits)");
     if (check_run(d, st, ids, n, pos, err) != 0)
         return -1;
     for (int done = 0; done < n; done += st->max_rows) {

@@ -72,7 +72,8 @@ void sq_decoder_state_free(sq_decoder_state *st);
 /* Run ids[0 .. n) at positions pos .. pos + n - 1 (the cache must hold the
  * positions before pos: the caller's running count). logits gets
  * [n][vocab] when all_logits, else the last row's [vocab]. -1 with err on
- * an id out of range or positions beyond the cache. */
+ * an id out of range or positions beyond the cache, or on a model with no
+ * LM head (d->no_head). */
 int sq_decoder_forward(const sq_decoder *d, sq_decoder_state *st, const int32_t *ids, int n,
                        int pos, float *logits, bool all_logits, sq_err *err);
 

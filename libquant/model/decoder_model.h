@@ -7,6 +7,7 @@
 #define SQ_DECODER_MODEL_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "attn_matmul.h"
 #include "block.h"
@@ -22,7 +23,16 @@
 
 typedef struct sq_decoder {
     sq_decoder_config cfg;
-    float *tok_emb;            /* [vocab][dim], owned */
+    float *tok_emb;            /* [vocab][dim], owned; NULL when tok_q holds the rows */
+    /* A causal embedding model's .sqm (SQM.md 10.8): the token rows in int8,
+     * one scale per row (quant_embed.h), looked up and dequantized; NULL
+     * otherwise. */
+    const int8_t *tok_q;
+    const float *tok_scale;    /* [vocab] */
+    /* No LM head: a causal embedding model's .sqm, or a checkpoint saved
+     * without one (an untied Qwen3-Embedding); the classifier is empty and
+     * sq_decoder_forward refuses to give logits. */
+    bool no_head;
     sq_block *layers;
     float *rms_final;          /* [dim], owned */
     sq_linear classifier;      /* [vocab][dim]; tied: borrows tok_emb and cls_bias */

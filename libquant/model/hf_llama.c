@@ -150,9 +150,18 @@ int sq_hf_llama_load(const char *dir, sq_llama_ckpt *ck, sq_err *err)
         }
     }
     const bool has_head = sq_hf_weights_find(&w, "lm_head.weight", &in) != NULL;
-    if (!c->shared_classifier) {
+    /* An untied causal embedding model may come without its head (the bare
+     * Qwen3Model that sentence-transformers saves): it never runs one. */
+    sq_pooling_config pc;
+    sq_err ignored;
+    if (!c->shared_classifier && !has_head && sq_pooling_config_load_dir(dir, &pc, &ignored) == 0 &&
+        pc.from_sentence_transformers && pc.pooling == SQ_POOL_LAST)
+        ck->no_head = true;
+    if (!c->shared_classifier && !ck->no_head) {
         if (!has_head) {
-            sq_err_set(err, "%s: missing tensor \"lm_head.weight\" (tie_word_embeddings is false)",
+            sq_err_set(err, "%s: missing tensor \"lm_head.weight\" (tie_word_embeddings is "
+                            "false, and the folder is no causal embedding model: no "
+                            "sentence-transformers Pooling module with pooling_mode_lasttoken)",
                        w.shards[0].mf.path);
             goto out;
         }

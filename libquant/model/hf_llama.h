@@ -10,7 +10,8 @@
  *   model.layers.N.post_attention_layernorm      -> rms_ffn
  *   model.layers.N.mlp.{gate,up,down}_proj       -> w1, w3, w2
  *   model.norm.weight                            -> rms_final
- *   lm_head.weight [V, D] (absent when tie_word_embeddings) -> wcls
+ *   lm_head.weight [V, D] (absent when tie_word_embeddings, and in an untied
+ *   causal embedding model, which then has no head: ck->no_head) -> wcls
  * The same names without "model." (a bare Qwen3Model, as a causal embedding
  * model such as Qwen3-Embedding saves it) are read alike.
  * Qwen3 adds per layer self_attn.{q,k}_norm.weight [head_dim] -> q_norm,

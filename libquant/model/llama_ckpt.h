@@ -47,7 +47,10 @@ typedef struct sq_llama_ckpt {
     float *wq, *wk, *wv, *wo;  /* [L][dim][dim], [L][kv][dim] x2, [L][dim][dim] */
     float *w1, *w2, *w3;       /* [L][hidden][dim], [L][dim][hidden], [L][hidden][dim] */
     float *rms_final;          /* [dim] */
-    float *wcls;               /* [vocab][dim], NULL when shared */
+    float *wcls;               /* [vocab][dim], NULL when shared or no_head */
+    /* no LM head at all: an untied causal embedding model saved without
+     * lm_head.weight (Qwen3-Embedding-8B); HF folders only */
+    bool no_head;
     /* Qwen3 (HF folders only): per-head q / k RMSNorm weights [L][head_dim],
      * NULL for Llama. With head_dim set, wq is [L][heads * head_dim][dim],
      * wk, wv [L][kv_heads * head_dim][dim], wo [L][dim][heads * head_dim]. */

@@ -49,6 +49,9 @@ int sq_lm_judge_init(sq_lm_judge *j, const sq_llama_model *lm, const char *instr
     j->lm = lm;
     const int ctx = lm->dec.cfg.max_pos;
     int32_t chat;
+    if (lm->dec.no_head)
+        return sq_err_set(err, "the model has no LM head (a causal embedding model): it cannot "
+                               "judge yes / no");
     if (!lm->has_template)
         return sq_err_set(err, "%s: a causal LM reranks with its tokenizer.json (ChatML "
                                "prompts); a llama2.c tokenizer has none",

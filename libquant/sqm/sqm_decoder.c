@@ -34,8 +34,16 @@ int sq_sqm_load_decoder(const sq_container *c, sq_decoder *d, sq_tokenizer **tok
         sq_err_set(err, "out of memory");
         goto fail;
     }
-    if (!(d->tok_emb = (float *)sq_sqm_finite_f32(c, "embeddings.word", false, err)) ||
-        !(d->rms_final = (float *)sq_sqm_finite_f32(c, "final_norm.weight", false, err)))
+    if (ctx.emb_qt == SQ_QT_S8) { /* a causal embedding model: no head (10.8) */
+        const sq_container_tensor *w = sq_container_find(c, "embeddings.word");
+        d->tok_q = w->data;
+        d->no_head = true;
+        if (!(d->tok_scale = sq_sqm_finite_f32(c, "embeddings.word.scale", false, err)))
+            goto fail;
+    } else if (!(d->tok_emb = (float *)sq_sqm_finite_f32(c, "embeddings.word", false, err))) {
+        goto fail;
+    }
+    if (!(d->rms_final = (float *)sq_sqm_finite_f32(c, "final_norm.weight", false, err)))
         goto fail;
     char name[96];
     for (int l = 0; l < k->n_layers; l++) {
@@ -73,7 +81,9 @@ int sq_sqm_load_decoder(const sq_container *c, sq_decoder *d, sq_tokenizer **tok
         }
     }
     sq_linear *cl = &d->classifier;
-    if (ctx.cls_qt != SQ_QT_F32) { /* packed (SQM.md 10.6) */
+    if (d->no_head) {
+        /* no classifier */
+    } else if (ctx.cls_qt != SQ_QT_F32) { /* packed (SQM.md 10.6) */
         if (sq_sqm_load_linear(c, SQ_SQM_CLASSIFIER_PREFIX, k->vocab, k->dim, true, cl, err) != 0)
             goto fail;
         cl->guard = info.guard_rows;

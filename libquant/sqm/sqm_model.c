@@ -190,9 +190,12 @@ static int read_decoder_meta(const sq_container *c, const yt_node *r, const yt_n
     ctx->cfg.layers = ctx->dec.n_layers;
     ctx->cfg.vocab_size = ctx->dec.vocab;
     ctx->cfg.hidden = ctx->cfg.embed_dim = ctx->dec.dim;
-    if (yt_get_string(r, "embeddings_type", &s, err) != 0 || strcmp(s, "fp32") != 0)
-        return sq_err_set(err, "%s: metadata embeddings_type of a causal LM must be fp32", c->path);
-    ctx->emb_qt = SQ_QT_F32;
+    /* int8: a causal embedding model's token rows (10.8), checked below */
+    if (yt_get_string(r, "embeddings_type", &s, err) != 0 ||
+        (strcmp(s, "fp32") != 0 && strcmp(s, "int8") != 0))
+        return sq_err_set(err, "%s: metadata embeddings_type of a causal LM must be fp32 (or "
+                               "int8 for a causal embedding model, 10.8)", c->path);
+    ctx->emb_qt = strcmp(s, "int8") == 0 ? SQ_QT_S8 : SQ_QT_F32;
     /* absent: fp32, every file written before the key existed (SQM.md 10.6) */
     ctx->cls_qt = SQ_QT_F32;
     if (yt_get(r, "classifier_type")) {
@@ -289,6 +292,10 @@ int sq_sqm_read_meta(const sq_container *c, sq_sqm_schema_ctx *ctx, sq_sqm_info 
     const yt_node *arch = yt_get(r, "architecture");
     if (arch && yt_scalar(arch) && strcmp(yt_scalar(arch), "llama") == 0) {
         rc = read_decoder_meta(c, r, conf, ctx, info, err);
+        /* int8 token rows leave no LM head: an embedding model's only (10.8) */
+        if (rc == 0 && ctx->emb_qt != SQ_QT_F32 && (!ctx->dec_embedding || ctx->cls_qt != SQ_QT_F32))
+            rc = sq_err_set(err, "%s: metadata embeddings_type int8 is for a causal embedding "
+                                 "model (pooling: last) without a classifier (10.8)", c->path);
         goto out;
     }
     if (sq_bert_config_from_yaml(conf, cfg, err) != 0)

@@ -360,8 +360,9 @@ static bool when_holds(sq_sqm_when w, const sq_sqm_schema_ctx *ctx, sq_qtype lin
     case SQ_WHEN_NO_CLASS_HEAD: return ctx->class_head_classes <= 0;
     case SQ_WHEN_ENCODER: return !ctx->decoder;
     case SQ_WHEN_DECODER: return ctx->decoder;
-    case SQ_WHEN_UNTIED:
-        return ctx->decoder && !ctx->dec.tied_classifier && ctx->cls_qt == SQ_QT_F32;
+    case SQ_WHEN_UNTIED: /* int8 token rows: an embedding model, no head (10.8) */
+        return ctx->decoder && !ctx->dec.tied_classifier && ctx->cls_qt == SQ_QT_F32 &&
+               ctx->emb_qt == SQ_QT_F32;
     case SQ_WHEN_SCORES:
         return ctx->unigram || ctx->hf_unigram || (ctx->decoder && !ctx->hf_bpe && !ctx->bytelevel);
     case SQ_WHEN_HF_UNIGRAM: return ctx->hf_unigram && !ctx->decoder;

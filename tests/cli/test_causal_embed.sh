@@ -3,15 +3,15 @@
 # --embedding, tiny shape, the real Qwen3 tokenizer) through the pipeline:
 # embed from the folder (the instruction prompt, the appended <|endoftext|>,
 # last-token pooling, the same bytes at 1 and 2 threads), calibrate and
-# quantize to an int8 .sqm (SQM.md 10.8: pooling last, tokenizer.single_suffix;
-# no LM head), the same bytes when quantized twice, inspect, embed from the
+# quantize to an int8 .sqm (SQM.md 10.8: pooling last, tokenizer.single_suffix,
+# int8 token rows, no LM head), the same bytes when quantized twice, inspect, embed from the
 # .sqm (close to fp32), embed-run, serve's /v1/embeddings and the Python
-# binding over libsquint (the bytes of squint embed), generate still running
-# the .sqm, and refusals by name.
+# binding over libsquint (the bytes of squint embed), generate refusing
+# the .sqm (int8 token rows, no LM head), and refusals by name.
 # Exits 77 without the shared Qwen3 tokenizer or /usr/bin/python3 + numpy.
-# usage: test_causal_embed.sh SQUINT LIBSQUINT_SO SOURCE_ROOT
+# usage: test_causal_embed.sh SQUINT LIBSQUINT_SO SOURCE_ROOT SQM_POKE
 set -uo pipefail
-SQ=$1 LIB=$2 SRC=$3
+SQ=$1 LIB=$2 SRC=$3 POKE=$4
 HERE=$(cd "$(dirname "$0")" && pwd)
 PY=/usr/bin/python3
 T=${SQUINT_SHARED_DATA:-}/qwen3-tokenizer
@@ -73,8 +73,18 @@ if "$SQ" calibrate "$M" --samples 8 --max-seq 32 --quiet -o "$W/qb.sqc" 2>"$W/qb
 else fail "calibrate without --corpus: $(cat "$W/qb.err")"; fi
 "$SQ" verify "$W/a.sqm" >/dev/null 2>&1 && pass "verify" || fail "verify"
 info=$("$SQ" inspect "$W/a.sqm")
-[[ $info == *"pooling last, normalize true"* && $info != *"lm head:     int8"* ]] &&
-  pass "inspect: a causal embedding model, no int8 LM head" || fail "inspect: $info"
+[[ $info == *"pooling last, normalize true"* && $info == *"lm head:     none"* ]] &&
+  pass "inspect: a causal embedding model, no LM head" || fail "inspect: $info"
+# int8 token rows (one scale per row), no classifier tensor (SQM.md 10.8)
+$PY - "$SQ" "$W/a.sqm" <<'PY' && pass "int8 token rows, no classifier" || fail "the token rows / classifier"
+import json, subprocess, sys
+j = json.loads(subprocess.run([sys.argv[1], "inspect", "--json", "--tensors", sys.argv[2]],
+                              capture_output=True, text=True, check=True).stdout)
+assert j["metadata"]["embeddings_type"] == "int8", j["metadata"]["embeddings_type"]
+names = {t["name"]: t for t in j["tensors"]}
+assert names["embeddings.word"]["dtype"] == "i8" and "embeddings.word.scale" in names, names["embeddings.word"]
+assert not any(n.startswith("classifier") for n in names), [n for n in names if "classifier" in n]
+PY
 [[ $("$SQ" inspect --json "$W/a.sqm") == *'"single_suffix"'* ]] && pass "inspect --json: single_suffix" || fail "inspect --json"
 prefix=$($PY -c "import json; print(json.load(open('$M/config_sentence_transformers.json'))['prompts']['query'], end='')")
 "$SQ" embed "$W/a.sqm" --input "$W/texts.txt" --prefix "$prefix" --output "$W/s.npy" --tokens-output "$W/s.tok" ||
@@ -91,8 +101,19 @@ then pass ".sqm: int8 close to fp32"
 else fail ".sqm: int8 far from fp32"; fi
 "$SQ" embed-run "$W/a.sqm" --reference "$M" --input "$W/texts.txt" --gate cos_min=0.9 >"$W/er.txt" 2>&1 &&
   grep -q "(sqm," "$W/er.txt" && pass "embed-run: gates against the folder" || fail "embed-run: $(tail -3 "$W/er.txt")"
-"$SQ" generate "$W/a.sqm" --prompt "Hello" --max-tokens 4 --temperature 0 >/dev/null 2>&1 &&
-  pass "generate still runs the .sqm" || fail "generate on the embedding .sqm"
+# forged: int8 token rows without pooling last (a causal LM needs its head),
+# a NaN row scale
+"$POKE" "$W/a.sqm" "$W/f1.sqm" --replace "pooling: last" "xooling: last" >/dev/null &&
+  expect_error "int8 token rows in a causal LM" "embeddings_type int8 is for a causal embedding model" "" -- \
+    "$SQ" embed "$W/f1.sqm" --input "$W/texts.txt" --output "$W/x.npy"
+"$POKE" "$W/a.sqm" "$W/f2.sqm" --replace "embeddings_type: int8" "embeddings_type: fp32" >/dev/null &&
+  expect_error "int8 token rows said to be fp32" "embeddings.word" "" -- \
+    "$SQ" embed "$W/f2.sqm" --input "$W/texts.txt" --output "$W/x.npy"
+"$POKE" "$W/a.sqm" "$W/f3.sqm" embeddings.word.scale 7 --set-f32 nan >/dev/null &&
+  expect_error "a NaN token row scale" "embeddings.word.scale\": entry 7 is nan" "" -- \
+    "$SQ" embed "$W/f3.sqm" --input "$W/texts.txt" --output "$W/x.npy"
+expect_error "generate on the embedding .sqm (no LM head)" "the model has no LM head" "" -- \
+  "$SQ" generate "$W/a.sqm" --prompt "Hello" --max-tokens 4 --temperature 0
 
 "$SQ" embed "$W/a.sqm" --input "$W/texts.txt" --output "$W/ref.npy" || fail ".sqm: embed to .npy"
 

@@ -7,7 +7,8 @@
 # Qwen3-0.6B's layer shape (bf16, 2 layers). 100 STS-B queries with the
 # instruction prefix (--prompt query), 100 documents without, and a text
 # past the tiny shape's 256 positions (truncated before the appended token;
-# several 64-row prefill chunks). Each wrong oracle (mean pooling; the
+# several 64-row prefill chunks); also the tiny shape untied and without an
+# lm_head tensor (Qwen3-Embedding-8B's kind). Each wrong oracle (mean pooling; the
 # appended token left out) must fail. The embeddings are the same bytes at
 # 1 and 2 threads.
 # Exits 77 without /usr/bin/python3 + torch + numpy or the shared Qwen3 tokenizer.
@@ -26,9 +27,11 @@ head -100 "$W/all" >"$W/queries"
 { tail -n +101 "$W/all"; printf 'The quick brown fox jumps over the lazy dog again and again. %.0s' $(seq 1 40); echo; } >"$W/docs"
 fails=0
 fail() { echo "FAIL - $*"; fails=$((fails + 1)); }
-for shape in tiny qwen3-0.6b-l2; do
+for shape in tiny qwen3-0.6b-l2 tiny-untied; do
   m=$W/$shape
-  $PY "$here/../fixture/gen_qwen3_fixture.py" --shape "$shape" --tokenizer-dir "$T" --embedding "$m" >/dev/null ||
+  untied=(); [[ $shape == *-untied ]] && untied=(--untied)
+  $PY "$here/../fixture/gen_qwen3_fixture.py" --shape "${shape%-untied}" --tokenizer-dir "$T" --embedding \
+      "${untied[@]}" "$m" >/dev/null ||
     { fail "fixture $shape"; continue; }
   runs=()
   for kind in queries docs; do
