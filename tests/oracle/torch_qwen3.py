@@ -34,6 +34,19 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torch_llama_hf import read_safetensors, rms, rope  # noqa: E402
 
 
+def load(model_dir):
+    """config.json and model.safetensors of a folder: (cfg, w)."""
+    cfg = json.load(open(os.path.join(model_dir, "config.json")))
+    return cfg, read_safetensors(os.path.join(model_dir, "model.safetensors"))
+
+
+def lm_head(cfg, w):
+    """The LM head [vocab, D]: the tied embedding, or lm_head.weight."""
+    pfx = "model." if "model.embed_tokens.weight" in w else ""
+    return w[pfx + "embed_tokens.weight"] if cfg.get("tie_word_embeddings", False) \
+        else w["lm_head.weight"]
+
+
 def forward(cfg, w, ids, qk_norm=True, hidden=False):
     """Logits [T, vocab]; hidden: the final hidden states [T, D] instead."""
     D = cfg["hidden_size"]
@@ -70,9 +83,7 @@ def forward(cfg, w, ids, qk_norm=True, hidden=False):
     x = rms(x, w[pfx + "norm.weight"], eps)
     if hidden:
         return x
-    head = w[pfx + "embed_tokens.weight"] if cfg.get("tie_word_embeddings", False) \
-        else w["lm_head.weight"]
-    return x @ head.T
+    return x @ lm_head(cfg, w).T
 
 
 def main():
@@ -84,10 +95,9 @@ def main():
     ap.add_argument("--no-qk-norm", action="store_true")
     ap.add_argument("--and-wrong", action="store_true")
     a = ap.parse_args()
-    cfg = json.load(open(os.path.join(a.model, "config.json")))
+    cfg, w = load(a.model)
     if cfg.get("model_type") != "qwen3":
         raise SystemExit(f"{a.model}: model_type is not qwen3")
-    w = read_safetensors(os.path.join(a.model, "model.safetensors"))
     V = cfg["vocab_size"]
     with open(a.ids) as f:
         seqs = [[int(t) for t in line.split()] for line in f if line.strip()]

@@ -27,8 +27,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_llama_hf import read_safetensors  # noqa: E402
-from torch_qwen3 import forward  # noqa: E402
+from torch_qwen3 import forward, load  # noqa: E402
 
 
 def embeddings(cfg, w, seqs, wrong=None):
@@ -83,8 +82,7 @@ def main():
     ap.add_argument("--min-inputs", type=int, default=1)
     a = ap.parse_args()
     torch.set_num_threads(2)
-    cfg = json.load(open(os.path.join(a.model, "config.json")))
-    w = read_safetensors(os.path.join(a.model, "model.safetensors"))
+    cfg, w = load(a.model)
     ok = True
     for tokens, emb in a.run:
         ok &= check(cfg, w, tokens, emb, a.tol, a.min_inputs)

@@ -40,8 +40,7 @@ import tempfile
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_llama_hf import read_safetensors  # noqa: E402
-from torch_qwen3 import forward  # noqa: E402
+from torch_qwen3 import forward, lm_head, load  # noqa: E402
 
 SYSTEM = ('<|im_start|>system\nJudge whether the Document meets the requirements based on the '
           'Query and the Instruct provided. Note that the answer can only be "yes" or "no".'
@@ -97,13 +96,10 @@ def main():
     ap.add_argument('--min-pairs', type=int, default=1)
     a = ap.parse_args()
     torch.set_num_threads(2)
-    cfg = json.load(open(os.path.join(a.model, 'config.json')))
-    w = read_safetensors(os.path.join(a.model, 'model.safetensors'))
+    cfg, w = load(a.model)
     vocab = json.load(open(os.path.join(a.model, 'tokenizer.json')))['model']['vocab']
     yes, no = vocab['yes'], vocab['no']
-    pfx = 'model.' if 'model.embed_tokens.weight' in w else ''
-    head = w[pfx + 'embed_tokens.weight'] if cfg.get('tie_word_embeddings', False) \
-        else w['lm_head.weight']
+    head = lm_head(cfg, w)
     diff = (head[yes] - head[no]).double()
     max_len = min(8192, cfg['max_position_embeddings'])
     with open(a.pairs) as f:
