@@ -74,8 +74,8 @@ void sq_cmpl_slot_release(sq_cmpl_engine *e)
     release(e);
 }
 
-/* Take a slot: false when every one is taken. */
-static bool take(sq_cmpl_engine *e, uint64_t *id)
+/* Take a slot: 0, or 503 with msg when every one is taken. */
+static int take(sq_cmpl_engine *e, uint64_t *id, char *msg, size_t msgn)
 {
     pthread_mutex_lock(&e->mu);
     const bool full = e->active >= e->max_active;
@@ -87,19 +87,17 @@ static bool take(sq_cmpl_engine *e, uint64_t *id)
         *id = n;
     if (full) {
         sq_metrics_completion_rejected(e->metrics);
-        return false;
+        snprintf(msg, msgn, "%d generations are running (--max-generations); retry later",
+                 e->max_active);
+        return 503;
     }
     sq_metrics_add_gauge(e->metrics, &e->metrics->generations_active, 1);
-    return true;
+    return 0;
 }
 
 int sq_cmpl_slot_take(sq_cmpl_engine *e, char *msg, size_t msgn)
 {
-    if (take(e, NULL))
-        return 0;
-    snprintf(msg, msgn, "%d generations are running (--max-generations); retry later",
-             e->max_active);
-    return 503;
+    return take(e, NULL, msg, msgn);
 }
 
 void sq_cmpl_job_free(sq_cmpl_job *j)
@@ -179,11 +177,9 @@ int sq_cmpl_begin(sq_cmpl_engine *e, const char *body, size_t len, sq_cmpl_job *
         return 500;
     }
     uint64_t id;
-    if (!take(e, &id)) {
+    if (take(e, &id, msg, msgn) != 0) {
         free(j);
         sq_cmpl_request_free(&req);
-        snprintf(msg, msgn, "%d generations are running (--max-generations); retry later",
-                 e->max_active);
         return 503;
     }
     int32_t *ids = NULL;
