@@ -1,18 +1,16 @@
-/* squint rerank: order documents by the cosine of their embeddings with a
- * query's (bi-encoder reranking; eval_metrics.h sq_rank_by_cosine). */
+/* squint rerank: order documents for a query, or score pairs, with whatever
+ * kind of model ranks (ranker.h: a bi-encoder's cosine, a cross-encoder's
+ * logit, a causal LM's yes/no judgement). */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
-#include "dec_sqm.h"
 #include "embedder.h"
-#include "eval_metrics.h"
-#include "eval_rerank.h"
-#include "seq_classify.h"
+#include "rank_order.h"
 #include "fileio.h"
-#include "lm_judge.h"
+#include "ranker.h"
 #include "text_stream.h"
 #include "threads.h"
 
@@ -88,64 +86,6 @@ static int finish_output(sq_atomic_file *af, sq_err *err)
     return 0;
 }
 
-/* What ranks: an embedding model or a cross-encoder (embed_model.h), or a
- * causal LM judging each pair yes or no (lm_judge.h). */
-typedef struct ranker {
-    bool judge;
-    sq_embed_model em;
-    sq_llama_model lm;
-    sq_lm_judge j;
-} ranker;
-
-static int ranker_open(const char *arg, const char *instruction, int max_seq, ranker *r,
-                       sq_err *err)
-{
-    memset(r, 0, sizeof *r);
-    r->judge = (sq_llama_is_checkpoint(arg) || sq_dec_sqm_is_decoder(arg)) &&
-               !sq_llama_is_embedding(arg);
-    if (!r->judge) {
-        if (instruction)
-            return sq_err_set(err, "%s: --instruction is for a causal LM reranking as "
-                                   "Qwen3-Reranker does; this model is an embedding model or "
-                                   "a cross-encoder", arg);
-        return sq_embed_model_open(arg, &r->em, err);
-    }
-    if (sq_llama_model_open(arg, NULL, &r->lm, err) != 0)
-        return -1;
-    if (sq_lm_judge_init(&r->j, &r->lm, instruction, max_seq, err) != 0) {
-        sq_err_prefix(err, "%s", arg);
-        sq_llama_model_close(&r->lm);
-        return -1;
-    }
-    return 0;
-}
-
-/* Whether each score comes with a logit (cross-encoders and judges). */
-static bool ranker_has_logit(const ranker *r)
-{
-    return r->judge || sq_model_is_classifier(&r->em);
-}
-
-static int ranker_score(ranker *r, const char *const *a, const size_t *alen,
-                        const char *const *b, const size_t *blen, int64_t n,
-                        const sq_embed_opts *o, double *scores, float *logits, sq_err *err)
-{
-    if (!r->judge)
-        return sq_eval_score_pairs(&r->em, a, alen, b, blen, n, o, scores, logits, err);
-    return n > 0 ? sq_lm_judge_score(&r->j, a, alen, b, blen, n, scores, logits, NULL, NULL, err)
-                 : sq_err_set(err, "no pairs to score");
-}
-
-static void ranker_close(ranker *r)
-{
-    if (r->judge) {
-        sq_lm_judge_free(&r->j);
-        sq_llama_model_close(&r->lm);
-    } else {
-        sq_embed_model_close(&r->em);
-    }
-}
-
 /* --pairs: every line's pair scored, streamed in chunks, in input order. */
 static int run_pairs(const char *model_arg, const char *path, const char *field,
                      const char *pair_field, const char *id_field, const char *qprefix,
@@ -159,8 +99,8 @@ static int run_pairs(const char *model_arg, const char *path, const char *field,
         sq_text_stream_close(&in);
         return cli_fail("rerank", &err);
     }
-    ranker m;
-    if (ranker_open(model_arg, instruction, max_seq, &m, &err) != 0) {
+    sq_ranker m;
+    if (sq_ranker_open(model_arg, instruction, max_seq, &m, &err) != 0) {
         sq_text_stream_close(&in);
         return cli_fail("rerank", &err);
     }
@@ -185,14 +125,14 @@ static int run_pairs(const char *model_arg, const char *path, const char *field,
     while ((n = sq_text_stream_next(&in, chunk, &c, &err)) > 0) {
         if ((*qprefix && sq_text_chunk_prefix(&c, qprefix) != 0 &&
              sq_err_set(&err, "out of memory")) ||
-            ranker_score(&m, (const char *const *)c.text, c.len,
+            sq_ranker_score(&m, NULL, (const char *const *)c.text, c.len,
                          (const char *const *)c.text2, c.len2, n, &o, scores, logits,
                          &err) != 0)
             goto fail;
         for (int64_t i = 0; i < n; i++) {
             fprintf(fp, "{\"index\":%lld", (long long)(done + i));
             print_tail(fp, c.id_json ? c.id_json[i] : NULL, scores[i],
-                       ranker_has_logit(&m) ? &logits[i] : NULL);
+                       sq_ranker_has_logit(&m) ? &logits[i] : NULL);
         }
         if (!af.fp)
             fflush(stdout);
@@ -211,7 +151,7 @@ done:
     sq_text_chunk_free(&c);
     free(logits);
     free(scores);
-    ranker_close(&m);
+    sq_ranker_close(&m);
     sq_text_stream_close(&in);
     return rc;
 }
@@ -305,7 +245,7 @@ int cmd_rerank(int argc, char **argv)
     size_t *lens = malloc((size_t)(n + 1) * sizeof *lens);
     double *scores = malloc((size_t)(n ? n : 1) * sizeof *scores);
     int64_t *order = malloc((size_t)(n ? n : 1) * sizeof *order);
-    ranker m;
+    sq_ranker m;
     bool model_open = false;
     float *logits = NULL;
     sq_atomic_file af = {0};
@@ -316,17 +256,17 @@ int cmd_rerank(int argc, char **argv)
         goto fail;
     }
     snprintf(q, qlen + 1, "%s%s", qprefix, query);
-    if (ranker_open(argv[optind], instruction, (int)max_seq, &m, &err) != 0)
+    if (sq_ranker_open(argv[optind], instruction, (int)max_seq, &m, &err) != 0)
         goto fail;
     model_open = true;
     sq_embed_opts o = {.batch = (int)batch, .max_seq = (int)max_seq};
-    if (ranker_has_logit(&m) && !(logits = malloc((size_t)(n ? n : 1) * sizeof *logits))) {
+    if (sq_ranker_has_logit(&m) && !(logits = malloc((size_t)(n ? n : 1) * sizeof *logits))) {
         sq_err_set(&err, "out of memory for %lld documents", (long long)n);
         goto fail;
     }
     for (int64_t i = 0; i < n; i++) /* the same query pointer: embedded once */
         texts[i] = q, lens[i] = qlen;
-    if (n > 0 && ranker_score(&m, texts, lens, (const char *const *)all.text, all.len, n, &o,
+    if (n > 0 && sq_ranker_score(&m, NULL, texts, lens, (const char *const *)all.text, all.len, n, &o,
                               scores, logits, &err) != 0)
         goto fail;
     if (sq_rank_scores(scores, n, order) != 0) {
@@ -353,7 +293,7 @@ fail:
     rc = cli_fail("rerank", &err);
 done:
     if (model_open)
-        ranker_close(&m);
+        sq_ranker_close(&m);
     sq_text_chunk_free(&all);
     free(q), free(texts), free(lens), free(scores), free(order), free(logits);
     return rc;

@@ -7,86 +7,8 @@
 
 #include "eval_metrics.h"
 #include "eval_run.h"
+#include "ranker.h"
 #include "seq_classify.h"
-
-static int cmp_ptr(const void *x, const void *y)
-{
-    uintptr_t a = (uintptr_t) * (const char *const *)x, b = (uintptr_t) * (const char *const *)y;
-    return (a > b) - (a < b);
-}
-
-/* Index of text pointer p in the sorted unique list u[n]. */
-static int64_t find_ptr(const char *const *u, int64_t n, const char *p)
-{
-    const char *const *hit = bsearch(&p, u, (size_t)n, sizeof *u, cmp_ptr);
-    return hit ? hit - u : -1;
-}
-
-/* A bi-encoder: each distinct text embedded once, the cosine of each pair. */
-static int cosine_pairs(sq_embed_model *m, const char *const *a, const size_t *alen,
-                        const char *const *b, const size_t *blen, int64_t n,
-                        const sq_embed_opts *o, double *scores, sq_err *err)
-{
-    const char **u = malloc((size_t)(2 * n) * sizeof *u);
-    size_t *ul = malloc((size_t)(2 * n) * sizeof *ul);
-    sq_embed_result res = {0};
-    int rc = -1;
-    if (!u || !ul) {
-        sq_err_set(err, "out of memory");
-        goto out;
-    }
-    memcpy(u, a, (size_t)n * sizeof *u);
-    memcpy(u + n, b, (size_t)n * sizeof *u);
-    qsort(u, (size_t)(2 * n), sizeof *u, cmp_ptr);
-    int64_t nu = 0;
-    for (int64_t i = 0; i < 2 * n; i++)
-        if (nu == 0 || u[nu - 1] != u[i])
-            u[nu++] = u[i];
-    for (int64_t i = 0; i < n; i++) { /* lengths by pointer, from either side */
-        ul[find_ptr(u, nu, a[i])] = alen[i];
-        ul[find_ptr(u, nu, b[i])] = blen[i];
-    }
-    if (sq_embed_texts(m, u, ul, nu, o, &res, err) != 0)
-        goto out;
-    for (int64_t i = 0; i < n; i++)
-        scores[i] = sq_cosine(res.emb + (size_t)find_ptr(u, nu, a[i]) * res.dim,
-                              res.emb + (size_t)find_ptr(u, nu, b[i]) * res.dim, res.dim);
-    rc = 0;
-out:
-    sq_embed_result_free(&res);
-    free(u);
-    free(ul);
-    return rc;
-}
-
-int sq_eval_score_pairs(sq_embed_model *m, const char *const *a, const size_t *alen,
-                        const char *const *b, const size_t *blen, int64_t n,
-                        const sq_embed_opts *o, double *scores, float *logits, sq_err *err)
-{
-    if (n <= 0)
-        return sq_err_set(err, "no pairs to score");
-    sq_embed_opts eo = *o;
-    if (eo.max_seq <= 0)
-        eo.max_seq = m->max_seq;
-    if (!sq_model_is_classifier(m)) {
-        eo.pooling = m->pool.pooling;
-        eo.normalize = true;
-        return cosine_pairs(m, a, alen, b, blen, n, &eo, scores, err);
-    }
-    if (m->enc.cfg.num_labels != 1)
-        return sq_err_set(err, "the model is a sequence classifier with %d labels; pair scores "
-                               "need a cross-encoder with one relevance logit",
-                          m->enc.cfg.num_labels);
-    float *lg = logits ? logits : malloc((size_t)n * sizeof *lg);
-    if (!lg)
-        return sq_err_set(err, "out of memory");
-    int rc = sq_classify_texts(m, a, alen, b, blen, n, &eo, lg, err);
-    if (rc == 0)
-        sq_scores_from_logits(m->enc.cfg.score_act, 1, lg, n, scores);
-    if (!logits)
-        free(lg);
-    return rc;
-}
 
 int sq_eval_is_classifier(const char *path, bool *out, sq_err *err)
 {
@@ -142,7 +64,7 @@ static int score_with(const char *path, const char *stage, const sq_eval_rerank_
     sq_embed_opts eo = {.batch = o->batch, .max_seq = o->max_seq, .progress = on_progress,
                         .progress_ctx = &sp};
     *cross = sq_model_is_classifier(&m);
-    rc = sq_eval_score_pairs(&m, r->a, al, r->b, bl, r->n_pairs, &eo, scores, NULL, err);
+    rc = sq_score_pairs(&m, r->a, al, r->b, bl, r->n_pairs, &eo, scores, NULL, err);
     if (rc != 0)
         sq_err_prefix(err, "%s", path);
 out:

@@ -14,14 +14,6 @@
 #include "embedder.h"
 #include "eval_input.h"
 
-/* Scores of n pairs (a[i], b[i]) with the open model m: a cross-encoder's
- * (one label) activated logit, logits[i] its logit (logits may be NULL); a
- * bi-encoder's cosine, each distinct text (by pointer) embedded once, logits
- * untouched. o: batch, max_seq (0: the model's), progress. */
-int sq_eval_score_pairs(sq_embed_model *m, const char *const *a, const size_t *alen,
-                        const char *const *b, const size_t *blen, int64_t n,
-                        const sq_embed_opts *o, double *scores, float *logits, sq_err *err);
-
 /* Does the model at path score pairs by itself (a sequence classifier)? */
 int sq_eval_is_classifier(const char *path, bool *out, sq_err *err);
 

@@ -11,9 +11,11 @@
  *     squint_model_close(m);
  *
  * A model is a packed .sqm from `squint quantize` (int8/int4 runtime; the
- * weights are used in place from the mapped file) or a Hugging Face BERT
+ * weights are used in place from the mapped file) or a Hugging Face
  * checkpoint directory / archive (fp32), exactly as the `squint` command
- * takes it: the same bytes come out as `squint embed` writes.
+ * takes it: the same bytes come out as `squint embed` writes, the same
+ * scores as `squint rerank` (squint_score_pairs, for embedding models,
+ * cross-encoders and causal LM judges such as Qwen3-Reranker).
  *
  * Threads. An open model is read-only: squint_embed may be called on one
  * model from many threads at once, each call with its own output buffer.
@@ -70,9 +72,20 @@ typedef struct squint_model squint_model;
 SQUINT_API squint_model *squint_model_open(const char *path, squint_error *err);
 SQUINT_API void squint_model_close(squint_model *m);
 
-/* Embedding width (floats per text). */
+/* What an open model does: an embedding model embeds (squint_embed*) and
+ * scores pairs by cosine; a cross-encoder and a judge only score pairs
+ * (squint_score_pairs), and squint_embed* refuse them (SQUINT_ERR_MODEL). */
+typedef enum squint_model_kind {
+    SQUINT_KIND_EMBEDDING = 0,     /* a bi-encoder: BERT family, USE Lite, Qwen3-Embedding */
+    SQUINT_KIND_CROSS_ENCODER = 1, /* a sequence classifier (bge-reranker, ms-marco MiniLM) */
+    SQUINT_KIND_JUDGE = 2,         /* a causal LM asked yes or no (Qwen3-Reranker) */
+} squint_model_kind;
+SQUINT_API squint_model_kind squint_model_kind_of(const squint_model *m);
+
+/* Embedding width (floats per text); 0 for a model that does not embed. */
 SQUINT_API int squint_model_dim(const squint_model *m);
-/* Default truncation length in tokens, special tokens included. */
+/* Default truncation length in tokens, special tokens included (a judge:
+ * of its whole prompt). */
 SQUINT_API int squint_model_max_seq(const squint_model *m);
 /* 1 for a quantized .sqm, 0 for an fp32 checkpoint. */
 SQUINT_API int squint_model_is_quantized(const squint_model *m);
@@ -137,6 +150,39 @@ SQUINT_API squint_status squint_embed_codes(const squint_model *m, const char *c
                                             const squint_embed_options *opts, int dimensions,
                                             squint_precision p, const float *ranges, void *out,
                                             squint_error *err);
+
+/* Relevance of (query, document) pairs, as `squint rerank --pairs` gives
+ * them (the same bits, whatever the thread count):
+ *   an embedding model: the cosine of the two embeddings (no logit);
+ *   a cross-encoder with one label: its logit through the activation its
+ *     config names (sigmoid by default), the pair read as [CLS] query [SEP]
+ *     document [SEP], the longer text cut first past max_seq;
+ *   a judge: P("yes") against "no" after Qwen3-Reranker's prompt, the logit
+ *     being logit(yes) - logit(no); the document cut first.
+ * threads, max_seq (0: the model's; a judge: min(8192, its context)) and
+ * batch as in squint_embed_options; instruction: a judge's <Instruct> line
+ * (NULL: Qwen3-Reranker's web-search one), refused for other models. */
+typedef struct squint_score_options {
+    int threads;
+    int max_seq;
+    int batch;
+    const char *instruction;
+} squint_score_options;
+
+/* The defaults: all zero, instruction NULL. */
+SQUINT_API void squint_score_options_init(squint_score_options *o);
+
+/* Score n pairs (queries[i], docs[i]) into scores[n] and, for a
+ * cross-encoder or a judge, logits[n] (NULL: not wanted; an embedding
+ * model's are NaN). qlens, dlens: byte lengths (NULL: NUL-terminated). The
+ * same text pointer given several times is embedded once by an embedding
+ * model. Texts must be UTF-8; n == 0 is a no-op. A classifier with several
+ * labels gives SQUINT_ERR_MODEL. */
+SQUINT_API squint_status squint_score_pairs(const squint_model *m, const char *const *queries,
+                                            const size_t *qlens, const char *const *docs,
+                                            const size_t *dlens, size_t n,
+                                            const squint_score_options *opts, double *scores,
+                                            float *logits, squint_error *err);
 
 #ifdef __cplusplus
 }

@@ -13,6 +13,9 @@
 #include <string.h>
 
 #include "embed_model.h"
+#include "ranker.h"
+#include "seq_classify.h"
+#include "sqm_model.h"
 #include "emb_precision.h"
 #include "embedder.h"
 #include "linear.h"
@@ -20,8 +23,10 @@
 #include "squint_version.h"
 #include "utf8.h"
 
+/* Any model that embeds or scores pairs (ranker.h); r.em is the embedding
+ * model when kind is SQ_RANKER_EMBEDDING. */
 struct squint_model {
-    sq_embed_model m;
+    sq_ranker r;
 };
 
 static squint_status fail(squint_error *err, squint_status code, const char *msg)
@@ -74,17 +79,11 @@ squint_model *squint_model_open(const char *path, squint_error *err)
         return NULL;
     }
     sq_err e = {0};
-    if (sq_embed_model_open(path, &h->m, &e) != 0) {
+    if (sq_ranker_open(path, NULL, 0, &h->r, &e) != 0) {
         sq_isa isa;
         sq_err isa_err = {0};
-        bool cpu = h->m.is_sqm && sq_linear_isa(&isa, &isa_err) != 0;
+        bool cpu = sq_sqm_sniff(path) && sq_linear_isa(&isa, &isa_err) != 0;
         fail(err, cpu ? SQUINT_ERR_CPU : SQUINT_ERR_MODEL, e.msg);
-        free(h);
-        return NULL;
-    }
-    if (sq_embed_model_require_embeddings(&h->m, path, &e) != 0) {
-        sq_embed_model_close(&h->m);
-        fail(err, SQUINT_ERR_MODEL, e.msg);
         free(h);
         return NULL;
     }
@@ -96,23 +95,52 @@ void squint_model_close(squint_model *h)
 {
     if (!h)
         return;
-    sq_embed_model_close(&h->m);
+    sq_ranker_close(&h->r);
     free(h);
+}
+
+squint_model_kind squint_model_kind_of(const squint_model *h)
+{
+    return h ? (squint_model_kind)h->r.kind : SQUINT_KIND_EMBEDDING;
+}
+
+_Static_assert((int)SQUINT_KIND_CROSS_ENCODER == (int)SQ_RANKER_CROSS_ENCODER &&
+                   (int)SQUINT_KIND_JUDGE == (int)SQ_RANKER_JUDGE,
+               "squint_model_kind mirrors sq_ranker_kind");
+
+static bool embeds(const squint_model *h)
+{
+    return h && h->r.kind == SQ_RANKER_EMBEDDING;
 }
 
 int squint_model_dim(const squint_model *h)
 {
-    return h ? h->m.enc.cfg.hidden : 0;
+    return embeds(h) ? h->r.em.enc.cfg.hidden : 0;
 }
 
 int squint_model_max_seq(const squint_model *h)
 {
-    return h ? h->m.max_seq : 0;
+    if (!h)
+        return 0;
+    return h->r.kind == SQ_RANKER_JUDGE ? h->r.j.max_seq : h->r.em.max_seq;
 }
 
 int squint_model_is_quantized(const squint_model *h)
 {
-    return h && h->m.is_sqm;
+    if (!h)
+        return 0;
+    return h->r.kind == SQ_RANKER_JUDGE ? h->r.lm.sqm != NULL : sq_embed_model_is_packed(&h->r.em);
+}
+
+/* squint_embed* on a model that does not embed: its kind, and what to call. */
+static squint_status not_embedding(const squint_model *h, const char *fn, squint_error *err)
+{
+    char msg[200];
+    snprintf(msg, sizeof msg, "%s: the model is a %s: it scores pairs (squint_score_pairs), "
+                              "it does not embed", fn,
+             h->r.kind == SQ_RANKER_JUDGE ? "causal LM judge (Qwen3-Reranker)"
+                                          : "cross-encoder (a sequence classifier)");
+    return fail(err, SQUINT_ERR_MODEL, msg);
 }
 
 void squint_embed_options_init(squint_embed_options *o)
@@ -140,12 +168,12 @@ static squint_status resolve_options(const squint_model *h, const squint_embed_o
     }
     if (in->normalize < -1 || in->normalize > 1)
         return fail(err, SQUINT_ERR_ARGUMENT, "squint_embed: normalize must be -1, 0 or 1");
-    if (in->max_seq != 0 && (in->max_seq < 3 || in->max_seq > sq_bert_max_tokens(&h->m.enc.cfg))) {
+    if (in->max_seq != 0 && (in->max_seq < 3 || in->max_seq > sq_bert_max_tokens(&h->r.em.enc.cfg))) {
         snprintf(msg, sizeof msg, "squint_embed: max_seq %d is outside [3, %d] (0: the model's %d)",
-                 in->max_seq, sq_bert_max_tokens(&h->m.enc.cfg), h->m.max_seq);
+                 in->max_seq, sq_bert_max_tokens(&h->r.em.enc.cfg), h->r.em.max_seq);
         return fail(err, SQUINT_ERR_ARGUMENT, msg);
     }
-    sq_pooling pooling = h->m.pool.pooling;
+    sq_pooling pooling = h->r.em.pool.pooling;
     switch (in->pooling) {
     case SQUINT_POOLING_MODEL: break;
     case SQUINT_POOLING_CLS: pooling = SQ_POOL_CLS; break;
@@ -154,9 +182,9 @@ static squint_status resolve_options(const squint_model *h, const squint_embed_o
     }
     *o = (sq_embed_opts){
         .batch = in->batch ? in->batch : 32,
-        .max_seq = in->max_seq ? in->max_seq : h->m.max_seq,
+        .max_seq = in->max_seq ? in->max_seq : h->r.em.max_seq,
         .pooling = pooling,
-        .normalize = in->normalize >= 0 ? in->normalize == 1 : h->m.pool.normalize,
+        .normalize = in->normalize >= 0 ? in->normalize == 1 : h->r.em.pool.normalize,
     };
     return SQUINT_OK;
 }
@@ -168,14 +196,16 @@ static squint_status embed(const squint_model *h, const char *const *texts, cons
 {
     if (!h || (n && (!texts || !out)))
         return fail(err, SQUINT_ERR_ARGUMENT, "squint_embed: model, texts or out is NULL");
+    if (!embeds(h))
+        return not_embedding(h, "squint_embed", err);
     sq_embed_opts o;
     squint_status st = resolve_options(h, opts, &o, err);
     if (st != SQUINT_OK)
         return st;
-    if (dims < 0 || dims > h->m.enc.cfg.hidden) {
+    if (dims < 0 || dims > h->r.em.enc.cfg.hidden) {
         char msg[160];
         snprintf(msg, sizeof msg, "squint_embed_dims: dimensions %d is outside [1, %d]", dims,
-                 h->m.enc.cfg.hidden);
+                 h->r.em.enc.cfg.hidden);
         return fail(err, SQUINT_ERR_ARGUMENT, msg);
     }
     o.dimensions = dims;
@@ -183,7 +213,7 @@ static squint_status embed(const squint_model *h, const char *const *texts, cons
         ok(err);
         return SQUINT_OK;
     }
-    if (n > (size_t)INT64_MAX / sizeof(float) / (size_t)h->m.enc.cfg.hidden)
+    if (n > (size_t)INT64_MAX / sizeof(float) / (size_t)h->r.em.enc.cfg.hidden)
         return fail(err, SQUINT_ERR_ARGUMENT, "squint_embed: too many texts");
     size_t *own_lens = NULL;
     if (!lens) {
@@ -217,7 +247,7 @@ static squint_status embed(const squint_model *h, const char *const *texts, cons
     sq_err e = {0};
     /* The runtime only reads the model (workspaces are per call); its
      * signature predates the const-correct public API. */
-    int rc = sq_embed_texts((sq_embed_model *)&h->m, texts, lens, (int64_t)n, &o, &res, &e);
+    int rc = sq_embed_texts((sq_embed_model *)&h->r.em, texts, lens, (int64_t)n, &o, &res, &e);
     omp_set_num_threads(prev_threads);
     free(own_lens);
     /* Arguments, texts and the CPU were checked above: what can still fail
@@ -258,11 +288,13 @@ squint_status squint_embed_codes(const squint_model *h, const char *const *texts
         return fail(err, SQUINT_ERR_ARGUMENT, "squint_embed_codes: unknown precision");
     if (!h || (n && (!texts || !out)))
         return fail(err, SQUINT_ERR_ARGUMENT, "squint_embed_codes: model, texts or out is NULL");
-    const int D = dimensions ? dimensions : h->m.enc.cfg.hidden;
-    if (D < 1 || D > h->m.enc.cfg.hidden) {
+    if (!embeds(h))
+        return not_embedding(h, "squint_embed_codes", err);
+    const int D = dimensions ? dimensions : h->r.em.enc.cfg.hidden;
+    if (D < 1 || D > h->r.em.enc.cfg.hidden) {
         char msg[160];
         snprintf(msg, sizeof msg, "squint_embed_codes: dimensions %d is outside [1, %d]", D,
-                 h->m.enc.cfg.hidden);
+                 h->r.em.enc.cfg.hidden);
         return fail(err, SQUINT_ERR_ARGUMENT, msg);
     }
     const sq_emb_precision ep = (sq_emb_precision)p;
@@ -299,4 +331,120 @@ squint_status squint_embed_dims(const squint_model *h, const char *const *texts,
     if (dimensions < 1)
         return fail(err, SQUINT_ERR_ARGUMENT, "squint_embed_dims: dimensions must be >= 1");
     return embed(h, texts, lens, n, opts, dimensions, out, err);
+}
+
+void squint_score_options_init(squint_score_options *o)
+{
+    if (o)
+        *o = (squint_score_options){0};
+}
+
+/* Each text of a side: not NULL, valid UTF-8; lens NULL: NUL-terminated
+ * (*own gets the lengths, to free). */
+static squint_status check_texts(const char *fn, const char *side, const char *const *t,
+                                 const size_t *lens, size_t n, const size_t **out,
+                                 size_t **own, squint_error *err)
+{
+    char msg[200];
+    *own = NULL;
+    if (!lens) {
+        if (!(*own = malloc(n * sizeof **own)))
+            return fail(err, SQUINT_ERR_MEMORY, "squint_score_pairs: out of memory");
+        for (size_t i = 0; i < n; i++)
+            (*own)[i] = t[i] ? strlen(t[i]) : 0;
+        lens = *own;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!t[i]) {
+            snprintf(msg, sizeof msg, "%s: %s %zu is NULL", fn, side, i);
+            goto bad_arg;
+        }
+        size_t good = sq_utf8_valid_prefix(t[i], lens[i]);
+        if (good != lens[i]) {
+            snprintf(msg, sizeof msg, "%s: %s %zu: invalid UTF-8 at byte %zu", fn, side, i,
+                     good + 1);
+            free(*own), *own = NULL;
+            return fail(err, SQUINT_ERR_INPUT, msg);
+        }
+    }
+    *out = lens;
+    return SQUINT_OK;
+bad_arg:
+    free(*own), *own = NULL;
+    return fail(err, SQUINT_ERR_ARGUMENT, msg);
+}
+
+squint_status squint_score_pairs(const squint_model *h, const char *const *queries,
+                                 const size_t *qlens, const char *const *docs,
+                                 const size_t *dlens, size_t n, const squint_score_options *opts,
+                                 double *scores, float *logits, squint_error *err)
+{
+    static const char fn[] = "squint_score_pairs";
+    if (!h || (n && (!queries || !docs || !scores)))
+        return fail(err, SQUINT_ERR_ARGUMENT,
+                    "squint_score_pairs: model, queries, docs or scores is NULL");
+    squint_score_options d;
+    squint_score_options_init(&d);
+    if (!opts)
+        opts = &d;
+    char msg[200];
+    if (opts->threads < 0 || opts->threads > SQ_THREADS_MAX) {
+        snprintf(msg, sizeof msg, "%s: threads must be in [0, %d]", fn, SQ_THREADS_MAX);
+        return fail(err, SQUINT_ERR_ARGUMENT, msg);
+    }
+    if (opts->batch < 0 || opts->batch > SQ_BATCH_MAX) {
+        snprintf(msg, sizeof msg, "%s: batch must be in [0, %d]", fn, SQ_BATCH_MAX);
+        return fail(err, SQUINT_ERR_ARGUMENT, msg);
+    }
+    const int limit = h->r.kind == SQ_RANKER_JUDGE ? h->r.lm.dec.cfg.max_pos
+                                                   : sq_bert_max_tokens(&h->r.em.enc.cfg);
+    /* A judge's prompt needs its fixed ids and a token of the pair. */
+    const int lowest = h->r.kind == SQ_RANKER_EMBEDDING ? 3
+                       : h->r.kind == SQ_RANKER_CROSS_ENCODER
+                           ? SQ_PAIR_MIN_SEQ
+                           : h->r.j.n_prefix + h->r.j.n_suffix + 1;
+    if (opts->max_seq != 0 && (opts->max_seq < lowest || opts->max_seq > limit)) {
+        snprintf(msg, sizeof msg, "%s: max_seq %d is outside [%d, %d] (0: the model's %d)", fn,
+                 opts->max_seq, lowest, limit, squint_model_max_seq(h));
+        return fail(err, SQUINT_ERR_ARGUMENT, msg);
+    }
+    if (opts->instruction && h->r.kind != SQ_RANKER_JUDGE)
+        return fail(err, SQUINT_ERR_ARGUMENT,
+                    "squint_score_pairs: an instruction is for a causal LM judge "
+                    "(Qwen3-Reranker); this model is an embedding model or a cross-encoder");
+    if (n == 0) {
+        ok(err);
+        return SQUINT_OK;
+    }
+    if (n > (size_t)INT64_MAX / 2 / sizeof(void *))
+        return fail(err, SQUINT_ERR_ARGUMENT, "squint_score_pairs: too many pairs");
+    size_t *own_q, *own_d;
+    const size_t *ql, *dl;
+    squint_status st = check_texts(fn, "query", queries, qlens, n, &ql, &own_q, err);
+    if (st != SQUINT_OK)
+        return st;
+    if ((st = check_texts(fn, "document", docs, dlens, n, &dl, &own_d, err)) != SQUINT_OK) {
+        free(own_q);
+        return st;
+    }
+    sq_embed_opts o = {.batch = opts->batch ? opts->batch : 32, .max_seq = opts->max_seq};
+    int prev_threads = omp_get_max_threads();
+    omp_set_num_threads(opts->threads > 0 ? opts->threads : sq_threads_default());
+    sq_err e = {0};
+    int rc = sq_ranker_score(&h->r, opts->instruction, queries, ql, docs, dl, (int64_t)n, &o,
+                             scores, logits, &e);
+    omp_set_num_threads(prev_threads);
+    free(own_q);
+    free(own_d);
+    /* Arguments and texts were checked above; what is left is the model
+     * (a classifier with several labels, a judge's prompt that does not fit)
+     * or memory. */
+    if (rc != 0)
+        return fail(err, strstr(e.msg, "out of memory") ? SQUINT_ERR_MEMORY : SQUINT_ERR_MODEL,
+                    e.msg);
+    if (logits && h->r.kind == SQ_RANKER_EMBEDDING)
+        for (size_t i = 0; i < n; i++)
+            logits[i] = NAN;
+    ok(err);
+    return SQUINT_OK;
 }

@@ -67,8 +67,10 @@ int sq_lm_judge_init(sq_lm_judge *j, const sq_llama_model *lm, const char *instr
     if (!instruction)
         instruction = SQ_LM_JUDGE_INSTRUCTION;
     const size_t hl = strlen(instruction) + 32;
-    if (!(j->head = malloc(hl)))
+    if (!(j->head = malloc(hl)) || !(j->instruction = strdup(instruction))) {
+        sq_lm_judge_free(j);
         return sq_err_set(err, "out of memory");
+    }
     snprintf(j->head, hl, "<Instruct>: %s\n<Query>: ", instruction);
     if (fixed_ids(lm->tok, judge_prefix, &j->prefix, &j->n_prefix, err) != 0 ||
         fixed_ids(lm->tok, judge_suffix, &j->suffix, &j->n_suffix, err) != 0) {
@@ -97,6 +99,7 @@ void sq_lm_judge_free(sq_lm_judge *j)
     free(j->prefix);
     free(j->suffix);
     free(j->head);
+    free(j->instruction);
     memset(j, 0, sizeof *j);
 }
 

@@ -37,6 +37,7 @@ typedef struct sq_lm_judge {
     int32_t yes, no;          /* the answer tokens' ids */
     int32_t *prefix, *suffix; /* the prompt's fixed ids around the pair */
     int n_prefix, n_suffix;
+    char *instruction;        /* the <Instruct> line's text */
     char *head;               /* "<Instruct>: {instruction}\n<Query>: " */
     int max_seq;              /* whole prompt, in tokens */
 } sq_lm_judge;

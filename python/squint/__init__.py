@@ -6,6 +6,8 @@ extension, no pip; NumPy arrays out.
     import squint
     m = squint.Model("model.sqm")                 # or an fp32 checkpoint directory
     emb = m.embed(["a sentence", "another one"])  # numpy float32 [2, m.dim]
+    r = squint.Model("reranker.sqm")              # a cross-encoder or Qwen3-Reranker
+    r.rerank("what causes tides", docs, top_k=3)  # [(index, score), ...], best first
 
 The library is found through $SQUINT_LIB (a path to libsquint.so*), else
 the build tree next to this package (../build/libsquint/), else the system
@@ -29,6 +31,11 @@ class _Error(ctypes.Structure):
 class _Options(ctypes.Structure):
     _fields_ = [("threads", ctypes.c_int), ("max_seq", ctypes.c_int), ("batch", ctypes.c_int),
                 ("normalize", ctypes.c_int), ("pooling", ctypes.c_int)]
+
+
+class _ScoreOptions(ctypes.Structure):
+    _fields_ = [("threads", ctypes.c_int), ("max_seq", ctypes.c_int), ("batch", ctypes.c_int),
+                ("instruction", ctypes.c_char_p)]
 
 
 class SquintError(RuntimeError):
@@ -94,6 +101,18 @@ _lib.squint_embed_dims.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_char
                                    ctypes.POINTER(_Options), ctypes.c_int,
                                    ctypes.POINTER(ctypes.c_float), ctypes.POINTER(_Error)]
 
+_lib.squint_model_kind_of.restype = ctypes.c_int
+_lib.squint_model_kind_of.argtypes = [ctypes.c_void_p]
+_lib.squint_score_options_init.argtypes = [ctypes.POINTER(_ScoreOptions)]
+_lib.squint_score_pairs.restype = ctypes.c_int
+_lib.squint_score_pairs.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_char_p),
+                                    ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_char_p),
+                                    ctypes.POINTER(ctypes.c_size_t), ctypes.c_size_t,
+                                    ctypes.POINTER(_ScoreOptions), ctypes.POINTER(ctypes.c_double),
+                                    ctypes.POINTER(ctypes.c_float), ctypes.POINTER(_Error)]
+
+# squint_model_kind
+_KINDS = {0: "embedding", 1: "cross-encoder", 2: "judge"}
 _POOLING = {None: 0, "cls": 1, "mean": 2}
 # squint_precision: (enum value, numpy dtype of the codes)
 _PRECISION = {"int8": (1, np.int8), "uint8": (2, np.uint8), "binary": (3, np.int8),
@@ -117,6 +136,18 @@ def _c_int(name, v):
     return i
 
 
+def _utf8_list(name, texts):
+    """texts (a str or a sequence of str) as a list of UTF-8 bytes."""
+    if isinstance(texts, str):
+        texts = [texts]
+    data = []
+    for i, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise SquintError("argument", "%s[%d] must be a str, not %s" % (name, i, type(t).__name__))
+        data.append(t.encode("utf-8"))
+    return data
+
+
 def _raise(err):
     name = _lib.squint_status_name(err.code).decode()
     raise SquintError(name, err.message.decode("utf-8", "replace"))
@@ -134,6 +165,9 @@ class Model:
         self.dim = _lib.squint_model_dim(self._h)
         self.max_seq = _lib.squint_model_max_seq(self._h)
         self.quantized = bool(_lib.squint_model_is_quantized(self._h))
+        # "embedding" (embed, and score by cosine), "cross-encoder" or "judge"
+        # (a causal LM asked yes or no, as Qwen3-Reranker): score only
+        self.kind = _KINDS.get(_lib.squint_model_kind_of(self._h), "embedding")
 
     def embed(self, texts, threads=0, max_seq=0, batch=0, normalize=None, pooling=None,
               dimensions=None, precision=None, ranges=None):
@@ -146,13 +180,10 @@ class Model:
         int8 or uint8 arrays [n, N] or [n, ceil(N / 8)]."""
         if self._h is None:
             raise ValueError("the model is closed")
-        if isinstance(texts, str):
-            texts = [texts]
-        data = []
-        for i, t in enumerate(texts):
-            if not isinstance(t, str):
-                raise SquintError("argument", "texts[%d] must be a str, not %s" % (i, type(t).__name__))
-            data.append(t.encode("utf-8"))
+        if self.kind != "embedding":
+            raise SquintError("model", "%s is a %s: it scores pairs (score, rerank), it does not "
+                              "embed" % (self.path, self.kind))
+        data = _utf8_list("texts", texts)
         n = len(data)
         dims = self.dim if dimensions is None else _c_int("dimensions", dimensions)
         if not 1 <= dims <= self.dim:
@@ -204,6 +235,60 @@ class Model:
         if rc != 0:
             _raise(err)
         return out
+
+    def score(self, queries, documents, instruction=None, threads=0, max_seq=0, batch=0,
+              logits=False):
+        """Relevance of the pairs (queries[i], documents[i]) as float64 [n], as
+        `squint rerank --pairs` scores them: an embedding model's cosine, a
+        cross-encoder's activated logit, a judge's P(yes). A single str query
+        is paired with every document (an embedding model embeds it once).
+        instruction: a judge's <Instruct> line (None: Qwen3-Reranker's).
+        logits=True: (scores, float32 logits [n]; NaN for an embedding model)."""
+        if self._h is None:
+            raise ValueError("the model is closed")
+        docs = _utf8_list("documents", documents)
+        n = len(docs)
+        if isinstance(queries, str):
+            q = queries.encode("utf-8")
+            qs = [q] * n  # one object: one pointer, embedded once
+        else:
+            qs = _utf8_list("queries", queries)
+            if len(qs) != n:
+                raise SquintError("argument", "%d queries for %d documents" % (len(qs), n))
+        scores = np.empty(n, dtype=np.float64)
+        lg = np.empty(n, dtype=np.float32)
+        if n:
+            opts = _ScoreOptions()
+            _lib.squint_score_options_init(ctypes.byref(opts))
+            opts.threads = _c_int("threads", threads)
+            opts.max_seq = _c_int("max_seq", max_seq)
+            opts.batch = _c_int("batch", batch)
+            if instruction is not None:
+                if not isinstance(instruction, str):
+                    raise SquintError("argument", "instruction must be a str")
+                opts.instruction = instruction.encode("utf-8")
+            qa = (ctypes.c_char_p * n)(*qs)
+            ql = (ctypes.c_size_t * n)(*[len(x) for x in qs])
+            da = (ctypes.c_char_p * n)(*docs)
+            dl = (ctypes.c_size_t * n)(*[len(x) for x in docs])
+            err = _Error()
+            rc = _lib.squint_score_pairs(self._h, qa, ql, da, dl, n, ctypes.byref(opts),
+                                         scores.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
+                                         lg.ctypes.data_as(ctypes.POINTER(ctypes.c_float)),
+                                         ctypes.byref(err))
+            if rc != 0:
+                _raise(err)
+        return (scores, lg) if logits else scores
+
+    def rerank(self, query, documents, top_k=None, **kw):
+        """The documents for one query, best first: [(index, score), ...]
+        (ties by the lower index, NaN last), at most top_k; the order of
+        `squint rerank --query`. kw: score()'s options."""
+        s = self.score(query, documents, **kw)
+        order = sorted(range(len(s)), key=lambda i: (np.isnan(s[i]), -s[i] if not np.isnan(s[i]) else 0, i))
+        if top_k is not None:
+            order = order[:_c_int("top_k", top_k)]
+        return [(i, float(s[i])) for i in order]
 
     def close(self):
         if self._h:

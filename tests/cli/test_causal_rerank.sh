@@ -130,7 +130,7 @@ fi
 
 # 4. refusals, by name
 "$PY" "$HERE/../fixture/gen_qwen3_fixture.py" --shape tiny --tokenizer-dir "$T" --embedding "$W/emb" >/dev/null
-expect_error "--instruction for an embedding model" "--instruction is for a causal LM" "$W/x.jsonl" -- \
+expect_error "--instruction for an embedding model" "instruction is for a causal LM" "$W/x.jsonl" -- \
   "$SQ" rerank "$W/emb" --query q --docs "$W/docs.txt" --instruction x --output "$W/x.jsonl"
 expect_error "--max-seq leaves no room" "leaves no room for the pair" "$W/x.jsonl" -- \
   "$SQ" rerank "$M" --query q --docs "$W/docs.txt" --max-seq 40 --output "$W/x.jsonl"

@@ -42,6 +42,8 @@ else fail "exports beyond squint_*: $(grep -v '^squint_' "$W/exports" | head -5 
 export PKG_CONFIG_PATH=$(dirname "$pc") PKG_CONFIG_SYSROOT_DIR=$D
 cc -O2 -o "$W/embed-shared" "$S/examples/embed.c" $(pkg-config --cflags --libs squint) 2>"$W/cc.log" ||
   { cat "$W/cc.log"; fail "build examples/embed.c with pkg-config squint"; }
+cc -O2 -o "$W/rerank-shared" "$S/examples/rerank.c" $(pkg-config --cflags --libs squint) 2>"$W/cc.log" ||
+  { cat "$W/cc.log"; fail "build examples/rerank.c with pkg-config squint"; }
 # libsquint.a with the shared system libraries it needs (a fully static
 # link would need static builds of libarchive's own dependencies, which
 # Debian's -dev packages do not all ship).
@@ -60,6 +62,11 @@ LD_LIBRARY_PATH=$D$libdir "$W/embed-shared" "$W/m.sqm" <"$W/in.txt" >"$W/shared.
 "$W/embed-static" "$W/m.sqm" <"$W/in.txt" >"$W/static.jsonl" || fail "run static example"
 [[ -s $W/cli.jsonl ]] && cmp -s "$W/cli.jsonl" "$W/shared.jsonl" && pass "shared example = squint embed" || fail "shared example differs"
 [[ -s $W/cli.jsonl ]] && cmp -s "$W/cli.jsonl" "$W/static.jsonl" && pass "static example = squint embed" || fail "static example differs"
+"$root/bin/squint" rerank "$W/m.sqm" --query "a different text" --docs "$W/in.txt" >"$W/cli-r.jsonl"
+LD_LIBRARY_PATH=$D$libdir "$W/rerank-shared" "$W/m.sqm" "a different text" <"$W/in.txt" >"$W/shared-r.jsonl" ||
+  fail "run the shared rerank example"
+[[ -s $W/cli-r.jsonl ]] && cmp -s "$W/cli-r.jsonl" "$W/shared-r.jsonl" && pass "shared rerank example = squint rerank" ||
+  fail "the shared rerank example differs from squint rerank"
 
 # Move the installation: the data is found relative to the executable.
 mv "$root" "$W/moved"

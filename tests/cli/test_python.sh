@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The Python binding (python/squint, ctypes over libsquint, NumPy out):
 # embeddings equal `squint embed`'s bytes (int8 .sqm and fp32 checkpoint),
-# errors raise SquintError with the status, 4 Python threads share a model.
+# errors raise SquintError with the status, 4 Python threads share a model;
+# Model.score / rerank give `squint rerank`'s scores and order (a bi-encoder
+# and a cross-encoder), and a cross-encoder refuses embed().
 # usage: test_python.sh SQUINT GEN_FIXTURE LIBSQUINT_SO SOURCE_DIR
 set -uo pipefail
 SQ=$1 GEN=$2 LIB=$3 SRC=$4
@@ -18,6 +20,11 @@ printf 'first sentence\nsecond, rather different one\n\nünïcödé text\n' >"$W
 "$SQ" embed "$W/m.sqm" --input "$W/in.txt" --precision uint8 --ranges "$W/rg.npy" --output "$W/pu.npy" --quiet
 "$SQ" embed "$W/m.sqm" --input "$W/in.txt" --precision ubinary --output "$W/pb.npy" --quiet
 "$SQ" embed "$W/m.sqm" --input "$W/in.txt" --precision binary --output "$W/pbs.npy" --quiet
+"$GEN" "$W/ce" --shape tiny --seed 12 --cross-encoder 1 >/dev/null || exit 1
+"$SQ" quantize "$W/ce" -o "$W/ce.sqm" >/dev/null 2>&1 || { echo "quantize (cross-encoder) failed"; exit 1; }
+for r in m.sqm ce.sqm; do
+  "$SQ" rerank "$W/$r" --query "second sentence" --docs "$W/in.txt" >"$W/$r.rank.jsonl" || exit 1
+done
 SQUINT_LIB=$LIB PYTHONPATH=$SRC/python /usr/bin/python3 - "$W" <<'PY'
 import sys, threading
 import numpy as np
@@ -90,6 +97,37 @@ with squint.Model(W + "/m.sqm") as m:
             check(False, "dimensions=%d raises" % bad)
         except squint.SquintError as ex:
             check(ex.status == "argument", "dimensions=%d: SquintError(argument)" % bad)
+import json
+for name in ("m.sqm", "ce.sqm"):
+    with squint.Model(W + "/" + name) as r:
+        want = [json.loads(l) for l in open(W + "/" + name + ".rank.jsonl")]
+        got = r.rerank("second sentence", texts)
+        check([i for i, _ in got] == [w["index"] for w in want] and
+              all("%.9g" % s == "%.9g" % w["score"] for (_, s), w in zip(got, want)),
+              "%s (%s): rerank() = squint rerank, order and scores" % (name, r.kind))
+        s, lg = r.score(["second sentence"] * len(texts), texts, logits=True)
+        check(s.dtype == np.float64 and lg.dtype == np.float32 and
+              np.array_equal(s, r.score("second sentence", texts)) and
+              (np.isnan(lg).all() if r.kind == "embedding" else
+               all("%.9g" % lg[w["index"]] == "%.9g" % w["logit"] for w in want)),
+              "%s: score() of pairs = of one query; logits %s" % (name, "NaN" if r.kind == "embedding" else "= rerank's"))
+        try:
+            r.score(["a", "b"], ["c"])
+            check(False, "2 queries for 1 document raise")
+        except squint.SquintError as ex:
+            check(ex.status == "argument", "2 queries for 1 document: SquintError(argument)")
+with squint.Model(W + "/ce.sqm") as r:
+    check(r.kind == "cross-encoder" and r.dim == 0, "a cross-encoder: kind cross-encoder, dim 0")
+    try:
+        r.embed(["x"])
+        check(False, "embed() on a cross-encoder raises")
+    except squint.SquintError as ex:
+        check(ex.status == "model" and "scores pairs" in str(ex), "embed() on a cross-encoder: SquintError(model)")
+    try:
+        r.score("q", ["d"], instruction="judge this")
+        check(False, "an instruction for a cross-encoder raises")
+    except squint.SquintError as ex:
+        check(ex.status == "argument" and "causal LM" in str(ex), "an instruction for a cross-encoder: SquintError(argument)")
 with squint.Model(W + "/m") as f:
     check(np.array_equal(f.embed(texts), np.load(W + "/f.npy")) and not f.quantized, "fp32 checkpoint = squint embed")
 try:
