@@ -30,3 +30,24 @@ finish() {
   echo "$fails failure(s)"
   [[ $fails -eq 0 ]]
 }
+
+# start_serve NAME ARGS...: `$SQ serve ARGS` in the background, logging to
+# $W/NAME.log; sets URL (empty when it did not start) and PID, and adds PID
+# to the caller's pids array (its cleanup kills them). Call it in the
+# script's own shell, not in $(...): a subshell's pids+= is lost and the
+# server outlives the test. 1 when the server did not start.
+start_serve() {
+  local name=$1
+  shift
+  "$SQ" serve "$@" >"$W/$name.log" 2>&1 &
+  PID=$!
+  pids+=("$PID")
+  URL=""
+  for _ in $(seq 1 1200); do
+    URL=$(grep -o 'listening on http://[^ ]*' "$W/$name.log" | head -1 | sed 's/listening on //')
+    [[ -n $URL ]] && return 0
+    kill -0 "$PID" 2>/dev/null || break
+    sleep 0.05
+  done
+  return 1
+}

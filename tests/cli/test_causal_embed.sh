@@ -122,14 +122,7 @@ if [[ $("$SQ" serve x 2>&1) == *"built without libmicrohttpd"* ]]; then
   echo "skip - serve: squint was built without libmicrohttpd"
 else
   "$SQ" embed "$W/a.sqm" --input "$W/texts.txt" --output "$W/ref.jsonl"
-  "$SQ" serve "$W/a.sqm" --port 0 --threads 1 >"$W/serve.log" 2>&1 &
-  pids+=($!)
-  URL=""
-  for _ in $(seq 1 400); do
-    URL=$(grep -o 'listening on http://[^ ]*' "$W/serve.log" | head -1 | sed 's/listening on //')
-    [[ -n $URL ]] && break
-    sleep 0.05
-  done
+  start_serve serve "$W/a.sqm" --port 0 --threads 1
   if [[ -z $URL ]]; then fail "serve did not start: $(tail -2 "$W/serve.log")"
   elif $PY - "$URL" "$W/texts.txt" "$W/ref.jsonl" <<'PY'
 import json, sys, urllib.request

@@ -91,18 +91,7 @@ fi
 if [[ $("$SQ" serve x 2>&1) == *"built without libmicrohttpd"* ]]; then
   echo "skip - serve: squint was built without libmicrohttpd"
 else
-  start_serve() { # MODEL LOG: the URL, or nothing
-    "$SQ" serve "$1" --port 0 --threads 1 >"$2" 2>&1 &
-    pids+=($!)
-    local url=""
-    for _ in $(seq 1 400); do
-      url=$(grep -o 'listening on http://[^ ]*' "$2" | head -1 | sed 's/listening on //')
-      [[ -n $url ]] && break
-      sleep 0.05
-    done
-    echo "$url"
-  }
-  URL=$(start_serve "$W/lm.sqm" "$W/serve.log")
+  start_serve serve "$W/lm.sqm" --port 0 --threads 1
   "$SQ" rerank "$W/lm.sqm" --query "what causes tides" --docs "$W/docs.txt" >"$W/cli.jsonl"
   if [[ -z $URL ]]; then fail "serve did not start: $(tail -2 "$W/serve.log")"
   elif $PY - "$URL" "$W/docs.txt" "$W/cli.jsonl" <<'PY'
@@ -120,7 +109,7 @@ PY
   else fail "serve: POST /rerank"; fi
   S260=${SQUINT_SHARED_DATA}/stories260K/stories260K.bin
   if [[ -f $S260 ]]; then
-    URL=$(start_serve "$S260" "$W/serve260.log")
+    start_serve serve260 "$S260" --port 0 --threads 1
     code=$(curl -s -o "$W/e.json" -w '%{http_code}' -d '{"query":"q","texts":["a"]}' "$URL/rerank")
     [[ $code == 400 ]] && grep -q "cannot rerank: .*llama2.c tokenizer" "$W/e.json" &&
       pass "serve: a llama2.c model's /rerank refused with the reason" ||

@@ -76,20 +76,6 @@ cp "$M" "$W/auto.sqm"
   pass "tune without -o writes MODEL.tune.json; bench uses it by default, --no-tune not" ||
   fail "the default tune file location"
 
-start_serve() { # NAME ARGS...: sets URL and PID
-  local name=$1; shift
-  "$SQ" serve "$@" >"$W/$name.log" 2>&1 &
-  PID=$!
-  pids+=("$PID")
-  URL=""
-  for _ in $(seq 1 1200); do
-    URL=$(grep -o 'listening on http://[^ ]*' "$W/$name.log" | head -1 | sed 's/listening on //')
-    [[ -n $URL ]] && return 0
-    kill -0 "$PID" 2>/dev/null || break
-    sleep 0.05
-  done
-  return 1
-}
 have_serve=1
 [[ $("$SQ" serve x 2>&1) == *"built without libmicrohttpd"* ]] && have_serve=0
 if [[ $have_serve == 1 ]]; then
