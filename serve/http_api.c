@@ -134,6 +134,12 @@ int sq_api_parse_rerank(const char *body, size_t len, int64_t max_inputs, sq_emb
         return MSG("\"query\" must be a string");
     if (!json_is_array(t) || json_array_size(t) == 0)
         return MSG("\"texts\" must be a non-empty array of strings");
+    json_t *in = json_object_get(root, "instruction");
+    if (in && !json_is_null(in)) {
+        if (!json_is_string(in))
+            return MSG("\"instruction\" must be a string");
+        req->instruction = json_string_value(in);
+    }
     size_t n = json_array_size(t);
     if ((int64_t)n + 1 > max_inputs) {
         snprintf(msg, msgn, "%zu texts and a query in one request; the limit is %lld inputs "

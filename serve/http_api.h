@@ -33,6 +33,7 @@ typedef struct sq_embed_request {
     int normalize;      /* -1: as the model says; 0 / 1 */
     int dimensions;     /* Matryoshka: the first N values, then normalized; 0: all */
     sq_emb_precision precision; /* "precision": float32 rows or byte codes */
+    const char *instruction; /* /rerank's "instruction" (a causal LM judge's); NULL: none */
     void *doc;          /* the parsed body (json_t *) */
 } sq_embed_request;
 
@@ -56,7 +57,9 @@ void sq_api_embed_response(sq_api_kind k, const sq_embed_request *req, const flo
                            sq_strbuf *sb);
 
 /* POST /rerank: {"query": "text", "texts": ["text", ...]} (TEI's rerank
- * body). On success req holds n + 1 texts, the query first. Same statuses. */
+ * body), and squint's "instruction": "text" for a causal LM judge
+ * (Qwen3-Reranker's <Instruct> line). On success req holds n + 1 texts, the
+ * query first. Same statuses. */
 int sq_api_parse_rerank(const char *body, size_t len, int64_t max_inputs, sq_embed_request *req,
                         char *msg, size_t msgn);
 /* [{"index": i, "score": s}, ...] for n documents in `order` (from

@@ -291,6 +291,12 @@ static enum MHD_Result handle_embed(server *s, struct MHD_Connection *c, conn_re
         sq_api_request_free(&req);
         return reply_error(s, c, r, st, NULL, "%s", msg);
     }
+    if (req.instruction) {
+        sq_api_request_free(&req);
+        return reply_error(s, c, r, 400, NULL,
+                           "\"instruction\" is for a causal LM reranking as Qwen3-Reranker "
+                           "does; this model is an embedding model or a cross-encoder");
+    }
     if ((r->ep == SQ_EP_CLASSIFY || r->ep == SQ_EP_RERANK) && req.precision != SQ_PREC_FLOAT32) {
         sq_api_request_free(&req);
         return reply_error(s, c, r, 400, NULL, "\"precision\" applies to embeddings only");
@@ -429,14 +435,27 @@ static enum MHD_Result handle_judge(server *s, struct MHD_Connection *c, conn_re
     const int64_t n = req.n - 1;
     r->texts = req.n;
     sq_err err = {0};
+    /* "instruction": a judge for this request (the fixed prompt's ids, a
+     * few hundred bytes), at the server's length */
+    sq_lm_judge own;
+    const sq_lm_judge *judge = &s->judge;
+    if (req.instruction) {
+        if (sq_lm_judge_init(&own, &s->lm, req.instruction, s->judge.max_seq, &err) != 0) {
+            sq_api_request_free(&req);
+            return reply_error(s, c, r, 400, NULL, "\"instruction\": %s", err.msg);
+        }
+        judge = &own;
+    }
     /* the prompts' tokens, for --max-tokens, before any forward */
     int64_t tokens = 0;
     for (int64_t i = 0; i < n; i++) {
         int32_t *ids;
-        int k = sq_lm_judge_prompt(&s->judge, req.texts[0], req.lens[0], req.texts[i + 1],
+        int k = sq_lm_judge_prompt(judge, req.texts[0], req.lens[0], req.texts[i + 1],
                                    req.lens[i + 1], &ids, &err);
         free(ids);
         if (k < 0) {
+            if (judge == &own)
+                sq_lm_judge_free(&own);
             sq_api_request_free(&req);
             return reply_error(s, c, r, 500, NULL, "%s", err.msg);
         }
@@ -444,6 +463,8 @@ static enum MHD_Result handle_judge(server *s, struct MHD_Connection *c, conn_re
     }
     r->tokens = tokens;
     if (tokens > s->o->max_tokens) {
+        if (judge == &own)
+            sq_lm_judge_free(&own);
         sq_api_request_free(&req);
         return reply_error(s, c, r, 413, NULL,
                            "%lld prompt tokens in one request (after truncation to %d per "
@@ -451,6 +472,8 @@ static enum MHD_Result handle_judge(server *s, struct MHD_Connection *c, conn_re
                            (long long)tokens, s->judge.max_seq, (long long)s->o->max_tokens);
     }
     if ((st = sq_cmpl_slot_take(&s->cmpl, msg, sizeof msg)) != 0) {
+        if (judge == &own)
+            sq_lm_judge_free(&own);
         sq_api_request_free(&req);
         return reply_error(s, c, r, st, retry, "%s", msg);
     }
@@ -464,10 +487,12 @@ static enum MHD_Result handle_judge(server *s, struct MHD_Connection *c, conn_re
     if (rc == 0) {
         if (s->cmpl.threads > 0)
             omp_set_num_threads(s->cmpl.threads);
-        rc = sq_lm_judge_score(&s->judge, q, ql, req.texts + 1, req.lens + 1, n, score, NULL,
-                               NULL, NULL, &err);
+        rc = sq_lm_judge_score(judge, q, ql, req.texts + 1, req.lens + 1, n, score, NULL, NULL,
+                               NULL, &err);
     }
     sq_cmpl_slot_release(&s->cmpl);
+    if (judge == &own)
+        sq_lm_judge_free(&own);
     if (rc == 0 && sq_rank_scores(score, n, order) != 0)
         rc = sq_err_set(&err, "out of memory");
     enum MHD_Result ret;

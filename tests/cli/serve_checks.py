@@ -117,6 +117,8 @@ check([x["index"] for x in cli] == [x["index"] for x in rr] and [x["rank"] for x
       "`squint rerank` gives the order and scores of POST /rerank")
 st, _, b = call(main_url, "/rerank", {"query": "a", "texts": []})
 check(st == 400 and b.get("error_type") == "Validation", "/rerank without texts: 400")
+st, _, b = call(main_url, "/rerank", {"query": "a", "texts": ["b"], "instruction": "judge"})
+check(st == 400 and "causal LM" in b.get("error", ""), "/rerank with an instruction on an embedding model: 400")
 # --- /classify (the main server has --head): what `squint classify` says ---
 cls = [json.loads(l) for l in open(os.environ["SERVE_CLASSES"])]
 st, _, cl = call(main_url, "/classify", {"inputs": texts})

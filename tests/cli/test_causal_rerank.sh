@@ -93,20 +93,33 @@ if [[ $("$SQ" serve x 2>&1) == *"built without libmicrohttpd"* ]]; then
 else
   start_serve serve "$W/lm.sqm" --port 0 --threads 1
   "$SQ" rerank "$W/lm.sqm" --query "what causes tides" --docs "$W/docs.txt" >"$W/cli.jsonl"
+  "$SQ" rerank "$W/lm.sqm" --query "what causes tides" --docs "$W/docs.txt" \
+    --instruction "Find the answer" >"$W/cli-i.jsonl"
   if [[ -z $URL ]]; then fail "serve did not start: $(tail -2 "$W/serve.log")"
-  elif $PY - "$URL" "$W/docs.txt" "$W/cli.jsonl" <<'PY'
+  elif $PY - "$URL" "$W/docs.txt" "$W/cli.jsonl" "$W/cli-i.jsonl" <<'PY'
 import json, sys, urllib.request
-url, docs, ref = sys.argv[1], open(sys.argv[2]).read().splitlines(), sys.argv[3]
-want = [{"index": o["index"], "score": o["score"]} for o in map(json.loads, open(ref))]
-req = urllib.request.Request(url + "/rerank", json.dumps({"query": "what causes tides", "texts": docs}).encode(),
-                             {"Content-Type": "application/json"})
-got = json.load(urllib.request.urlopen(req))
-assert got == want, (got, want)
+url, docs = sys.argv[1], open(sys.argv[2]).read().splitlines()
+def want(ref):
+    return [{"index": o["index"], "score": o["score"]} for o in map(json.loads, open(ref))]
+def rerank(**extra):
+    body = dict(query="what causes tides", texts=docs, **extra)
+    req = urllib.request.Request(url + "/rerank", json.dumps(body).encode(),
+                                 {"Content-Type": "application/json"})
+    return json.load(urllib.request.urlopen(req))
+got = rerank()
+assert got == want(sys.argv[3]), (got, want(sys.argv[3]))
+# the instruction per request: rerank --instruction's scores, then the default again
+got = rerank(instruction="Find the answer")
+assert got == want(sys.argv[4]) and got != want(sys.argv[3]), got
+assert rerank(instruction=None) == want(sys.argv[3])
 info = json.load(urllib.request.urlopen(url + "/info"))
 assert "/rerank" in info["endpoints"], info
 PY
-  then pass "serve: POST /rerank gives the scores of squint rerank"
+  then pass "serve: POST /rerank gives the scores of squint rerank, with and without an \"instruction\""
   else fail "serve: POST /rerank"; fi
+  code=$(curl -s -o "$W/e.json" -w '%{http_code}' -d '{"query":"q","texts":["a"],"instruction":7}' "$URL/rerank")
+  [[ $code == 400 ]] && grep -q '"instruction\\" must be a string' "$W/e.json" &&
+    pass "serve: a non-string instruction is 400" || fail "serve: instruction 7: $code $(cat "$W/e.json")"
   S260=${SQUINT_SHARED_DATA}/stories260K/stories260K.bin
   if [[ -f $S260 ]]; then
     start_serve serve260 "$S260" --port 0 --threads 1
