@@ -149,6 +149,61 @@ void squint_embed_options_init(squint_embed_options *o)
         *o = (squint_embed_options){.normalize = -1, .pooling = SQUINT_POOLING_MODEL};
 }
 
+/* The options every call has: threads and batch within the CLI's limits. */
+static squint_status check_counts(const char *fn, int threads, int batch, squint_error *err)
+{
+    char msg[160];
+    if (threads < 0 || threads > SQ_THREADS_MAX) {
+        snprintf(msg, sizeof msg, "%s: threads must be in [0, %d]", fn, SQ_THREADS_MAX);
+        return fail(err, SQUINT_ERR_ARGUMENT, msg);
+    }
+    if (batch < 0 || batch > SQ_BATCH_MAX) {
+        snprintf(msg, sizeof msg, "%s: batch must be in [0, %d]", fn, SQ_BATCH_MAX);
+        return fail(err, SQUINT_ERR_ARGUMENT, msg);
+    }
+    return SQUINT_OK;
+}
+
+/* Each of n texts not NULL and valid UTF-8 (side names them in messages:
+ * "text", "query"); lens NULL: NUL-terminated, *own gets the lengths (free
+ * it) and *out points at the lengths to use. */
+static squint_status check_texts(const char *fn, const char *side, const char *const *t,
+                                 const size_t *lens, size_t n, const size_t **out,
+                                 size_t **own, squint_error *err)
+{
+    char msg[200];
+    *own = NULL;
+    if (!lens) {
+        if (!(*own = malloc(n * sizeof **own))) {
+            snprintf(msg, sizeof msg, "%s: out of memory", fn);
+            return fail(err, SQUINT_ERR_MEMORY, msg);
+        }
+        for (size_t i = 0; i < n; i++)
+            (*own)[i] = t[i] ? strlen(t[i]) : 0;
+        lens = *own;
+    }
+    for (size_t i = 0; i < n; i++) {
+        squint_status code = SQUINT_OK;
+        if (!t[i]) {
+            snprintf(msg, sizeof msg, "%s: %s %zu is NULL", fn, side, i);
+            code = SQUINT_ERR_ARGUMENT;
+        } else {
+            size_t good = sq_utf8_valid_prefix(t[i], lens[i]);
+            if (good != lens[i]) {
+                snprintf(msg, sizeof msg, "%s: %s %zu: invalid UTF-8 at byte %zu", fn, side, i,
+                         good + 1);
+                code = SQUINT_ERR_INPUT;
+            }
+        }
+        if (code != SQUINT_OK) {
+            free(*own), *own = NULL;
+            return fail(err, code, msg);
+        }
+    }
+    *out = lens;
+    return SQUINT_OK;
+}
+
 /* Options -> the runtime's, checked; the limits are the CLI's. */
 static squint_status resolve_options(const squint_model *h, const squint_embed_options *in,
                                      sq_embed_opts *o, squint_error *err)
@@ -158,14 +213,9 @@ static squint_status resolve_options(const squint_model *h, const squint_embed_o
     if (!in)
         in = &d;
     char msg[160];
-    if (in->threads < 0 || in->threads > SQ_THREADS_MAX) {
-        snprintf(msg, sizeof msg, "squint_embed: threads must be in [0, %d]", SQ_THREADS_MAX);
-        return fail(err, SQUINT_ERR_ARGUMENT, msg);
-    }
-    if (in->batch < 0 || in->batch > SQ_BATCH_MAX) {
-        snprintf(msg, sizeof msg, "squint_embed: batch must be in [0, %d]", SQ_BATCH_MAX);
-        return fail(err, SQUINT_ERR_ARGUMENT, msg);
-    }
+    squint_status st = check_counts("squint_embed", in->threads, in->batch, err);
+    if (st != SQUINT_OK)
+        return st;
     if (in->normalize < -1 || in->normalize > 1)
         return fail(err, SQUINT_ERR_ARGUMENT, "squint_embed: normalize must be -1, 0 or 1");
     if (in->max_seq != 0 && (in->max_seq < 3 || in->max_seq > sq_bert_max_tokens(&h->r.em.enc.cfg))) {
@@ -215,29 +265,10 @@ static squint_status embed(const squint_model *h, const char *const *texts, cons
     }
     if (n > (size_t)INT64_MAX / sizeof(float) / (size_t)h->r.em.enc.cfg.hidden)
         return fail(err, SQUINT_ERR_ARGUMENT, "squint_embed: too many texts");
-    size_t *own_lens = NULL;
-    if (!lens) {
-        if (!(own_lens = malloc(n * sizeof *own_lens)))
-            return fail(err, SQUINT_ERR_MEMORY, "squint_embed: out of memory");
-        for (size_t i = 0; i < n; i++)
-            own_lens[i] = texts[i] ? strlen(texts[i]) : 0;
-        lens = own_lens;
-    }
-    char msg[160];
-    for (size_t i = 0; i < n; i++) {
-        if (!texts[i]) {
-            snprintf(msg, sizeof msg, "squint_embed: text %zu is NULL", i);
-            free(own_lens);
-            return fail(err, SQUINT_ERR_ARGUMENT, msg);
-        }
-        size_t good = sq_utf8_valid_prefix(texts[i], lens[i]);
-        if (good != lens[i]) {
-            snprintf(msg, sizeof msg, "squint_embed: text %zu: invalid UTF-8 at byte %zu", i,
-                     good + 1);
-            free(own_lens);
-            return fail(err, SQUINT_ERR_INPUT, msg);
-        }
-    }
+    size_t *own_lens;
+    st = check_texts("squint_embed", "text", texts, lens, n, &lens, &own_lens, err);
+    if (st != SQUINT_OK)
+        return st;
     /* The thread count is an ICV of the calling thread: set it for this call
      * and give the caller's back. Unset, it is squint's default (affinity,
      * cgroup CPU quota, OMP_NUM_THREADS), not the calling thread's ICV. */
@@ -339,41 +370,6 @@ void squint_score_options_init(squint_score_options *o)
         *o = (squint_score_options){0};
 }
 
-/* Each text of a side: not NULL, valid UTF-8; lens NULL: NUL-terminated
- * (*own gets the lengths, to free). */
-static squint_status check_texts(const char *fn, const char *side, const char *const *t,
-                                 const size_t *lens, size_t n, const size_t **out,
-                                 size_t **own, squint_error *err)
-{
-    char msg[200];
-    *own = NULL;
-    if (!lens) {
-        if (!(*own = malloc(n * sizeof **own)))
-            return fail(err, SQUINT_ERR_MEMORY, "squint_score_pairs: out of memory");
-        for (size_t i = 0; i < n; i++)
-            (*own)[i] = t[i] ? strlen(t[i]) : 0;
-        lens = *own;
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (!t[i]) {
-            snprintf(msg, sizeof msg, "%s: %s %zu is NULL", fn, side, i);
-            goto bad_arg;
-        }
-        size_t good = sq_utf8_valid_prefix(t[i], lens[i]);
-        if (good != lens[i]) {
-            snprintf(msg, sizeof msg, "%s: %s %zu: invalid UTF-8 at byte %zu", fn, side, i,
-                     good + 1);
-            free(*own), *own = NULL;
-            return fail(err, SQUINT_ERR_INPUT, msg);
-        }
-    }
-    *out = lens;
-    return SQUINT_OK;
-bad_arg:
-    free(*own), *own = NULL;
-    return fail(err, SQUINT_ERR_ARGUMENT, msg);
-}
-
 squint_status squint_score_pairs(const squint_model *h, const char *const *queries,
                                  const size_t *qlens, const char *const *docs,
                                  const size_t *dlens, size_t n, const squint_score_options *opts,
@@ -388,14 +384,9 @@ squint_status squint_score_pairs(const squint_model *h, const char *const *queri
     if (!opts)
         opts = &d;
     char msg[200];
-    if (opts->threads < 0 || opts->threads > SQ_THREADS_MAX) {
-        snprintf(msg, sizeof msg, "%s: threads must be in [0, %d]", fn, SQ_THREADS_MAX);
-        return fail(err, SQUINT_ERR_ARGUMENT, msg);
-    }
-    if (opts->batch < 0 || opts->batch > SQ_BATCH_MAX) {
-        snprintf(msg, sizeof msg, "%s: batch must be in [0, %d]", fn, SQ_BATCH_MAX);
-        return fail(err, SQUINT_ERR_ARGUMENT, msg);
-    }
+    squint_status st = check_counts(fn, opts->threads, opts->batch, err);
+    if (st != SQUINT_OK)
+        return st;
     const int limit = h->r.kind == SQ_RANKER_JUDGE ? h->r.lm.dec.cfg.max_pos
                                                    : sq_bert_max_tokens(&h->r.em.enc.cfg);
     /* A judge's prompt needs its fixed ids and a token of the pair. */
@@ -420,8 +411,7 @@ squint_status squint_score_pairs(const squint_model *h, const char *const *queri
         return fail(err, SQUINT_ERR_ARGUMENT, "squint_score_pairs: too many pairs");
     size_t *own_q, *own_d;
     const size_t *ql, *dl;
-    squint_status st = check_texts(fn, "query", queries, qlens, n, &ql, &own_q, err);
-    if (st != SQUINT_OK)
+    if ((st = check_texts(fn, "query", queries, qlens, n, &ql, &own_q, err)) != SQUINT_OK)
         return st;
     if ((st = check_texts(fn, "document", docs, dlens, n, &dl, &own_d, err)) != SQUINT_OK) {
         free(own_q);
