@@ -35,7 +35,8 @@ finish() {
 # $W/NAME.log; sets URL (empty when it did not start) and PID, and adds PID
 # to the caller's pids array (its cleanup kills them). Call it in the
 # script's own shell, not in $(...): a subshell's pids+= is lost and the
-# server outlives the test. 1 when the server did not start.
+# server outlives the test. Waits SERVE_WAIT_TRIES x 50 ms (default 1200)
+# for the "listening on" line; 1 when the server did not start.
 start_serve() {
   local name=$1
   shift
@@ -43,7 +44,7 @@ start_serve() {
   PID=$!
   pids+=("$PID")
   URL=""
-  for _ in $(seq 1 1200); do
+  for _ in $(seq 1 "${SERVE_WAIT_TRIES:-1200}"); do
     URL=$(grep -o 'listening on http://[^ ]*' "$W/$name.log" | head -1 | sed 's/listening on //')
     [[ -n $URL ]] && return 0
     kill -0 "$PID" 2>/dev/null || break

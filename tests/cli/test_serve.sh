@@ -13,6 +13,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 export PYTHONDONTWRITEBYTECODE=1
 W=$(mktemp -d /tmp/squint-serve-XXXXXX)
 pids=()
+. "$(dirname "$0")/lib.sh"
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
   rm -rf "$W"
@@ -60,35 +61,26 @@ tail -n +2 "$W/texts.txt" >"$W/docs.txt"
   { echo "FAIL - squint rerank"; exit 1; }
 DIM=$("$SQ" inspect "$W/m.sqm" --json | "$PY" -c "import json,sys; print(json.load(sys.stdin)['metadata']['config']['hidden'])")
 
-# start NAME ARGS...: a server on a free port; sets URL and PID
+# start NAME ARGS...: `squint serve ARGS` on a free port (lib.sh start_serve,
+# 30 s to listen); sets URL and PID, or the test fails here.
 start() {
-  local name=$1; shift
-  "$@" >"$W/$name.log" 2>&1 &
-  PID=$!
-  pids+=("$PID")
-  URL=""
-  for _ in $(seq 1 600); do
-    URL=$(grep -o 'listening on http://[^ ]*' "$W/$name.log" | head -1 | sed 's/listening on //')
-    [[ -n $URL ]] && return 0
-    kill -0 "$PID" 2>/dev/null || break
-    sleep 0.05
-  done
-  echo "FAIL - server $name did not start: $(tail -2 "$W/$name.log")"
+  SERVE_WAIT_TRIES=600 start_serve "$@" && return 0
+  echo "FAIL - server $1 did not start: $(tail -2 "$W/$1.log")"
   exit 1
 }
-start main "$SQ" serve "$W/m.sqm" --port 0 --quiet --batch-wait 5 --head "$W/head.json" --ranges "$W/rg.npy"
+start main "$W/m.sqm" --port 0 --quiet --batch-wait 5 --head "$W/head.json" --ranges "$W/rg.npy"
 MAIN=$URL
-start limits "$SQ" serve "$W/m.sqm" --port 0 --quiet --max-body 4096 --max-inputs 64 \
+start limits "$W/m.sqm" --port 0 --quiet --max-body 4096 --max-inputs 64 \
   --max-tokens 100 --timeout 1
 LIMITS=$URL
-start queue "$SQ" serve "$W/m.sqm" --port 0 --queue 1 --batch-wait 4000 --max-batch 65536
+start queue "$W/m.sqm" --port 0 --queue 1 --batch-wait 4000 --max-batch 65536
 QUEUE=$URL
 QPID=$PID
-start drain "$SQ" serve "$W/m.sqm" --port 0 --quiet --timeout 5
+start drain "$W/m.sqm" --port 0 --quiet --timeout 5
 DRAIN=$URL
 DPID=$PID
 printf 'sesame-%s\n' "$RANDOM" >"$W/key"
-start key "$SQ" serve "$W/m.sqm" --port 0 --quiet --api-key-file "$W/key"
+start key "$W/m.sqm" --port 0 --quiet --api-key-file "$W/key"
 KEYURL=$URL
 
 SERVE_REF8=$W/ref8.f32 SERVE_P8=$W/p8.jsonl SERVE_PB=$W/pb.jsonl SERVE_DRAIN_SEEN=$W/drain.seen SERVE_CLASSES=$W/classes.jsonl SERVE_RERANK=$W/rerank.jsonl "$PY" "$HERE/serve_checks.py" "$MAIN" "$W/ref.f32" "$DIM" "$W/texts.txt" "$LIMITS" "$QUEUE" \
@@ -147,12 +139,12 @@ brc=$?
 [[ $brc -eq 2 ]] && grep -q "nope.sqm" "$W/bad.log" && echo "ok   - a missing model: exit 2 naming it" ||
   { echo "FAIL - missing model: exit $brc: $(cat "$W/bad.log")"; rc=1; }
 # issue 38 item 1: slow clients are cut after --timeout however they trickle
-start slow "$SQ" serve "$W/m.sqm" --port 0 --quiet --max-connections 16 --timeout 2
+start slow "$W/m.sqm" --port 0 --quiet --max-connections 16 --timeout 2
 "$PY" "$HERE/serve_slow_clients.py" "$URL" || rc=1
 # issue 38 item 12: a served model truncated in place (cp onto it, a failed
 # copy) gives SIGBUS; the server says which file and how to replace one safely
 cp "$W/m.sqm" "$W/live.sqm"
-start live "$SQ" serve "$W/live.sqm" --port 0 --quiet
+start live "$W/live.sqm" --port 0 --quiet
 LPID=$PID
 truncate -s 4096 "$W/live.sqm"
 "$PY" -c "import json,sys,urllib.request as u

@@ -23,6 +23,7 @@ fi
 M=$D/stories260K.bin
 W=$(mktemp -d /tmp/squint-serve-cmpl-XXXXXX)
 pids=()
+. "$(dirname "$0")/lib.sh"
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
   rm -rf "$W"
@@ -32,31 +33,22 @@ PY=/usr/bin/python3
 [[ -x $PY ]] || PY=python3
 rc=0
 
-# start NAME ARGS...: a server on a free port; sets URL and PID
+# start NAME ARGS...: `squint serve ARGS` on a free port (lib.sh start_serve,
+# 30 s to listen); sets URL and PID, or the test fails here.
 start() {
-  local name=$1; shift
-  "$@" >"$W/$name.log" 2>&1 &
-  PID=$!
-  pids+=("$PID")
-  URL=""
-  for _ in $(seq 1 600); do
-    URL=$(grep -o 'listening on http://[^ ]*' "$W/$name.log" | head -1 | sed 's/listening on //')
-    [[ -n $URL ]] && return 0
-    kill -0 "$PID" 2>/dev/null || break
-    sleep 0.05
-  done
-  echo "FAIL - server $name did not start: $(tail -2 "$W/$name.log")"
+  SERVE_WAIT_TRIES=600 start_serve "$@" && return 0
+  echo "FAIL - server $1 did not start: $(tail -2 "$W/$1.log")"
   exit 1
 }
 "$GEN" "$W/enc" --shape tiny --seed 5 >/dev/null || { echo "FAIL - fixture"; exit 1; }
 # 16 slots for the 8 concurrent clients: a slot is freed when its generation
 # thread ends, which can lag the response under load (a 503 there is the
 # server keeping its limit, not a defect).
-start main "$SQ" serve "$M" --port 0 --threads 1 --max-generations 16
+start main "$M" --port 0 --threads 1 --max-generations 16
 MAIN=$URL MPID=$PID
-start draft "$SQ" serve "$M" --port 0 --quiet --threads 1 --draft "$M" --draft-tokens 3
+start draft "$M" --port 0 --quiet --threads 1 --draft "$M" --draft-tokens 3
 DRAFT=$URL
-start enc "$SQ" serve "$W/enc" --port 0 --quiet
+start enc "$W/enc" --port 0 --quiet
 ENC=$URL
 
 "$PY" "$HERE/serve_completions_checks.py" "$SQ" "$M" "$MAIN" "$DRAFT" "$ENC" || rc=1
