@@ -436,13 +436,15 @@ static enum MHD_Result handle_judge(server *s, struct MHD_Connection *c, conn_re
     r->texts = req.n;
     sq_err err = {0};
     /* "instruction": a judge for this request (the fixed prompt's ids, a
-     * few hundred bytes), at the server's length */
-    sq_lm_judge own;
+     * few hundred bytes), at the server's length; zeroed, freeing it is a
+     * no-op when there is none */
+    sq_lm_judge own = {0};
     const sq_lm_judge *judge = &s->judge;
+    enum MHD_Result ret;
     if (req.instruction) {
         if (sq_lm_judge_init(&own, &s->lm, req.instruction, s->judge.max_seq, &err) != 0) {
-            sq_api_request_free(&req);
-            return reply_error(s, c, r, 400, NULL, "\"instruction\": %s", err.msg);
+            ret = reply_error(s, c, r, 400, NULL, "\"instruction\": %s", err.msg);
+            goto out;
         }
         judge = &own;
     }
@@ -454,28 +456,22 @@ static enum MHD_Result handle_judge(server *s, struct MHD_Connection *c, conn_re
                                    req.lens[i + 1], &ids, &err);
         free(ids);
         if (k < 0) {
-            if (judge == &own)
-                sq_lm_judge_free(&own);
-            sq_api_request_free(&req);
-            return reply_error(s, c, r, 500, NULL, "%s", err.msg);
+            ret = reply_error(s, c, r, 500, NULL, "%s", err.msg);
+            goto out;
         }
         tokens += k;
     }
     r->tokens = tokens;
     if (tokens > s->o->max_tokens) {
-        if (judge == &own)
-            sq_lm_judge_free(&own);
-        sq_api_request_free(&req);
-        return reply_error(s, c, r, 413, NULL,
-                           "%lld prompt tokens in one request (after truncation to %d per "
-                           "pair); the limit is %lld (--max-tokens)",
-                           (long long)tokens, s->judge.max_seq, (long long)s->o->max_tokens);
+        ret = reply_error(s, c, r, 413, NULL,
+                          "%lld prompt tokens in one request (after truncation to %d per "
+                          "pair); the limit is %lld (--max-tokens)",
+                          (long long)tokens, s->judge.max_seq, (long long)s->o->max_tokens);
+        goto out;
     }
     if ((st = sq_cmpl_slot_take(&s->cmpl, msg, sizeof msg)) != 0) {
-        if (judge == &own)
-            sq_lm_judge_free(&own);
-        sq_api_request_free(&req);
-        return reply_error(s, c, r, st, retry, "%s", msg);
+        ret = reply_error(s, c, r, st, retry, "%s", msg);
+        goto out;
     }
     const char **q = malloc((size_t)n * sizeof *q);
     size_t *ql = malloc((size_t)n * sizeof *ql);
@@ -491,11 +487,8 @@ static enum MHD_Result handle_judge(server *s, struct MHD_Connection *c, conn_re
                                NULL, &err);
     }
     sq_cmpl_slot_release(&s->cmpl);
-    if (judge == &own)
-        sq_lm_judge_free(&own);
     if (rc == 0 && sq_rank_scores(score, n, order) != 0)
         rc = sq_err_set(&err, "out of memory");
-    enum MHD_Result ret;
     if (rc != 0) {
         ret = reply_error(s, c, r, 500, NULL, "%s", err.msg);
     } else {
@@ -505,6 +498,8 @@ static enum MHD_Result handle_judge(server *s, struct MHD_Connection *c, conn_re
         ret = reply(s, c, r, 200, "application/json", &sb, NULL);
     }
     free(q), free(ql), free(score), free(order);
+out:
+    sq_lm_judge_free(&own);
     sq_api_request_free(&req);
     return ret;
 }
