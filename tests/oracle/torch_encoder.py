@@ -224,6 +224,24 @@ def pad_batch(seqs, pad_id):
     return ids, mask
 
 
+def length_batches(seqs, batch, long_from=257):
+    """Index lists covering seqs: sorted by length, up to `batch` inputs of
+    fewer than long_from tokens together, every longer input alone, so that
+    no short input is padded to a long one's length (a batch of 20 short
+    inputs padded to 1,048 tokens costs 20 long inputs)."""
+    order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
+    out, cur = [], []
+    for i in order:
+        if len(seqs[i]) >= long_from:
+            out.append([i])
+            continue
+        cur.append(i)
+        if len(cur) == batch:
+            out.append(cur)
+            cur = []
+    return out + ([cur] if cur else [])
+
+
 def pool(hid, mask, mode, normalize):
     if mode == "cls":
         e = hid[:, 0]

@@ -47,7 +47,7 @@ except ImportError:  # the meson test maps this to a skip
     sys.exit(77)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_encoder import load_pooling, load_safetensors, pad_batch, pool  # noqa: E402
+from torch_encoder import length_batches, load_pooling, load_safetensors, pad_batch, pool  # noqa: E402
 
 WRONG = ["no-local-window", "gelu-on-gate", "no-final-norm"]
 
@@ -164,20 +164,15 @@ def main():
              cfg.get("global_rope_theta", 160000.0), cfg.get("local_rope_theta", 10000.0),
              len(seqs), sum(map(len, seqs)), min(map(len, seqs)), longest,
              sum(len(s) > window // 2 + 1 for s in seqs), mode, " + normalize" if normalize else ""))
-    order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
     rows, embs = [None] * len(seqs), [None] * len(seqs)
     with torch.inference_mode():
-        i = 0
-        while i < len(order):
-            n = 1 if len(seqs[order[i]]) > 256 else args.batch
-            idx = order[i:i + n]
+        for idx in length_batches(seqs, args.batch):
             ids, mask = pad_batch([seqs[j] for j in idx], pad)
             h = modernbert_forward(cfg, w, ids, mask, args.wrong)
             e = pool(h, mask, mode, normalize)
             for r, j in enumerate(idx):
                 rows[j] = h[r, :len(seqs[j])].double()
                 embs[j] = e[r].double()
-            i += n
     t_hid, t_emb = torch.cat(rows), torch.stack(embs)
     if t_hid.shape != hid.shape or t_emb.shape != emb.shape:
         raise SystemExit("oracle: FAIL: shapes %s / %s, expected %s / %s"

@@ -41,7 +41,7 @@ except ImportError:  # the meson test maps this to a skip
     sys.exit(77)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_encoder import load_pooling, load_safetensors, pad_batch, pool  # noqa: E402
+from torch_encoder import length_batches, load_pooling, load_safetensors, pad_batch, pool  # noqa: E402
 
 
 def load_mpnet(model_dir):
@@ -151,16 +151,16 @@ def main():
              cfg["num_hidden_layers"], cfg["hidden_size"], cfg["num_attention_heads"], len(seqs),
              sum(map(len, seqs)), min(map(len, seqs)), max(map(len, seqs)), mode,
              " + normalize" if normalize else ""))
-    rows, embs = [], []
+    rows, embs = [None] * len(seqs), [None] * len(seqs)
     with torch.inference_mode():
-        for b0 in range(0, len(seqs), args.batch):
-            chunk = seqs[b0:b0 + args.batch]
-            ids, mask = pad_batch(chunk, pad)
+        for idx in length_batches(seqs, args.batch):
+            ids, mask = pad_batch([seqs[j] for j in idx], pad)
             h = mpnet_forward(cfg, w, ids, mask, args.wrong)
             e = pool(h, mask, mode, normalize)
-            rows += [h[i, :len(s)].double() for i, s in enumerate(chunk)]
-            embs.append(e.double())
-    t_hid, t_emb = torch.cat(rows), torch.cat(embs)
+            for r, j in enumerate(idx):
+                rows[j] = h[r, :len(seqs[j])].double()
+                embs[j] = e[r].double()
+    t_hid, t_emb = torch.cat(rows), torch.stack(embs)
     if t_hid.shape != hid.shape or t_emb.shape != emb.shape:
         raise SystemExit("oracle: FAIL: shapes %s / %s, expected %s / %s"
                          % (tuple(hid.shape), tuple(emb.shape), tuple(t_hid.shape), tuple(t_emb.shape)))

@@ -41,7 +41,7 @@ except ImportError:  # the meson test maps this to a skip
     sys.exit(77)
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_encoder import load_pooling, load_safetensors, pad_batch, pool  # noqa: E402
+from torch_encoder import length_batches, load_pooling, load_safetensors, pad_batch, pool  # noqa: E402
 
 
 def load_nomic(model_dir):
@@ -157,21 +157,15 @@ def main():
              " + normalize" if normalize else ""))
     # batches of similar length (long inputs alone): padding a 2,000-token
     # input's batch would cost batch x heads x 2,000^2 scores
-    order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
     rows, embs = [None] * len(seqs), [None] * len(seqs)
     with torch.inference_mode():
-        i = 0
-        while i < len(order):
-            n = 1 if len(seqs[order[i]]) > 256 else args.batch
-            idx = order[i:i + n]
-            chunk = [seqs[j] for j in idx]
-            ids, mask = pad_batch(chunk, pad)
+        for idx in length_batches(seqs, args.batch):
+            ids, mask = pad_batch([seqs[j] for j in idx], pad)
             h = nomic_forward(cfg, w, ids, mask, args.wrong)
             e = pool(h, mask, mode, normalize)
             for r, j in enumerate(idx):
                 rows[j] = h[r, :len(seqs[j])].double()
                 embs[j] = e[r].double()
-            i += n
     t_hid, t_emb = torch.cat(rows), torch.stack(embs)
     if t_hid.shape != hid.shape or t_emb.shape != emb.shape:
         raise SystemExit("oracle: FAIL: shapes %s / %s, expected %s / %s"
