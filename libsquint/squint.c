@@ -83,6 +83,11 @@ squint_model *squint_model_open(const char *path, squint_error *err)
         sq_isa isa;
         sq_err isa_err = {0};
         bool cpu = sq_sqm_sniff(path) && sq_linear_isa(&isa, &isa_err) != 0;
+        /* A language model that cannot judge is most likely one opened to
+         * generate: say that the library does not, and what does. */
+        if (!cpu && sq_ranker_is_lm(path))
+            sq_err_prefix(&e, "libsquint embeds and scores pairs; it does not generate text "
+                              "(squint generate and squint serve do)");
         fail(err, cpu ? SQUINT_ERR_CPU : SQUINT_ERR_MODEL, e.msg);
         free(h);
         return NULL;

@@ -122,12 +122,17 @@ int sq_score_pairs(const sq_embed_model *cm, const char *const *a, const size_t 
     return rc;
 }
 
+bool sq_ranker_is_lm(const char *path)
+{
+    return (sq_llama_is_checkpoint(path) || sq_dec_sqm_is_decoder(path)) &&
+           !sq_llama_is_embedding(path);
+}
+
 int sq_ranker_open(const char *arg, const char *instruction, int max_seq, sq_ranker *r,
                    sq_err *err)
 {
     memset(r, 0, sizeof *r);
-    const bool judge = (sq_llama_is_checkpoint(arg) || sq_dec_sqm_is_decoder(arg)) &&
-                       !sq_llama_is_embedding(arg);
+    const bool judge = sq_ranker_is_lm(arg);
     if (!judge) {
         if (instruction)
             return sq_err_set(err, "%s: an instruction is for a causal LM reranking as "
@@ -142,7 +147,8 @@ int sq_ranker_open(const char *arg, const char *instruction, int max_seq, sq_ran
     if (sq_llama_model_open(arg, NULL, &r->lm, err) != 0)
         return -1;
     if (sq_lm_judge_init(&r->j, &r->lm, instruction, max_seq, err) != 0) {
-        sq_err_prefix(err, "%s", arg);
+        sq_err_prefix(err, "%s: a causal LM ranks only as a yes / no judge (Qwen3-Reranker's "
+                           "way), and this one cannot", arg);
         sq_llama_model_close(&r->lm);
         return -1;
     }

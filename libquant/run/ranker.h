@@ -33,6 +33,10 @@ typedef struct sq_ranker {
     sq_lm_judge j;     /* the judge with the instruction and max_seq given at open */
 } sq_ranker;
 
+/* Whether path is a causal LM that is not an embedding model: it ranks only
+ * as a judge (and most such files are opened to generate). */
+bool sq_ranker_is_lm(const char *path);
+
 /* Open the model at arg (a .sqm, a checkpoint folder or archive) as what it
  * is. instruction, max_seq: a judge's defaults (NULL, 0: Qwen3-Reranker's;
  * lm_judge.h); an instruction for a model that is no judge is refused. A

@@ -3,7 +3,8 @@
 # embeddings equal `squint embed`'s bytes (int8 .sqm and fp32 checkpoint),
 # errors raise SquintError with the status, 4 Python threads share a model;
 # Model.score / rerank give `squint rerank`'s scores and order (a bi-encoder
-# and a cross-encoder), and a cross-encoder refuses embed().
+# and a cross-encoder), a cross-encoder refuses embed(), and a language model
+# is refused with what the library does not do (generate).
 # usage: test_python.sh SQUINT GEN_FIXTURE LIBSQUINT_SO SOURCE_DIR
 set -uo pipefail
 SQ=$1 GEN=$2 LIB=$3 SRC=$4
@@ -26,7 +27,7 @@ for r in m.sqm ce.sqm; do
   "$SQ" rerank "$W/$r" --query "second sentence" --docs "$W/in.txt" >"$W/$r.rank.jsonl" || exit 1
 done
 SQUINT_LIB=$LIB PYTHONPATH=$SRC/python /usr/bin/python3 - "$W" <<'PY'
-import sys, threading
+import os, sys, threading
 import numpy as np
 import squint
 W = sys.argv[1]
@@ -135,6 +136,16 @@ try:
     check(False, "missing model raises")
 except squint.SquintError as ex:
     check(ex.status == "model" and "nope.sqm" in str(ex), "missing model: SquintError(model) naming it")
+lm = os.path.join(os.environ.get("SQUINT_SHARED_DATA", "/nonexistent"), "stories260K", "stories260K.bin")
+if os.path.exists(lm):
+    try:
+        squint.Model(lm)
+        check(False, "a language model (stories260K) raises")
+    except squint.SquintError as ex:
+        check(ex.status == "model" and "does not generate" in str(ex) and "squint generate" in str(ex),
+              "a language model: SquintError(model) saying the library does not generate")
+else:
+    print("SKIPPED - a language model: no stories260K under $SQUINT_SHARED_DATA")
 check(squint.library_version().count(".") == 2, "library version " + squint.library_version())
 print("%d failure(s)" % fails)
 sys.exit(1 if fails else 0)
