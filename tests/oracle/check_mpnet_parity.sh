@@ -44,16 +44,6 @@ oracle=("$py" "$here/torch_mpnet.py" "$model" --tokens "$out.tok.jsonl" --hidden
         --embeddings "$out.npy" --threads 2 --min-inputs 200)
 echo "== oracle"
 "${oracle[@]}"
-# The wrong oracles only have to disagree: they run on a sample (the first 20
-# inputs and the long ones), with no count or length floor, so that only the
-# comparison can fail them.
-"$py" "$here/sample_outputs.py" "$out" "$out-sample" --first 20 --long-from 100
-wrong_oracle=("$py" "$here/torch_mpnet.py" "$model" --tokens "$out-sample.tok.jsonl"
-              --hidden "$out-sample.hid.npy" --embeddings "$out-sample.npy" --threads 2)
-for wrong in no-relative-bias index-positions; do
-    echo "== the oracle without one mechanism ($wrong) must fail"
-    if "${wrong_oracle[@]}" --wrong "$wrong"; then
-        echo "FAIL: the oracle without $wrong still agrees: the check cannot fail"; exit 1
-    fi
-done
+. "$here/wrong_oracles.sh"
+run_wrong_oracles "$py" "$here/torch_mpnet.py" "$model" "$out" 100 no-relative-bias index-positions || exit 1
 echo "PASS: squint matches the MPNet oracle, and each wrong oracle fails"
